@@ -1,0 +1,65 @@
+"""The ``memlog`` command line.
+
+Subcommands are imported only when invoked, so ``memlog hook`` pays for
+nothing it does not use.  Library errors become one line on stderr and a
+non-zero exit; no traceback ever reaches a user (it goes to ``errors.log``).
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+import click
+
+from memlog import __version__
+from memlog.commands.common import InputError, record_crash
+from memlog.errors import InvalidInput, MemlogError
+
+COMMANDS = {
+    "observe": ("memlog.commands.observe", "observe"),
+    "log": ("memlog.commands.log_cmd", "log"),
+    "verify": ("memlog.commands.verify_cmd", "verify"),
+    "stats": ("memlog.commands.stats", "stats"),
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose commands load on first use and whose errors are one line."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        command: click.Command = getattr(importlib.import_module(target[0]), target[1])
+        return command
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
+            raise
+        except InvalidInput as exc:
+            raise InputError(str(exc)) from None
+        except MemlogError as exc:
+            raise click.ClickException(str(exc)) from None
+        except Exception as exc:  # noqa: BLE001 - the one place a crash becomes a line
+            raise click.ClickException(record_crash(exc)) from None
+
+
+@click.group(cls=LazyGroup)
+@click.version_option(__version__, prog_name="memlog")
+def cli() -> None:
+    """memlog: persistent engineering memory for Claude Code.
+
+    Every change is an event appended to a checksummed log under
+    $MEMLOG_HOME (default ~/.claude/iflow/memory); everything else is
+    rebuilt from it.
+    """
+
+
+def main() -> None:
+    cli(prog_name="memlog")

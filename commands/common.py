@@ -1,0 +1,50 @@
+"""What every command shares: the home, the log, errors and output."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import click
+import msgspec
+
+from memlog.eventlog.log import EventLog
+from memlog.home import resolve_home
+
+ERROR_LOG = "errors.log"
+
+
+class InputError(click.ClickException):
+    """Bad input: one line on stderr, exit 2, nothing appended."""
+
+    exit_code = 2
+
+
+def home() -> Path:
+    return resolve_home()
+
+
+def open_log(command: str, redact: bool = True) -> EventLog:
+    return EventLog(home(), command=command, redact=redact)
+
+
+def record_crash(exc: BaseException) -> str:
+    """Keep the traceback in the error log; return the one line a user sees."""
+    line = f"internal error: {type(exc).__name__}: {exc}"
+    try:
+        path = home() / ERROR_LOG
+        stamp = datetime.now(UTC).isoformat()
+        text = "".join(traceback.format_exception(exc))
+        with open(path, "a", encoding="utf-8") as handle:
+            handle.write(f"--- {stamp} {' '.join(sys.argv)}\n{text}")
+        return f"{line} (details in {path})"
+    except OSError:
+        return line
+
+
+def echo_json(value: Any) -> None:
+    """Print ``value`` as JSON (msgspec handles Structs, tuples and bytes)."""
+    click.echo(msgspec.json.encode(value).decode("utf-8"))

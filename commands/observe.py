@@ -1,0 +1,88 @@
+"""``memlog observe``: record what was learned as ``entry.observed`` events."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import IO
+
+import click
+
+from memlog.commands.common import InputError, echo_json, open_log
+from memlog.eventlog.events import CATEGORIES, CONFIDENCES, SOURCES, Observed
+from memlog.observations import from_fields, parse_json_lines
+from memlog.project import project_name
+
+
+@click.command()
+@click.option("--name", help="Short title of the entry.")
+@click.option("--description", help="What was learned (its text decides the entry id).")
+@click.option("--category", type=click.Choice(CATEGORIES), help="Kind of entry.")
+@click.option("--reasoning", default="", help="Why it matters and how it was found.")
+@click.option("--confidence", type=click.Choice(CONFIDENCES), default="medium", show_default=True)
+@click.option("--keyword", "keywords", multiple=True, help="A keyword label (repeatable, ≤10).")
+@click.option("--reference", "references", multiple=True, help="A related file (repeatable).")
+@click.option("--project", default=None, help="Project name [default: the current project].")
+@click.option("--feature", default="", help="Feature the entry came from.")
+@click.option("--source", type=click.Choice(SOURCES), default="manual", show_default=True)
+@click.option(
+    "--json",
+    "json_input",
+    type=click.File("rb"),
+    help="Read entries from FILE (- for stdin): one JSON object per line, stored as one batch.",
+)
+@click.option("--no-redact", is_flag=True, help="Keep text that looks like a secret.")
+@click.option("--print-json", is_flag=True, help="Print the stored events as JSON.")
+def observe(
+    name: str | None,
+    description: str | None,
+    category: str | None,
+    reasoning: str,
+    confidence: str,
+    keywords: tuple[str, ...],
+    references: tuple[str, ...],
+    project: str | None,
+    feature: str,
+    source: str,
+    json_input: IO[bytes] | None,
+    no_redact: bool,
+    print_json: bool,
+) -> None:
+    """Record one entry from options, or many from --json, as observations."""
+    project = project if project is not None else project_name(Path.cwd())
+    if json_input is not None:
+        given = [n for n, v in (("name", name), ("description", description)) if v]
+        if given or category or reasoning or keywords or references:
+            raise InputError("--json cannot be combined with entry options")
+        events = parse_json_lines(json_input.read(), project)
+    else:
+        missing = [
+            f"--{n}"
+            for n, v in (("name", name), ("description", description), ("category", category))
+            if not v
+        ]
+        if missing:
+            raise InputError(f"missing {', '.join(missing)} (or give --json FILE)")
+        item = {
+            "name": name,
+            "description": description,
+            "category": category,
+            "reasoning": reasoning,
+            "confidence": confidence,
+            "keywords": list(keywords),
+            "references": list(references),
+            "project": project,
+            "feature": feature,
+            "source": source,
+        }
+        events = [from_fields(item)]
+    stored = open_log("observe", redact=not no_redact).append(events)
+    _report(stored, print_json)
+
+
+def _report(stored: list[Observed], as_json: bool) -> None:
+    if as_json:
+        echo_json(stored)
+        return
+    for event in stored:
+        note = f" (redacted: {', '.join(event.redacted)})" if event.redacted else ""
+        click.echo(f"observed {event.entry_id}  {event.name}  [seq {event.seq}]{note}")

@@ -1,0 +1,63 @@
+"""One line of the log: the encoded event followed by its checksum.
+
+A line is ``{...event fields...,"sum":"<16 hex>"}\\n`` where ``sum`` is a
+BLAKE2b-64 digest of the line's bytes up to (not including) ``,"sum":``.
+A torn, glued or edited line fails the check and is never decoded.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import msgspec
+
+from memlog.eventlog.events import Event, EventBase
+
+SUM_KEY = b',"sum":"'
+SUM_LEN = 16
+_TAIL_LEN = len(SUM_KEY) + SUM_LEN + 3  # ,"sum":"<16>"}\n
+
+ENCODER = msgspec.json.Encoder()
+DECODER: msgspec.json.Decoder[Event] = msgspec.json.Decoder(Event)
+
+
+class BadLine(Exception):
+    """A line that fails its checksum or its schema; ``reason`` says which."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
+def checksum(body: bytes) -> bytes:
+    return hashlib.blake2b(body, digest_size=SUM_LEN // 2).hexdigest().encode("ascii")
+
+
+def encode_line(event: EventBase) -> bytes:
+    """Encode ``event`` as one checksummed log line ending in a newline."""
+    body = ENCODER.encode(event)[:-1]
+    return body + SUM_KEY + checksum(body) + b'"}\n'
+
+
+def check_line(line: bytes) -> bytes:
+    """Return the checksummed body of ``line`` (without newline) or raise BadLine."""
+    if line.endswith(b"\n"):
+        line = line[:-1]
+    cut = len(line) - _TAIL_LEN + 1
+    if cut <= 0 or line[cut : cut + len(SUM_KEY)] != SUM_KEY or not line.endswith(b'"}'):
+        raise BadLine("no checksum (torn or foreign line)")
+    body = line[:cut]
+    if checksum(body) != line[cut + len(SUM_KEY) : -2]:
+        raise BadLine("checksum mismatch (damaged or edited line)")
+    return body
+
+
+def decode_line(line: bytes) -> Event:
+    """Check and decode one line; raise BadLine naming what is wrong."""
+    body = check_line(line)
+    try:
+        return DECODER.decode(body + b"}")
+    except msgspec.ValidationError as exc:
+        raise BadLine(f"invalid event: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise BadLine(f"malformed JSON: {exc}") from None

@@ -1,0 +1,179 @@
+"""Every event memlog records, as tagged msgspec Structs.
+
+One line of the log is one event: the envelope fields of ``EventBase``
+(sequence, unique id, time, schema version, writer, redactions) followed by
+the payload fields of its type, then a checksum that ``codec`` appends.
+Schemas evolve only by adding fields with defaults; a breaking change gets a
+new tag or an upcaster in ``codec``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Annotated, Literal
+
+import msgspec
+from msgspec import Meta
+
+Category = Literal["anti-patterns", "patterns", "heuristics", "facts"]
+Confidence = Literal["high", "medium", "low"]
+Source = Literal["retro", "session-capture", "manual", "import", "extraction"]
+Scope = Literal["universal", "project"]
+
+CATEGORIES: tuple[Category, ...] = ("anti-patterns", "heuristics", "patterns", "facts")
+CONFIDENCES: tuple[Confidence, ...] = ("high", "medium", "low")
+SOURCES: tuple[Source, ...] = ("retro", "session-capture", "manual", "import", "extraction")
+
+Text = Annotated[str, Meta(min_length=1)]
+EntryId = Annotated[str, Meta(pattern="^[0-9a-f]{16}$")]
+
+
+def content_hash(description: str) -> str:
+    """The entry id: sha256 of the whitespace-folded, lowercased description."""
+    normalised = " ".join(description.lower().strip().split())
+    return hashlib.sha256(normalised.encode("utf-8")).hexdigest()[:16]
+
+
+class Writer(msgspec.Struct, frozen=True, omit_defaults=True):
+    """Who appended an event."""
+
+    tool: str
+    command: str = ""
+    host: str = ""
+    pid: int = 0
+
+
+class EventBase(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
+    """The envelope every event carries; the log fills it in under its lock."""
+
+    seq: int = 0
+    id: str = ""
+    ts: str = ""
+    v: int = 1
+    writer: Writer | None = None
+    #: payload fields in which secrets were replaced by ``[REDACTED]``
+    redacted: tuple[str, ...] = ()
+
+    @property
+    def entry_ids(self) -> tuple[str, ...]:
+        """The ids of the entries this event is about."""
+        return ()
+
+
+class Observed(EventBase, frozen=True, kw_only=True, tag="entry.observed"):
+    """An entry was observed: the first creates it, later ones add to it."""
+
+    name: Text
+    description: Text
+    category: Category
+    reasoning: str = ""
+    confidence: Confidence = "medium"
+    keywords: tuple[str, ...] = ()
+    references: tuple[str, ...] = ()
+    source: Source = "manual"
+    project: str = ""
+    feature: str = ""
+    #: an absolute observation count stated by an imported file (never summed)
+    count: int | None = None
+    #: the ``Last observed`` value stated by an imported file
+    last_observed: str = ""
+    #: the file an imported entry came from
+    origin: str = ""
+
+    @property
+    def entry_id(self) -> str:
+        return content_hash(self.description)
+
+    @property
+    def entry_ids(self) -> tuple[str, ...]:
+        return (self.entry_id,)
+
+
+class Promoted(EventBase, frozen=True, kw_only=True, tag="entry.promoted"):
+    """An entry was judged universal (or kept to its project) by a retrospective."""
+
+    entry_id: EntryId
+    scope: Scope = "universal"
+    reason: str = ""
+    project: str = ""
+    feature: str = ""
+
+    @property
+    def entry_ids(self) -> tuple[str, ...]:
+        return (self.entry_id,)
+
+
+class Recalled(EventBase, frozen=True, kw_only=True, tag="entry.recalled"):
+    """Entries were injected into a context; never changes ``updated_at``."""
+
+    ids: tuple[EntryId, ...]
+    session_id: str = ""
+    project: str = ""
+    query: str = ""
+    mode: str = ""
+
+    @property
+    def entry_ids(self) -> tuple[str, ...]:
+        return self.ids
+
+
+class Reembedded(EventBase, frozen=True, kw_only=True, tag="entry.reembedded"):
+    """A vector for an entry, in one provider+model space (little-endian float32)."""
+
+    entry_id: EntryId
+    provider: Text
+    model: Text
+    dimensions: Annotated[int, Meta(gt=0)]
+    vector: bytes
+
+    @property
+    def entry_ids(self) -> tuple[str, ...]:
+        return (self.entry_id,)
+
+
+class Labelled(EventBase, frozen=True, kw_only=True, tag="entry.labelled"):
+    """Keyword labels for an entry (they replace earlier labels)."""
+
+    entry_id: EntryId
+    keywords: tuple[str, ...]
+    provider: str = ""
+
+    @property
+    def entry_ids(self) -> tuple[str, ...]:
+        return (self.entry_id,)
+
+
+class Retired(EventBase, frozen=True, kw_only=True, tag="entry.retired"):
+    """An entry leaves retrieval and the markdown view; its history stays."""
+
+    entry_id: EntryId
+    reason: str = ""
+
+    @property
+    def entry_ids(self) -> tuple[str, ...]:
+        return (self.entry_id,)
+
+
+class Superseded(EventBase, frozen=True, kw_only=True, tag="entry.superseded"):
+    """An entry is replaced by another."""
+
+    entry_id: EntryId
+    by: EntryId
+    reason: str = ""
+
+    @property
+    def entry_ids(self) -> tuple[str, ...]:
+        return (self.entry_id, self.by)
+
+
+Event = Observed | Promoted | Recalled | Reembedded | Labelled | Retired | Superseded
+EVENT_TYPES: tuple[type[EventBase], ...] = (
+    Observed,
+    Promoted,
+    Recalled,
+    Reembedded,
+    Labelled,
+    Retired,
+    Superseded,
+)
+TYPE_NAMES: tuple[str, ...] = tuple(str(t.__struct_config__.tag) for t in EVENT_TYPES)

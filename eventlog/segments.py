@@ -1,0 +1,163 @@
+"""Low-level file operations on log segments: naming, tails, quarantine."""
+
+from __future__ import annotations
+
+import base64
+import errno
+import os
+import re
+from pathlib import Path
+
+import msgspec
+
+from memlog.eventlog.codec import BadLine, check_line, decode_line
+from memlog.eventlog.ids import utc_now
+
+SEGMENT_SUFFIX = ".jsonl"
+QUARANTINE_NAME = "quarantine.jsonl"
+_SEQ_RE = re.compile(rb'"seq":(\d+)')
+_WINDOW = 1 << 16
+
+
+def segment_name(first_seq: int) -> str:
+    """Segment file name: the first sequence it holds, zero padded, so name order = log order."""
+    return f"{first_seq:020d}{SEGMENT_SUFFIX}"
+
+
+def list_segments(events_dir: Path) -> list[Path]:
+    """The segments of a log, in log order."""
+    try:
+        names = sorted(n for n in os.listdir(events_dir) if n.endswith(SEGMENT_SUFFIX))
+    except FileNotFoundError:
+        return []
+    return [events_dir / n for n in names if not n.startswith(".")]
+
+
+def fsync_dir(path: Path) -> None:
+    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def tail_window(fd: int, size: int, window: int) -> tuple[int, bytes]:
+    """The last ``window`` bytes of the file (fewer when it is shorter) and their offset."""
+    start = max(0, size - window)
+    return start, os.pread(fd, size - start, start)
+
+
+def last_newline_end(fd: int, size: int) -> int:
+    """Offset just past the last newline in the first ``size`` bytes (0 when none)."""
+    window = _WINDOW
+    while True:
+        start, data = tail_window(fd, size, window)
+        cut = data.rfind(b"\n")
+        if cut >= 0:
+            return start + cut + 1
+        if start == 0:
+            return 0
+        window *= 2
+
+
+def last_seq(fd: int, size: int) -> int | None:
+    """The highest sequence in the complete lines of a segment, or None if it has none.
+
+    Scans back from the end to the last line that passes its checksum; damaged
+    lines after it still count when their sequence can be read, so a sequence
+    is never handed out twice.
+    """
+    window = _WINDOW
+    while size > 0:
+        start, data = tail_window(fd, size, window)
+        lines = data.split(b"\n")[:-1]
+        if start > 0:
+            lines = lines[1:]  # the first may be cut by the window
+        found = _last_seq_in(lines)
+        if found is not None or start == 0:
+            return found
+        window *= 2
+    return None
+
+
+def _last_seq_in(lines: list[bytes]) -> int | None:
+    damaged: list[int] = []
+    for line in reversed(lines):
+        try:
+            seq = decode_line(line).seq
+        except BadLine:
+            damaged.extend(int(m) for m in _SEQ_RE.findall(line))
+            continue
+        return max([seq, *damaged])
+    return max(damaged) if damaged else None
+
+
+def is_good_line(line: bytes) -> bool:
+    try:
+        check_line(line)
+    except BadLine:
+        return False
+    return True
+
+
+class QuarantineRecord(msgspec.Struct, frozen=True):
+    """Bytes taken out of the log, kept verbatim (base64) with why and where."""
+
+    ts: str
+    segment: str
+    offset: int
+    reason: str
+    size: int
+    data: str
+    line: int | None = None
+    #: sequence numbers that left the log with these bytes
+    seqs: tuple[int, ...] = ()
+
+
+def quarantine(
+    home: Path,
+    segment: str,
+    offset: int,
+    data: bytes,
+    reason: str,
+    line: int | None = None,
+    seqs: tuple[int, ...] = (),
+) -> None:
+    """Append ``data`` to the quarantine file beside the log (fsynced, mode 0600)."""
+    record = QuarantineRecord(
+        ts=utc_now(),
+        segment=segment,
+        offset=offset,
+        reason=reason,
+        size=len(data),
+        data=base64.b64encode(data).decode("ascii"),
+        line=line,
+        seqs=seqs,
+    )
+    payload = msgspec.json.encode(record) + b"\n"
+    fd = os.open(home / QUARANTINE_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    try:
+        write_all(fd, payload)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data``; a write that makes no progress is ENOSPC."""
+    view = memoryview(data)
+    while view:
+        written = os.write(fd, view)
+        if written <= 0:
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        view = view[written:]
+
+
+def read_quarantine(home: Path) -> list[QuarantineRecord]:
+    """Every record of the quarantine file (empty when there is none)."""
+    try:
+        raw = (home / QUARANTINE_NAME).read_bytes()
+    except FileNotFoundError:
+        return []
+    decoder = msgspec.json.Decoder(QuarantineRecord)
+    return [decoder.decode(line) for line in raw.splitlines() if line.strip()]

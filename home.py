@@ -1,0 +1,26 @@
+"""Where memlog keeps its files: ``$MEMLOG_HOME`` or ``~/.claude/iflow/memory``."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from memlog.errors import HomeError
+
+DEFAULT_HOME = Path("~/.claude/iflow/memory")
+
+
+def resolve_home(env: dict[str, str] | None = None) -> Path:
+    """The memlog home named by ``MEMLOG_HOME``, else the default."""
+    environ = os.environ if env is None else env
+    value = environ.get("MEMLOG_HOME", "").strip()
+    return Path(value).expanduser() if value else DEFAULT_HOME.expanduser()
+
+
+def ensure_dir(path: Path) -> Path:
+    """Create ``path`` (and parents) with mode 0700; raise HomeError when impossible."""
+    try:
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        raise HomeError(f"cannot create {path}: {exc.strerror or exc}") from None
+    return path

@@ -1,0 +1,105 @@
+"""Turning user input into ``entry.observed`` events, with clear validation errors."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import TypeVar
+
+import msgspec
+
+from memlog.errors import InvalidInput
+from memlog.eventlog.events import Category, Confidence, Observed, Source, Text
+
+T = TypeVar("T")
+MAX_KEYWORDS = 10
+_KEYWORD_JUNK = re.compile(r"[^a-z0-9-]+")
+
+
+class ObservationInput(msgspec.Struct, forbid_unknown_fields=True):
+    """One entry to observe, as given on the command line or in a JSON line."""
+
+    name: Text
+    description: Text
+    category: Category
+    reasoning: str = ""
+    confidence: Confidence = "medium"
+    keywords: list[str] = msgspec.field(default_factory=list)
+    references: list[str] = msgspec.field(default_factory=list)
+    project: str = ""
+    feature: str = ""
+    source: Source = "manual"
+
+
+def normalise_keyword(word: str) -> str:
+    """Lowercase ``[a-z0-9-]`` form of a keyword: spaces and underscores become hyphens."""
+    dashed = re.sub(r"[\s_]+", "-", word.strip().lower())
+    return _KEYWORD_JUNK.sub("", dashed).strip("-")
+
+
+def _unique(items: Iterable[str]) -> tuple[str, ...]:
+    return tuple(dict.fromkeys(i for i in items if i))
+
+
+def to_event(item: ObservationInput, where: str = "") -> Observed:
+    """Validate ``item`` beyond its schema and build the event; raise InvalidInput."""
+    prefix = f"{where}: " if where else ""
+    for field in ("name", "description"):
+        if not getattr(item, field).strip():
+            raise InvalidInput(f"{prefix}{field} is empty - at `$.{field}`")
+    keywords = _unique(normalise_keyword(k) for k in item.keywords)
+    if len(keywords) > MAX_KEYWORDS:
+        raise InvalidInput(f"{prefix}at most {MAX_KEYWORDS} keywords - at `$.keywords`")
+    return Observed(
+        name=" ".join(item.name.split()),
+        description=item.description.strip(),
+        category=item.category,
+        reasoning=item.reasoning.strip(),
+        confidence=item.confidence,
+        keywords=keywords,
+        references=_unique(r.strip() for r in item.references),
+        source=item.source,
+        project=item.project.strip(),
+        feature=item.feature.strip(),
+    )
+
+
+def from_fields(fields: Mapping[str, object]) -> Observed:
+    """The event for one entry given as a mapping of option values."""
+    try:
+        item = msgspec.convert(fields, ObservationInput)
+    except msgspec.ValidationError as exc:
+        raise InvalidInput(str(exc)) from None
+    return to_event(item)
+
+
+_LINE_DECODER = msgspec.json.Decoder(ObservationInput)
+
+
+def parse_json_lines(data: bytes, default_project: str = "") -> list[Observed]:
+    """Events for every JSON object in ``data`` (one per line, or one JSON array)."""
+    text = data.lstrip()
+    if text.startswith(b"["):
+        items = _decode(msgspec.json.Decoder(list[ObservationInput]), text, "input")
+        pairs = [(f"item {i}", item) for i, item in enumerate(items)]
+    else:
+        lines = [(n, ln) for n, ln in enumerate(data.splitlines(), 1) if ln.strip()]
+        pairs = [(f"line {n}", _decode(_LINE_DECODER, ln, f"line {n}")) for n, ln in lines]
+    if not pairs:
+        raise InvalidInput("no entries in the input")
+    return [to_event(_with_project(item, default_project), where) for where, item in pairs]
+
+
+def _with_project(item: ObservationInput, project: str) -> ObservationInput:
+    if item.project or not project:
+        return item
+    return msgspec.structs.replace(item, project=project)
+
+
+def _decode(decoder: msgspec.json.Decoder[T], raw: bytes, where: str) -> T:
+    try:
+        return decoder.decode(raw)
+    except msgspec.ValidationError as exc:
+        raise InvalidInput(f"{where}: {exc}") from None
+    except msgspec.DecodeError as exc:
+        raise InvalidInput(f"{where}: malformed JSON ({exc})") from None
