@@ -1,0 +1,20 @@
+"""Every test runs against a temporary memlog home, never the real one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+SHARED = Path(__file__).resolve().parents[2] / "shared"
+FIXTURES = SHARED / "fixtures"
+
+
+@pytest.fixture(autouse=True)
+def memlog_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh, empty ``MEMLOG_HOME`` (not yet created) for each test."""
+    home = tmp_path / "memlog-home"
+    monkeypatch.setenv("MEMLOG_HOME", str(home))
+    for name in ("GEMINI_API_KEY", "OPENAI_API_KEY", "VOYAGE_API_KEY", "ANTHROPIC_API_KEY"):
+        monkeypatch.delenv(name, raising=False)
+    return home
