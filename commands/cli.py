@@ -8,6 +8,7 @@ non-zero exit; no traceback ever reaches a user (it goes to ``errors.log``).
 from __future__ import annotations
 
 import importlib
+import os
 from typing import Any
 
 import click
@@ -21,6 +22,9 @@ COMMANDS = {
     "log": ("memlog.commands.log_cmd", "log"),
     "verify": ("memlog.commands.verify_cmd", "verify"),
     "stats": ("memlog.commands.stats", "stats"),
+    "replay": ("memlog.commands.replay", "replay"),
+    "show": ("memlog.commands.show", "show"),
+    "retire": ("memlog.commands.retire", "retire"),
 }
 
 
@@ -62,4 +66,5 @@ def cli() -> None:
 
 
 def main() -> None:
+    os.umask(0o077)  # every file memlog creates is private to its user
     cli(prog_name="memlog")

@@ -11,8 +11,11 @@ from typing import Any
 import click
 import msgspec
 
-from memlog.eventlog.log import EventLog
+from memlog.errors import MemlogError
+from memlog.eventlog.log import DamageHandler, EventLog
 from memlog.home import resolve_home
+from memlog.projections.sqlite_view.vectors import Space
+from memlog.projections.views import DEFAULT_SPACE, CatchUp, catch_up
 
 ERROR_LOG = "errors.log"
 
@@ -48,3 +51,26 @@ def record_crash(exc: BaseException) -> str:
 def echo_json(value: Any) -> None:
     """Print ``value`` as JSON (msgspec handles Structs, tuples and bytes)."""
     click.echo(msgspec.json.encode(value).decode("utf-8"))
+
+
+def current_space() -> Space:
+    """The embedding space in force (configuration decides; local MiniLM by default)."""
+    return DEFAULT_SPACE
+
+
+def caught_up(on_damage: DamageHandler | None = None) -> CatchUp:
+    """Bring the views up to the end of the log before reading them."""
+    return catch_up(home(), current_space(), on_damage)
+
+
+def refresh_views() -> list[str]:
+    """After an append: update the views; a failure here is a warning, the log has the data."""
+    try:
+        return caught_up().notes
+    except MemlogError as exc:
+        return [f"views not updated ({exc}); the next command retries"]
+
+
+def warn(lines: list[str]) -> None:
+    for line in lines:
+        click.echo(f"memlog: {line}", err=True)

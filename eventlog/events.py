@@ -79,6 +79,8 @@ class Observed(EventBase, frozen=True, kw_only=True, tag="entry.observed"):
     last_observed: str = ""
     #: the file an imported entry came from
     origin: str = ""
+    #: further ``Key: value`` metadata lines of an imported entry, verbatim
+    details: tuple[str, ...] = ()
 
     @property
     def entry_id(self) -> str:

@@ -1,0 +1,58 @@
+"""``memlog show``: one entry and its whole history."""
+
+from __future__ import annotations
+
+import click
+
+from memlog.commands.common import caught_up, echo_json, home, open_log
+from memlog.eventlog.events import Event
+from memlog.projections.fold import Entry
+from memlog.projections.queries import find_entry
+
+_SHOWN = (
+    "id", "name", "category", "status", "observation_count", "confidence", "recall_count",
+    "last_recalled_at", "created_at", "updated_at", "source", "source_project", "promoted",
+)  # fmt: skip
+
+
+@click.command()
+@click.argument("entry_id")
+@click.option("--json", "as_json", is_flag=True, help="Print entry and events as JSON.")
+def show(entry_id: str, as_json: bool) -> None:
+    """Print the entry ENTRY_ID (a unique prefix is enough) and every event about it."""
+    caught_up()
+    entry = find_entry(home(), entry_id)
+    history = [r.event for r in open_log("show").read() if entry.id in r.event.entry_ids]
+    if as_json:
+        echo_json({"entry": _public(entry), "events": history})
+        return
+    _print_entry(entry)
+    click.echo(f"\nhistory ({len(history)} events):")
+    for event in history:
+        click.echo(f"  {event.seq:>7}  {event.ts}  {_describe(event)}")
+
+
+def _public(entry: Entry) -> dict[str, object]:
+    fields = {f: getattr(entry, f) for f in entry.__struct_fields__ if f != "vectors"}
+    fields["vectors"] = {k: v.dimensions for k, v in entry.vectors.items()}
+    return fields
+
+
+def _print_entry(entry: Entry) -> None:
+    for field in _SHOWN:
+        click.echo(f"{field}: {getattr(entry, field)}")
+    click.echo(f"description: {entry.description}")
+    for field in ("reasoning", "keywords", "references", "provenance", "details"):
+        value = getattr(entry, field)
+        if value:
+            click.echo(f"{field}: {value if isinstance(value, str) else ', '.join(value)}")
+    if entry.vectors:
+        click.echo(f"vectors: {', '.join(sorted(entry.vectors))}")
+    if entry.status_reason:
+        click.echo(f"status reason: {entry.status_reason}")
+
+
+def _describe(event: Event) -> str:
+    tag = str(event.__struct_config__.tag)
+    extra = getattr(event, "reason", "") or getattr(event, "source", "") or ""
+    return f"{tag} {extra}".rstrip()

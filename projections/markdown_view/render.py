@@ -1,0 +1,154 @@
+"""Markdown files from entries: pure functions, byte-identical for the same entries.
+
+Two families of files:
+
+* the global store (``anti-patterns.md``, ``heuristics.md``, ``patterns.md``)
+  with the exact header and entry format of the cross-project memory spec,
+  for promoted entries;
+* a per-project mirror (``projects/<project>/<category>.md``) in the iflow
+  knowledge-bank format, so every live entry is readable.
+
+A file belongs to the plan as soon as any entry (live or not) belongs to it,
+so retiring the last entry of a file empties it rather than leaving it stale.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from memlog.projections.fold import Entry
+
+GLOBAL_CATEGORIES = ("anti-patterns", "heuristics", "patterns")
+PROJECT_CATEGORIES = ("anti-patterns", "heuristics", "patterns", "facts")
+NO_PROJECT = "_unassigned"
+
+TYPE_NAMES = {
+    "anti-patterns": "Anti-Pattern",
+    "heuristics": "Heuristic",
+    "patterns": "Pattern",
+    "facts": "Fact",
+}
+_GLOBAL_TITLES = {
+    "anti-patterns": "Anti-Patterns",
+    "heuristics": "Heuristics",
+    "patterns": "Patterns",
+}
+GLOBAL_HEADER = (
+    "# Global {title}\n\n"
+    "Cross-project learnings promoted from retrospectives. Automatically managed by iflow.\n"
+    "Do not edit manually — entries are updated during /finish.\n"
+)
+PROJECT_HEADERS = {
+    "anti-patterns": (
+        "# Anti-Patterns\n\nThings to avoid. Updated through retrospectives.\n\n---\n\n"
+        "## Known Anti-Patterns\n"
+    ),
+    "heuristics": (
+        "# Heuristics\n\nDecision guides for common situations. Updated through retrospectives."
+        "\n\n---\n\n## Decision Heuristics\n"
+    ),
+    "patterns": (
+        "# Patterns\n\nApproaches that have worked well. Updated through retrospectives.\n\n---\n\n"
+        "## Development Patterns\n"
+    ),
+    "facts": "# Facts\n\nFacts learned about this project.\n\n---\n\n## Known Facts\n",
+}
+_UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
+
+
+def project_dir(project: str) -> str:
+    """A safe directory name for a project (never empty, never hidden or ``..``)."""
+    name = _UNSAFE.sub("-", project).strip(".-")
+    return name or NO_PROJECT
+
+
+def global_path(category: str) -> str:
+    return f"{category}.md"
+
+
+def project_path(entry: Entry) -> str:
+    return f"projects/{project_dir(entry.source_project)}/{entry.category}.md"
+
+
+def paths_of(entry: Entry) -> list[str]:
+    """Every markdown file ``entry`` belongs to."""
+    paths = [project_path(entry)]
+    if entry.promoted and entry.category in GLOBAL_CATEGORIES:
+        paths.append(global_path(entry.category))
+    return paths
+
+
+def _date(ts: str) -> str:
+    return ts[:10]
+
+
+def _optional_lines(entry: Entry) -> list[str]:
+    lines = []
+    if entry.keywords:
+        lines.append(f"- Keywords: {', '.join(entry.keywords)}")
+    if entry.references:
+        lines.append(f"- References: {', '.join(entry.references)}")
+    if entry.reasoning:
+        lines.append(f"- Reasoning: {' '.join(entry.reasoning.split())}")
+    return lines
+
+
+def global_block(entry: Entry) -> str:
+    """One entry in the global store format."""
+    lines = [
+        f"### {TYPE_NAMES[entry.category]}: {entry.name}",
+        entry.description,
+        f"- Content-Hash: sha256:{entry.id}",
+        f"- Source: {'; '.join(p for p in entry.provenance if p) or entry.source}",
+        f"- Observation count: {entry.observation_count}",
+        f"- Last observed: {_date(entry.updated_at)}",
+        "- Tags: universal",
+        f"- Confidence: {entry.confidence}",
+    ]
+    return "\n".join(lines + _optional_lines(entry)) + "\n"
+
+
+def project_block(entry: Entry) -> str:
+    """One entry in the iflow knowledge-bank format."""
+    if entry.category == "heuristics":  # iflow writes heuristics without a type prefix
+        header = f"### {entry.name}"
+    else:
+        header = f"### {TYPE_NAMES[entry.category]}: {entry.name}"
+    lines = [header, entry.description, *(f"- {d}" for d in entry.details)]
+    lines += _optional_lines(entry)
+    lines += [
+        f"- Last observed: {entry.last_observed or _date(entry.updated_at)}",
+        f"- Observation count: {entry.observation_count}",
+        f"- Confidence: {entry.confidence}",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def _ordered(entries: Iterable[Entry]) -> list[Entry]:
+    return sorted((e for e in entries if e.live), key=lambda e: (e.created_at, e.id))
+
+
+def render_file(path: str, entries: Iterable[Entry]) -> str:
+    """The whole text of the file at ``path`` for the entries that belong to it."""
+    category = path.rsplit("/", 1)[-1].removesuffix(".md")
+    if path.startswith("projects/"):
+        header, block = PROJECT_HEADERS[category], project_block
+    else:
+        header, block = GLOBAL_HEADER.format(title=_GLOBAL_TITLES[category]), global_block
+    return header + "".join("\n" + block(e) for e in _ordered(entries))
+
+
+def plan(entries: Iterable[Entry]) -> dict[str, str]:
+    """Every file the entries make, by path relative to the view's directory."""
+    members: dict[str, list[Entry]] = {}
+    for entry in entries:
+        for path in paths_of(entry):
+            members.setdefault(path, []).append(entry)
+    return {path: render_file(path, members[path]) for path in sorted(members)}
+
+
+def signature(entry: Entry) -> tuple[tuple[str, ...], str]:
+    """What of ``entry`` shows in markdown: a change here means its files need writing."""
+    blocks = project_block(entry) + (global_block(entry) if entry.promoted else "")
+    return tuple(paths_of(entry)), f"{entry.status}|{entry.created_at}|{blocks}"

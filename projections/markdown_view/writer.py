@@ -1,0 +1,82 @@
+"""Writing the markdown view: atomic files, and hand edits kept, never lost.
+
+``.markdown-state.json`` beside the files records the log position the
+files reflect and the sha256 of each file as memlog last wrote it.  A file
+whose bytes differ from that record was edited by hand: it is copied to a
+timestamped backup and reported before being rewritten.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import shutil
+from datetime import UTC, datetime
+from pathlib import Path
+
+import msgspec
+
+from memlog.eventlog.segments import write_all
+
+STATE_NAME = ".markdown-state.json"
+
+
+class MarkdownState(msgspec.Struct):
+    segment: str = ""
+    offset: int = 0
+    seq: int = 0
+    files: dict[str, str] = msgspec.field(default_factory=dict)
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def load_state(folder: Path) -> MarkdownState:
+    try:
+        return msgspec.json.decode((folder / STATE_NAME).read_bytes(), type=MarkdownState)
+    except (OSError, msgspec.DecodeError):
+        return MarkdownState()
+
+
+def save_state(folder: Path, state: MarkdownState) -> None:
+    atomic_write(folder / STATE_NAME, msgspec.json.encode(state))
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to a temporary file, fsync it, and rename it over ``path``."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        write_all(fd, data)
+        os.fsync(fd)
+    finally:
+        os.close(fd)
+    os.replace(tmp, path)
+
+
+def _backup(path: Path) -> Path:
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
+    backup = path.with_name(f"{path.name}.edited-{stamp}.bak")
+    shutil.copy2(path, backup)
+    return backup
+
+
+def write_files(folder: Path, files: dict[str, str], state: MarkdownState) -> list[str]:
+    """Write ``files`` (path → text) under ``folder``; return notes on hand edits kept."""
+    notes: list[str] = []
+    for rel, text in files.items():
+        path = folder / rel
+        data = text.encode("utf-8")
+        try:
+            current: bytes | None = path.read_bytes()
+        except FileNotFoundError:
+            current = None
+        if current is not None and current != data and digest(current) != state.files.get(rel):
+            why = "was edited by hand" if rel in state.files else "was not written by memlog"
+            notes.append(f"{rel} {why}; kept a copy as {_backup(path).name}")
+        if current != data:
+            atomic_write(path, data)
+        state.files[rel] = digest(data)
+    return notes

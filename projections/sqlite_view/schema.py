@@ -1,0 +1,141 @@
+"""The schema of ``memory.db`` as named, ordered, atomic migrations.
+
+Each migration runs in its own transaction and is recorded in
+``_migrations``; ``_metadata.schema_version`` is the number applied.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+
+Migration = Callable[[sqlite3.Connection], None]
+
+
+def m001_initial(db: sqlite3.Connection) -> None:
+    db.execute(
+        """
+        CREATE TABLE entries (
+            id TEXT PRIMARY KEY,
+            name TEXT NOT NULL,
+            description TEXT NOT NULL,
+            reasoning TEXT,
+            category TEXT NOT NULL,
+            keywords TEXT NOT NULL DEFAULT '[]',
+            "references" TEXT NOT NULL DEFAULT '[]',
+            observation_count INTEGER NOT NULL DEFAULT 1,
+            confidence TEXT NOT NULL DEFAULT 'medium',
+            recall_count INTEGER NOT NULL DEFAULT 0,
+            last_recalled_at TEXT,
+            created_at TEXT NOT NULL,
+            updated_at TEXT NOT NULL,
+            source TEXT NOT NULL,
+            source_project TEXT,
+            embedding BLOB,
+            projects TEXT NOT NULL DEFAULT '[]',
+            features TEXT NOT NULL DEFAULT '[]',
+            sources TEXT NOT NULL DEFAULT '[]',
+            origins TEXT NOT NULL DEFAULT '[]',
+            provenance TEXT NOT NULL DEFAULT '[]',
+            details TEXT NOT NULL DEFAULT '[]',
+            last_observed TEXT NOT NULL DEFAULT '',
+            promoted INTEGER NOT NULL DEFAULT 0,
+            promotion_reason TEXT NOT NULL DEFAULT '',
+            status TEXT NOT NULL DEFAULT 'live',
+            status_reason TEXT NOT NULL DEFAULT '',
+            superseded_by TEXT NOT NULL DEFAULT ''
+        )
+        """
+    )
+    db.execute("CREATE INDEX entries_live ON entries(status, category)")
+    db.execute(
+        """
+        CREATE TABLE vectors (
+            entry_id TEXT NOT NULL,
+            provider TEXT NOT NULL,
+            model TEXT NOT NULL,
+            dimensions INTEGER NOT NULL,
+            vector BLOB NOT NULL,
+            PRIMARY KEY (provider, model, entry_id)
+        ) WITHOUT ROWID
+        """
+    )
+    db.execute("CREATE INDEX vectors_entry ON vectors(entry_id)")
+    db.execute(
+        """
+        CREATE TABLE vector_sets (
+            provider TEXT NOT NULL,
+            model TEXT NOT NULL,
+            dimensions INTEGER NOT NULL,
+            count INTEGER NOT NULL,
+            file TEXT NOT NULL,
+            PRIMARY KEY (provider, model)
+        )
+        """
+    )
+    _create_fts(db)
+
+
+def _create_fts(db: sqlite3.Connection) -> None:
+    db.execute(
+        """
+        CREATE VIRTUAL TABLE entries_fts USING fts5(
+            name, description, keywords, reasoning,
+            content='entries', content_rowid='rowid',
+            tokenize='porter unicode61 remove_diacritics 2'
+        )
+        """
+    )
+    cols = "name, description, keywords, reasoning"
+    watched = cols + ", details"
+    # imported metadata lines (Cost:, Instead:, …) are searched with the reasoning
+    new = "new.name, new.description, new.keywords, new.reasoning || ' ' || new.details"
+    old = "old.name, old.description, old.keywords, old.reasoning || ' ' || old.details"
+    delete = (
+        f"INSERT INTO entries_fts(entries_fts, rowid, {cols}) VALUES('delete', old.rowid, {old});"
+    )
+    insert = f"INSERT INTO entries_fts(rowid, {cols}) VALUES (new.rowid, {new});"
+    db.execute(f"CREATE TRIGGER entries_ai AFTER INSERT ON entries BEGIN {insert} END")
+    db.execute(f"CREATE TRIGGER entries_ad AFTER DELETE ON entries BEGIN {delete} END")
+    db.execute(
+        f"CREATE TRIGGER entries_au AFTER UPDATE OF {watched} ON entries "
+        f"BEGIN {delete} {insert} END"
+    )
+
+
+MIGRATIONS: list[tuple[str, Migration]] = [
+    ("m001_initial", m001_initial),
+]
+SCHEMA_VERSION = len(MIGRATIONS)
+
+
+def applied(db: sqlite3.Connection) -> list[str]:
+    db.execute("CREATE TABLE IF NOT EXISTS _migrations (name TEXT PRIMARY KEY, ord INTEGER)")
+    db.execute("CREATE TABLE IF NOT EXISTS _metadata (key TEXT PRIMARY KEY, value TEXT)")
+    return [r[0] for r in db.execute("SELECT name FROM _migrations ORDER BY ord")]
+
+
+def migrate(db: sqlite3.Connection) -> list[str]:
+    """Apply every pending migration, each atomically; return the names applied."""
+    done = set(applied(db))
+    ran: list[str] = []
+    for order, (name, migration) in enumerate(MIGRATIONS, 1):
+        if name in done:
+            continue
+        db.execute("BEGIN IMMEDIATE")
+        try:
+            if db.execute("SELECT 1 FROM _migrations WHERE name = ?", (name,)).fetchone():
+                db.execute("COMMIT")  # another process applied it meanwhile
+                continue
+            migration(db)
+            db.execute("INSERT INTO _migrations(name, ord) VALUES (?, ?)", (name, order))
+            db.execute(
+                "INSERT OR REPLACE INTO _metadata(key, value) VALUES ('schema_version', ?)",
+                (str(order),),
+            )
+            db.execute("COMMIT")
+        except BaseException:
+            db.execute("ROLLBACK")
+            raise
+        ran.append(name)
+    return ran

@@ -1,0 +1,179 @@
+"""Reading and writing entry rows of ``memory.db``.
+
+Connections run in autocommit mode: writers open ``BEGIN IMMEDIATE``
+themselves, so a catch-up's rows and its log position commit together.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from memlog.eventlog.log import Position
+from memlog.projections.fold import Entry, Vector, space_key
+from memlog.projections.sqlite_view.schema import migrate
+
+DB_NAME = "memory.db"
+BUSY_TIMEOUT_MS = 5000
+
+_LIST_COLUMNS = (
+    "keywords", "references", "projects", "features", "sources", "origins", "provenance", "details",
+)  # fmt: skip
+ENTRY_COLUMNS = (
+    "id", "name", "description", "reasoning", "category", "keywords", "references",
+    "observation_count", "confidence", "recall_count", "last_recalled_at", "created_at",
+    "updated_at", "source", "source_project", "embedding", "projects", "features", "sources",
+    "origins", "provenance", "details", "last_observed", "promoted", "promotion_reason",
+    "status", "status_reason", "superseded_by",
+)  # fmt: skip
+QUOTED_COLUMNS = _QUOTED = ", ".join(f'"{c}"' for c in ENTRY_COLUMNS)
+_UPSERT = (
+    f"INSERT INTO entries ({_QUOTED}) VALUES ({', '.join('?' * len(ENTRY_COLUMNS))}) "
+    f"ON CONFLICT(id) DO UPDATE SET "
+    + ", ".join(f'"{c}" = excluded."{c}"' for c in ENTRY_COLUMNS[1:])
+)
+_JSON = msgspec.json.Encoder()
+_LIST = msgspec.json.Decoder(list[str])
+
+
+def connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
+    """Open ``memory.db`` (WAL, busy timeout, autocommit); writers also migrate it."""
+    if readonly:
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+    else:
+        db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
+    db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    if not readonly:
+        db.execute("PRAGMA journal_mode = WAL")
+        db.execute("PRAGMA synchronous = NORMAL")
+        migrate(db)
+    return db
+
+
+@contextmanager
+def transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """``BEGIN IMMEDIATE`` … ``COMMIT``, rolled back on any error."""
+    db.execute("BEGIN IMMEDIATE")
+    try:
+        yield db
+    except BaseException:
+        db.execute("ROLLBACK")
+        raise
+    db.execute("COMMIT")
+
+
+def get_meta(db: sqlite3.Connection, key: str, default: str = "") -> str:
+    row = db.execute("SELECT value FROM _metadata WHERE key = ?", (key,)).fetchone()
+    return str(row[0]) if row and row[0] is not None else default
+
+
+def set_meta(db: sqlite3.Connection, values: dict[str, str]) -> None:
+    db.executemany(
+        "INSERT INTO _metadata(key, value) VALUES (?, ?) "
+        "ON CONFLICT(key) DO UPDATE SET value = excluded.value",
+        sorted(values.items()),
+    )
+
+
+class Stored(msgspec.Struct, frozen=True):
+    """Where the view stands in the log: the next byte to read and the last seq applied."""
+
+    position: Position
+    seq: int
+
+
+def get_position(db: sqlite3.Connection) -> Stored:
+    segment = get_meta(db, "log_segment")
+    offset = int(get_meta(db, "log_offset", "0"))
+    return Stored(Position(segment, offset), int(get_meta(db, "log_seq", "0")))
+
+
+def position_meta(stored: Stored) -> dict[str, str]:
+    return {
+        "log_segment": stored.position.segment,
+        "log_offset": str(stored.position.offset),
+        "log_seq": str(stored.seq),
+    }
+
+
+def entry_row(entry: Entry, space: str) -> tuple[Any, ...]:
+    vector = entry.vectors.get(space)
+    values: dict[str, Any] = {c: getattr(entry, c, None) for c in ENTRY_COLUMNS}
+    for column in _LIST_COLUMNS:
+        values[column] = _JSON.encode(values[column]).decode("utf-8")
+    values["embedding"] = vector.data if vector is not None else None
+    values["promoted"] = int(entry.promoted)
+    return tuple(values[c] for c in ENTRY_COLUMNS)
+
+
+def vector_rows(entry: Entry) -> list[tuple[str, str, str, int, bytes]]:
+    rows = []
+    for key, vector in sorted(entry.vectors.items()):
+        provider, model = key.split("/", 1)
+        rows.append((entry.id, provider, model, vector.dimensions, vector.data))
+    return rows
+
+
+def write_entries(db: sqlite3.Connection, entries: Iterable[Entry], space: str) -> None:
+    """Upsert ``entries`` and replace their vectors (inside the caller's transaction)."""
+    batch = list(entries)
+    db.executemany(_UPSERT, [entry_row(e, space) for e in batch])
+    db.executemany("DELETE FROM vectors WHERE entry_id = ?", [(e.id,) for e in batch])
+    db.executemany(
+        "INSERT INTO vectors(entry_id, provider, model, dimensions, vector) VALUES (?,?,?,?,?)",
+        [row for e in batch for row in vector_rows(e)],
+    )
+
+
+def row_entry(row: sqlite3.Row | tuple[Any, ...]) -> Entry:
+    values = dict(zip(ENTRY_COLUMNS, row, strict=True))
+    for column in _LIST_COLUMNS:
+        values[column] = _LIST.decode(values[column])
+    values["promoted"] = bool(values["promoted"])
+    values["reasoning"] = values["reasoning"] or ""
+    values["source_project"] = values["source_project"] or ""
+    del values["embedding"]
+    return Entry(**values)
+
+
+def load_entries(db: sqlite3.Connection, ids: Iterable[str] | None = None) -> dict[str, Entry]:
+    """Entries (all, or those of ``ids``) with every vector they have."""
+    select = f"SELECT {_QUOTED} FROM entries"
+    if ids is None:
+        rows = db.execute(select + " ORDER BY id").fetchall()
+    else:
+        wanted = sorted(set(ids))
+        rows = [r for chunk in _chunks(wanted) for r in _select_in(db, select, "id", chunk)]
+    entries = {row[0]: row_entry(row) for row in rows}
+    _attach_vectors(db, entries)
+    return entries
+
+
+def load_where(db: sqlite3.Connection, where: str, params: Iterable[object]) -> list[Entry]:
+    """Entries matching a WHERE clause, with their vectors, in id order."""
+    rows = db.execute(f"SELECT {_QUOTED} FROM entries WHERE {where} ORDER BY id", list(params))
+    entries = {row[0]: row_entry(row) for row in rows}
+    _attach_vectors(db, entries)
+    return list(entries.values())
+
+
+def _attach_vectors(db: sqlite3.Connection, entries: dict[str, Entry]) -> None:
+    select = "SELECT entry_id, provider, model, dimensions, vector FROM vectors"
+    for chunk in _chunks(sorted(entries)):
+        for entry_id, provider, model, dims, data in _select_in(db, select, "entry_id", chunk):
+            entries[entry_id].vectors[space_key(provider, model)] = Vector(dims, data)
+
+
+def _chunks(items: list[str], size: int = 500) -> Iterator[list[str]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def _select_in(db: sqlite3.Connection, select: str, column: str, ids: list[str]) -> list[Any]:
+    marks = ",".join("?" * len(ids))
+    return db.execute(f"{select} WHERE {column} IN ({marks})", ids).fetchall()
