@@ -1,0 +1,312 @@
+"""One contract suite run against both views, plus fold semantics and recovery."""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from memlog.eventlog.events import (
+    Event,
+    Labelled,
+    Observed,
+    Promoted,
+    Recalled,
+    Reembedded,
+    Retired,
+    Superseded,
+    content_hash,
+)
+from memlog.eventlog.log import EventLog
+from memlog.projections.fold import fold
+from memlog.projections.sqlite_view import store
+from memlog.projections.sqlite_view.vectors import Space, load_matrix
+from memlog.projections.views import (
+    DEFAULT_SPACE,
+    catch_up,
+    db_path,
+    markdown_files,
+    rebuild,
+    sqlite_digest,
+)
+from memlog.timefilter import Bound
+
+DESCRIPTIONS = [f"Lesson number {i}: keep the {w} small." for i, w in enumerate("abcdefgh")]
+IDS = [content_hash(d) for d in DESCRIPTIONS]
+CATEGORIES = ["anti-patterns", "heuristics", "patterns", "facts"]
+
+
+def vector(seed: int, dims: int = 384) -> bytes:
+    values = np.random.default_rng(seed).standard_normal(dims).astype("<f4")
+    return (values / np.linalg.norm(values)).astype("<f4").tobytes()
+
+
+def observed(i: int, **extra: object) -> Observed:
+    fields: dict[str, object] = {
+        "name": f"Lesson {i}",
+        "description": DESCRIPTIONS[i],
+        "category": CATEGORIES[i % 4],
+        "project": ["alpha", "beta", ""][i % 3],
+        "feature": f"{i:03d}",
+        "keywords": ("small", f"k{i}"),
+    }
+    fields.update(extra)
+    return Observed(**fields)  # type: ignore[arg-type]
+
+
+def event_strategy() -> st.SearchStrategy[Event]:
+    index = st.integers(0, len(DESCRIPTIONS) - 1)
+    return st.one_of(
+        index.map(observed),
+        st.builds(lambda i, c: observed(i, count=c, source="import"), index, st.integers(1, 5)),
+        index.map(lambda i: Promoted(entry_id=IDS[i], project="alpha", feature="023")),
+        st.lists(index, min_size=1, max_size=4).map(
+            lambda xs: Recalled(ids=tuple(IDS[x] for x in xs), session_id="s")
+        ),
+        st.builds(
+            lambda i, s: Reembedded(
+                entry_id=IDS[i], provider="local", model="all-MiniLM-L6-v2", dimensions=384,
+                vector=vector(s),
+            ),
+            index, st.integers(0, 50),
+        ),  # fmt: skip
+        index.map(lambda i: Labelled(entry_id=IDS[i], keywords=("alpha", "beta"))),
+        index.map(lambda i: Retired(entry_id=IDS[i], reason="wrong")),
+        st.tuples(index, index).map(lambda p: Superseded(entry_id=IDS[p[0]], by=IDS[p[1]])),
+    )
+
+
+def write_log(home: Path, events: list[Event], chunk: int = 0) -> EventLog:
+    log = EventLog(home)
+    step = chunk or max(len(events), 1)
+    for start in range(0, len(events), step):
+        log.append(events[start : start + step])
+        if chunk:
+            catch_up(home)
+    return log
+
+
+def copy_log(source: Path, target: Path) -> None:
+    shutil.copytree(source / "events", target / "events")
+
+
+def cut_log(source: Path, target: Path, keep: int) -> None:
+    """Copy only the first ``keep`` lines of the log (single segment)."""
+    (target / "events").mkdir(parents=True)
+    for path in sorted((source / "events").glob("*.jsonl")):
+        lines = path.read_bytes().splitlines(keepends=True)[:keep]
+        (target / "events" / path.name).write_bytes(b"".join(lines))
+
+
+SOME_EVENTS = [
+    observed(0),
+    observed(1),
+    observed(2),
+    observed(0, source="retro"),
+    Promoted(entry_id=IDS[0], project="alpha", feature="023", reason="universal"),
+    Promoted(entry_id=IDS[1]),
+    Recalled(ids=(IDS[0], IDS[1])),
+    Reembedded(entry_id=IDS[0], provider="local", model="all-MiniLM-L6-v2", dimensions=384,
+               vector=vector(1)),  # fmt: skip
+    observed(3, count=4, source="import"),
+    Labelled(entry_id=IDS[2], keywords=("alpha",)),
+    Retired(entry_id=IDS[1], reason="no longer true"),
+    observed(4),
+    Superseded(entry_id=IDS[4], by=IDS[3]),
+    observed(5),
+]
+
+
+class ViewContract:
+    """What every view promises; subclasses say how to fingerprint theirs."""
+
+    def digest(self, folder: Path) -> object:
+        raise NotImplementedError
+
+    def test_same_events_give_same_view(self, tmp_path: Path) -> None:
+        write_log(tmp_path / "a", SOME_EVENTS)
+        copy_log(tmp_path / "a", tmp_path / "b")
+        rebuild(tmp_path / "a")
+        rebuild(tmp_path / "b")
+        assert self.digest(tmp_path / "a") == self.digest(tmp_path / "b")
+
+    def test_replaying_twice_equals_once(self, tmp_path: Path) -> None:
+        write_log(tmp_path, SOME_EVENTS)
+        rebuild(tmp_path)
+        once = self.digest(tmp_path)
+        rebuild(tmp_path)
+        assert self.digest(tmp_path) == once
+
+    def test_incremental_equals_full(self, tmp_path: Path) -> None:
+        write_log(tmp_path / "inc", SOME_EVENTS, chunk=3)
+        copy_log(tmp_path / "inc", tmp_path / "full")
+        rebuild(tmp_path / "full")
+        assert self.digest(tmp_path / "inc") == self.digest(tmp_path / "full")
+
+    def test_until_equals_truncated_log(self, tmp_path: Path) -> None:
+        write_log(tmp_path / "all", SOME_EVENTS)
+        rebuild(tmp_path / "all", until=Bound(7, None), target=tmp_path / "then")
+        cut_log(tmp_path / "all", tmp_path / "cut", 7)
+        rebuild(tmp_path / "cut")
+        assert self.digest(tmp_path / "then") == self.digest(tmp_path / "cut")
+
+    @settings(
+        max_examples=15,
+        deadline=None,
+        # the suite is subclassed per view on purpose
+        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.differing_executors],
+    )
+    @given(events=st.lists(event_strategy(), min_size=1, max_size=25))
+    def test_generated_logs_incremental_equals_full(
+        self, tmp_path_factory: pytest.TempPathFactory, events: list[Event]
+    ) -> None:
+        base = tmp_path_factory.mktemp("gen")
+        write_log(base / "inc", events, chunk=4)
+        copy_log(base / "inc", base / "full")
+        rebuild(base / "full")
+        assert self.digest(base / "inc") == self.digest(base / "full")
+
+
+class TestSqliteView(ViewContract):
+    def digest(self, folder: Path) -> object:
+        return sqlite_digest(db_path(folder))
+
+
+class TestMarkdownView(ViewContract):
+    def digest(self, folder: Path) -> object:
+        return markdown_files(folder)
+
+
+# -- fold semantics ----------------------------------------------------------------
+
+
+def test_fold_semantics(memlog_home: Path) -> None:
+    log = write_log(memlog_home, SOME_EVENTS[:6])
+    log.append(SOME_EVENTS[6:])  # later: the recall gets a later time
+    state = fold(r.event for r in log.read())
+    first = state.entries[IDS[0]]
+    assert first.observation_count == 2
+    assert first.sources == ["manual", "retro"]
+    assert first.promoted and first.provenance == ["alpha, Feature #000", "alpha, Feature #023"]
+    assert first.recall_count == 1 and first.last_recalled_at is not None
+    assert first.updated_at < first.last_recalled_at  # recall never touches updated_at
+    assert list(first.vectors) == ["local/all-MiniLM-L6-v2"]
+    assert state.entries[IDS[3]].observation_count == 4  # an imported count is taken as stated
+    assert state.entries[IDS[2]].keywords == ["alpha"]
+    assert state.entries[IDS[1]].status == "retired"
+    assert state.entries[IDS[4]].superseded_by == IDS[3]
+
+
+def test_imported_count_is_never_summed(memlog_home: Path) -> None:
+    log = write_log(memlog_home, [observed(0, count=3, source="import")] * 3)
+    state = fold(r.event for r in log.read())
+    assert state.entries[IDS[0]].observation_count == 3
+    log.append([observed(0, count=5, source="import")])
+    assert fold(r.event for r in log.read()).entries[IDS[0]].observation_count == 5
+
+
+def test_reembedding_does_not_touch_updated_at(memlog_home: Path) -> None:
+    log = write_log(memlog_home, [observed(0)])
+    log.append([Reembedded(entry_id=IDS[0], provider="p", model="m", dimensions=384,
+                           vector=vector(2))])  # fmt: skip
+    state = fold(r.event for r in log.read())
+    entry = state.entries[IDS[0]]
+    assert entry.updated_at == entry.created_at
+
+
+# -- the SQLite view ------------------------------------------------------------------
+
+
+def test_fts_and_vectors_follow_the_rows(memlog_home: Path) -> None:
+    write_log(memlog_home, SOME_EVENTS)
+    catch_up(memlog_home)
+    db = store.connect(db_path(memlog_home))
+    hits = db.execute(
+        "SELECT e.id FROM entries_fts JOIN entries e ON e.rowid = entries_fts.rowid "
+        "WHERE entries_fts MATCH 'alpha'"
+    ).fetchall()
+    assert {h[0] for h in hits} == {IDS[2]}  # labelled keywords are indexed
+    matrix = load_matrix(db, memlog_home / "vectors", DEFAULT_SPACE)
+    assert matrix.ids == [IDS[0]]
+    assert np.frombuffer(vector(1), "<f4").tolist() == pytest.approx(matrix.vectors[0].tolist())
+    meta = dict(db.execute("SELECT key, value FROM _metadata").fetchall())
+    assert meta["embedding_provider"] == "local" and meta["schema_version"] == "1"
+    assert meta["log_seq"] == str(len(SOME_EVENTS))
+    db.close()
+
+
+def test_vector_spaces_never_mix(memlog_home: Path) -> None:
+    other = Space("openai", "text-embedding-3-small", 384)
+    write_log(memlog_home, SOME_EVENTS)
+    EventLog(memlog_home).append(
+        [Reembedded(entry_id=IDS[2], provider=other.provider, model=other.model, dimensions=384,
+                    vector=vector(9))]  # fmt: skip
+    )
+    catch_up(memlog_home)
+    db = store.connect(db_path(memlog_home))
+    assert load_matrix(db, memlog_home / "vectors", DEFAULT_SPACE).ids == [IDS[0]]
+    db.close()
+    catch_up(memlog_home, other)  # the configured space changes
+    db = store.connect(db_path(memlog_home))
+    assert load_matrix(db, memlog_home / "vectors", other).ids == [IDS[2]]
+    embedded = db.execute("SELECT id FROM entries WHERE embedding IS NOT NULL").fetchall()
+    assert embedded == [(IDS[2],)]
+    db.close()
+
+
+def test_catch_up_is_incremental(memlog_home: Path) -> None:
+    log = write_log(memlog_home, SOME_EVENTS)
+    assert catch_up(memlog_home).applied == len(SOME_EVENTS)
+    log.append([Recalled(ids=(IDS[0],))])
+    result = catch_up(memlog_home)
+    assert (result.applied, result.rebuilt) == (1, False)
+    assert catch_up(memlog_home).applied == 0
+
+
+# -- recovery ----------------------------------------------------------------------
+
+
+def events_bytes(home: Path) -> dict[str, bytes]:
+    return {p.name: p.read_bytes() for p in sorted((home / "events").iterdir())}
+
+
+@pytest.mark.parametrize("damage", ["delete", "truncate", "garbage"])
+def test_damaged_database_is_rebuilt_and_log_untouched(memlog_home: Path, damage: str) -> None:
+    write_log(memlog_home, SOME_EVENTS)
+    catch_up(memlog_home)
+    good = sqlite_digest(db_path(memlog_home))
+    before = events_bytes(memlog_home)
+    path = db_path(memlog_home)
+    for suffix in ("-wal", "-shm"):
+        Path(f"{path}{suffix}").unlink(missing_ok=True)
+    if damage == "delete":
+        path.unlink()
+    elif damage == "truncate":
+        path.write_bytes(path.read_bytes()[:3000])
+    else:
+        path.write_bytes(b"this is not a database" * 500)
+    result = catch_up(memlog_home)
+    assert result.rebuilt or damage == "delete"
+    assert sqlite_digest(path) == good
+    assert events_bytes(memlog_home) == before
+
+
+def test_reader_keeps_its_snapshot_during_a_rebuild(memlog_home: Path) -> None:
+    log = write_log(memlog_home, SOME_EVENTS[:5])
+    catch_up(memlog_home)
+    reader = sqlite3.connect(db_path(memlog_home), isolation_level=None)
+    reader.execute("BEGIN")
+    old = reader.execute("SELECT count(*) FROM entries").fetchone()
+    log.append(SOME_EVENTS[5:])
+    rebuild(memlog_home)
+    assert reader.execute("SELECT count(*) FROM entries").fetchone() == old
+    reader.execute("COMMIT")
+    new = reader.execute("SELECT count(*), (SELECT value FROM _metadata WHERE key='log_seq') "
+                         "FROM entries").fetchone()  # fmt: skip
+    assert new == (6, str(len(SOME_EVENTS)))
+    reader.close()
