@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import sqlite3
 from typing import Any
 
 import click
@@ -25,6 +26,7 @@ COMMANDS = {
     "replay": ("memlog.commands.replay", "replay"),
     "show": ("memlog.commands.show", "show"),
     "retire": ("memlog.commands.retire", "retire"),
+    "import": ("memlog.commands.import_cmd", "import_"),
 }
 
 
@@ -50,6 +52,8 @@ class LazyGroup(click.Group):
             raise InputError(str(exc)) from None
         except MemlogError as exc:
             raise click.ClickException(str(exc)) from None
+        except sqlite3.Error as exc:
+            raise click.ClickException(f"memory.db: {exc}") from None
         except Exception as exc:  # noqa: BLE001 - the one place a crash becomes a line
             raise click.ClickException(record_crash(exc)) from None
 

@@ -50,6 +50,8 @@ class Entry(msgspec.Struct, kw_only=True):
     last_recalled_at: str | None = None
     created_at: str
     updated_at: str
+    #: sequence number of the event that created the entry (orders files)
+    created_seq: int = 0
     source: str
     source_project: str = ""
     # provenance
@@ -106,6 +108,7 @@ def _create(event: Observed) -> Entry:
         confidence=event.confidence,
         created_at=event.ts,
         updated_at=event.ts,
+        created_seq=event.seq,
         source=event.source,
         source_project=event.project,
         last_observed=event.last_observed,

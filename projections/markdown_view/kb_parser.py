@@ -70,6 +70,7 @@ _META_KEY = re.compile(r"([A-Za-z][A-Za-z0-9 _/()'-]{0,39}):(?:[ \t]+|$)")
 _COUNT = re.compile(r"[0-9]{1,9}")
 _SEPARATOR = re.compile(r"-{3,}[ \t]*")
 _GLOBAL_TITLE = re.compile(r"Global\b[ \t]*(.*)")
+_SURROGATE = re.compile("[\ud800-\udfff]")
 
 
 class ParsedEntry(msgspec.Struct, frozen=True, kw_only=True):
@@ -201,10 +202,8 @@ def _decode(data: bytes, path: str) -> tuple[str, str | None]:
 def _clean(text: str, path: str, warnings: list[str]) -> str:
     """Drop a byte-order mark; replace lone surrogates so every line can be hashed."""
     text = text.removeprefix("\ufeff")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        text = text.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    if _SURROGATE.search(text):
+        text = _SURROGATE.sub("\ufffd", text)
         warnings.append(f"{path}: unencodable characters replaced by U+FFFD")
     return text
 

@@ -126,7 +126,7 @@ def project_block(entry: Entry) -> str:
 
 
 def _ordered(entries: Iterable[Entry]) -> list[Entry]:
-    return sorted((e for e in entries if e.live), key=lambda e: (e.created_at, e.id))
+    return sorted((e for e in entries if e.live), key=lambda e: (e.created_seq, e.id))
 
 
 def render_file(path: str, entries: Iterable[Entry]) -> str:
@@ -151,4 +151,4 @@ def plan(entries: Iterable[Entry]) -> dict[str, str]:
 def signature(entry: Entry) -> tuple[tuple[str, ...], str]:
     """What of ``entry`` shows in markdown: a change here means its files need writing."""
     blocks = project_block(entry) + (global_block(entry) if entry.promoted else "")
-    return tuple(paths_of(entry)), f"{entry.status}|{entry.created_at}|{blocks}"
+    return tuple(paths_of(entry)), f"{entry.status}|{entry.created_seq}|{blocks}"

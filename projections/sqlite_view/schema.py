@@ -29,6 +29,7 @@ def m001_initial(db: sqlite3.Connection) -> None:
             last_recalled_at TEXT,
             created_at TEXT NOT NULL,
             updated_at TEXT NOT NULL,
+            created_seq INTEGER NOT NULL DEFAULT 0,
             source TEXT NOT NULL,
             source_project TEXT,
             embedding BLOB,

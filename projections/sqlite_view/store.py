@@ -15,6 +15,7 @@ from typing import Any
 import msgspec
 
 from memlog.eventlog.log import Position
+from memlog.home import ensure_dir
 from memlog.projections.fold import Entry, Vector, space_key
 from memlog.projections.sqlite_view.schema import migrate
 
@@ -27,7 +28,7 @@ _LIST_COLUMNS = (
 ENTRY_COLUMNS = (
     "id", "name", "description", "reasoning", "category", "keywords", "references",
     "observation_count", "confidence", "recall_count", "last_recalled_at", "created_at",
-    "updated_at", "source", "source_project", "embedding", "projects", "features", "sources",
+    "updated_at", "created_seq", "source", "source_project", "embedding", "projects", "features", "sources",
     "origins", "provenance", "details", "last_observed", "promoted", "promotion_reason",
     "status", "status_reason", "superseded_by",
 )  # fmt: skip
@@ -46,6 +47,7 @@ def connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
     if readonly:
         db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
     else:
+        ensure_dir(path.parent)
         db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
     db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     if not readonly:

@@ -1,0 +1,136 @@
+"""The #023 markdown pipeline: choose knowledge-bank entries and render the block.
+
+Pure functions, no I/O.  ``select_legacy`` reproduces memory.py of the
+cross-project memory design:
+
+1. local and global entries are deduplicated by content hash, keeping the
+   one with the higher observation count (the local one on a tie); entries
+   with an empty description never match anything, so they are all kept;
+2. each category is sorted by observation count (desc), confidence
+   (high > medium > low), then recency: an ISO ``Last observed`` date (the
+   global store's) newest first, ahead of entries without one, and file
+   position descending (later in a file is newer);
+3. when ``limit >= 3 * non-empty categories``, each non-empty category first
+   gets ``min(3, size)`` entries; the rest of the budget goes by category
+   priority: anti-patterns, heuristics, patterns;
+4. ``limit`` 0 selects nothing, a negative limit (-1) selects everything.
+
+``render_legacy_block`` prints the selection under
+``## Engineering Memory (from knowledge bank)`` with one section per
+category and a closing ``---``, each entry as it stands in its file.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
+
+from memlog.projections.markdown_view.kb_parser import CATEGORY_PRIORITY, KbCategory, ParsedEntry
+
+BLOCK_TITLE = "## Engineering Memory (from knowledge bank)"
+SECTION_HEADERS: dict[KbCategory, str] = {
+    "anti-patterns": "### Anti-Patterns to Avoid",
+    "heuristics": "### Heuristics",
+    "patterns": "### Patterns to Follow",
+}
+#: entries each non-empty category is guaranteed when the limit allows
+MIN_PER_CATEGORY = 3
+
+_CONFIDENCE_RANK = {"high": 3, "medium": 2, "low": 1}
+
+PriorityKey = tuple[int, int, int, float, int, bool, str, str]
+
+
+def select_legacy(
+    local: list[ParsedEntry], global_: list[ParsedEntry], limit: int
+) -> list[ParsedEntry]:
+    """The entries to inject, grouped by category priority, best first in each."""
+    if limit == 0:
+        return []
+    buckets = sort_into_categories(deduplicate([*local, *global_]))
+    taken = allocate({category: len(bucket) for category, bucket in buckets.items()}, limit)
+    return [entry for category in CATEGORY_PRIORITY for entry in buckets[category][: taken[category]]]
+
+
+def deduplicate(entries: Iterable[ParsedEntry]) -> list[ParsedEntry]:
+    """One entry per content hash: the higher observation count, the earlier on a tie."""
+    kept: list[ParsedEntry] = []
+    index: dict[str, int] = {}
+    for entry in entries:
+        if not entry.description:
+            kept.append(entry)
+            continue
+        at = index.setdefault(entry.content_hash, len(kept))
+        if at == len(kept):
+            kept.append(entry)
+        elif entry.observation_count > kept[at].observation_count:
+            kept[at] = entry
+    return kept
+
+
+def priority_key(entry: ParsedEntry) -> PriorityKey:
+    """Ascending sort key: count desc, confidence desc, recency desc, then a stable rest."""
+    stamp = observed_timestamp(entry.last_observed)
+    return (
+        -entry.observation_count,
+        -_CONFIDENCE_RANK[entry.confidence],
+        0 if stamp is not None else 1,
+        -(stamp or 0.0),
+        -entry.position,
+        entry.is_global,
+        entry.source_path,
+        entry.name,
+    )
+
+
+def observed_timestamp(value: str | None) -> float | None:
+    """POSIX time of an ISO ``Last observed`` value (naive means UTC), else None."""
+    if not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+def sort_into_categories(entries: Iterable[ParsedEntry]) -> dict[KbCategory, list[ParsedEntry]]:
+    """Each category's entries in priority order."""
+    buckets: dict[KbCategory, list[ParsedEntry]] = {c: [] for c in CATEGORY_PRIORITY}
+    for entry in entries:
+        buckets[entry.category].append(entry)
+    return {category: sorted(bucket, key=priority_key) for category, bucket in buckets.items()}
+
+
+def allocate(sizes: Mapping[KbCategory, int], limit: int) -> dict[KbCategory, int]:
+    """How many entries each category gets: minimum 3 when affordable, then by priority."""
+    total = sum(sizes.values())
+    remaining = total if limit < 0 else limit
+    taken: dict[KbCategory, int] = {category: 0 for category in CATEGORY_PRIORITY}
+    non_empty = [category for category in CATEGORY_PRIORITY if sizes.get(category, 0)]
+    if remaining >= MIN_PER_CATEGORY * len(non_empty):
+        for category in non_empty:
+            taken[category] = min(MIN_PER_CATEGORY, sizes[category])
+            remaining -= taken[category]
+    for category in CATEGORY_PRIORITY:
+        extra = max(0, min(remaining, sizes.get(category, 0) - taken[category]))
+        taken[category] += extra
+        remaining -= extra
+    return taken
+
+
+def render_legacy_block(entries: Sequence[ParsedEntry]) -> str:
+    """The markdown block; ``""`` for no entries.  It ends with ``---`` and no newline."""
+    if not entries:
+        return ""
+    parts = [BLOCK_TITLE, ""]
+    for category in CATEGORY_PRIORITY:
+        chosen = [entry for entry in entries if entry.category == category]
+        if chosen:
+            parts.append(SECTION_HEADERS[category])
+            for entry in chosen:
+                parts.extend((entry.raw, ""))
+    parts.append("---")
+    return "\n".join(parts)
