@@ -88,6 +88,7 @@ def catch_up(
     log = EventLog(home)
     if not log.segments() and not db_path(home).exists():
         return CatchUp(0, False, 0, [])
+    _remove_stale_asides(home)
     try:
         return _incremental(home, log, space, on_damage)
     except _NeedsRebuild:
@@ -362,9 +363,9 @@ def _remove_db_files(path: Path) -> None:
 def _remove_stale_asides(folder: Path) -> None:
     """Asides left by a rebuild that was killed midway."""
     for path in folder.glob(f".{store.DB_NAME}.rebuild-*"):
-        pid = path.name.rsplit("-", 1)[-1]
+        pid = path.name.split("rebuild-", 1)[1].split("-", 1)[0]
         if pid.isdigit() and not _alive(int(pid)):
-            _remove_db_files(path)
+            path.unlink(missing_ok=True)
 
 
 def _alive(pid: int) -> bool:

@@ -67,6 +67,7 @@ _TYPE_WORDS: dict[str, KbCategory] = {
 _CONFIDENCES: tuple[Confidence, ...] = ("high", "medium", "low")
 _TYPE_PREFIX = re.compile(r"([A-Za-z][A-Za-z-]*): (.*)")
 _META_KEY = re.compile(r"([A-Za-z][A-Za-z0-9 _/()'-]{0,39}):(?:[ \t]+|$)")
+_SORT_KEYS = frozenset({"observation count", "confidence", "last observed", "content-hash"})
 _COUNT = re.compile(r"[0-9]{1,9}")
 _SEPARATOR = re.compile(r"-{3,}[ \t]*")
 _GLOBAL_TITLE = re.compile(r"Global\b[ \t]*(.*)")
@@ -229,13 +230,16 @@ def _scan(lines: list[str], path: str, warnings: list[str]) -> _Scan:
 
 def _dispatch(line: str, number: int, current: _Block | None, scan: _Scan) -> _Block | None:
     """Feed one comment-free line; return the entry now being collected."""
-    if line.startswith("### "):
+    first = line[:1]
+    if first == "#" and line.startswith("### "):
         block = _Block(number, line[4:].strip(), [line])
         scan.blocks.append(block)
         return block
-    if _is_heading(line) or _SEPARATOR.fullmatch(line):
+    if first == "#" and _is_heading(line):
         if scan.title is None and _is_title(line):
             scan.title = line[1:].strip()
+        return None
+    if first == "-" and _SEPARATOR.fullmatch(line):
         return None
     if current is not None:
         current.add(line, number)
@@ -245,16 +249,16 @@ def _dispatch(line: str, number: int, current: _Block | None, scan: _Scan) -> _B
 def _strip_comments(line: str, scan: _Scan, number: int) -> str | None:
     """The line without its comment parts, or None if nothing else is on it."""
     kept: list[str] = []
-    rest = line
-    while rest:
+    at = 0
+    while at < len(line):
         if scan.open_comment:
-            end = rest.find("-->")
-            rest = "" if end < 0 else rest[end + 3 :]
+            end = line.find("-->", at)
+            at = len(line) if end < 0 else end + 3
             scan.open_comment = scan.open_comment if end < 0 else 0
         else:
-            start = rest.find("<!--")
-            kept.append(rest if start < 0 else rest[:start])
-            rest = "" if start < 0 else rest[start + 4 :]
+            start = line.find("<!--", at)
+            kept.append(line[at:] if start < 0 else line[at:start])
+            at = len(line) if start < 0 else start + 4
             scan.open_comment = 0 if start < 0 else number
     text = "".join(kept).rstrip()
     return text if text.strip() else None
@@ -292,7 +296,11 @@ def _file_category(path: str, title: str | None) -> KbCategory | None:
 def _is_global(scan: _Scan) -> bool:
     if _global_title(scan.title) is not None:
         return True
-    return any(_key(item[0]) == "content-hash" for b in scan.blocks for item in b.items)
+    return any(
+        item[0][:12].lower() == "content-hash" and _key(item[0]) == "content-hash"
+        for block in scan.blocks
+        for item in block.items
+    )
 
 
 def _key(item: str) -> str:
@@ -318,8 +326,10 @@ def _split_item(lines: list[str]) -> tuple[str, str]:
     """``(key, value)`` of one metadata item; continuation lines are dedented."""
     match = _META_KEY.match(lines[0])
     key, value = (match[1], lines[0][match.end() :]) if match else ("", lines[0])
-    parts = [value.strip(), textwrap.dedent("\n".join(lines[1:])).strip()]
-    return key, "\n".join(part for part in parts if part)
+    if len(lines) == 1:
+        return key, value.strip()
+    rest = textwrap.dedent("\n".join(lines[1:])).strip()
+    return key, f"{value.strip()}\n{rest}".strip()
 
 
 def _build(block: _Block, position: int, context: _FileContext) -> ParsedEntry | None:
@@ -329,6 +339,7 @@ def _build(block: _Block, position: int, context: _FileContext) -> ParsedEntry |
         return None
     description = "\n".join(block.description).strip()
     metadata = tuple(_split_item(item) for item in block.items)
+    fields = _sort_fields(metadata, block.line, context)
     _check_shape(block, name, description, context)
     return ParsedEntry(
         name=name,
@@ -336,10 +347,10 @@ def _build(block: _Block, position: int, context: _FileContext) -> ParsedEntry |
         description=description,
         category=category,
         metadata=metadata,
-        observation_count=_count(metadata, block.line, context),
-        confidence=_confidence(metadata, block.line, context),
-        last_observed=_lookup(metadata, "last observed", block.line, context) or None,
-        content_hash=_checked_hash(description, metadata, block.line, context),
+        observation_count=_count(fields.get("observation count"), block.line, context),
+        confidence=_confidence(fields.get("confidence"), block.line, context),
+        last_observed=fields.get("last observed") or None,
+        content_hash=_checked_hash(description, fields.get("content-hash"), block.line, context),
         position=position,
         line=block.line,
         raw=block.raw_text(),
@@ -373,18 +384,21 @@ def _check_shape(block: _Block, name: str, description: str, context: _FileConte
         context.warn(block.line, f"duplicate name {name!r} (first at line {first})")
 
 
-def _lookup(
-    metadata: tuple[tuple[str, str], ...], key: str, line: int, context: _FileContext
-) -> str | None:
-    """The first value of a key (case-insensitive); a repeated key is warned about."""
-    values = [value for k, value in metadata if k.strip().lower() == key]
-    if len(values) > 1:
-        context.warn(line, f"{key!r} given {len(values)} times; the first is used")
-    return values[0] if values else None
+def _sort_fields(
+    metadata: tuple[tuple[str, str], ...], line: int, context: _FileContext
+) -> dict[str, str]:
+    """The first value of each key parsing needs (case-insensitive); repeats are warned."""
+    fields: dict[str, str] = {}
+    for key, value in metadata:
+        lowered = key.strip().lower()
+        if lowered in _SORT_KEYS and lowered in fields:
+            context.warn(line, f"{lowered!r} repeated; the first value is used")
+        elif lowered in _SORT_KEYS:
+            fields[lowered] = value
+    return fields
 
 
-def _count(metadata: tuple[tuple[str, str], ...], line: int, context: _FileContext) -> int:
-    value = _lookup(metadata, "observation count", line, context)
+def _count(value: str | None, line: int, context: _FileContext) -> int:
     if value is None:
         return 1
     if _COUNT.fullmatch(value) and int(value) >= 1:
@@ -393,10 +407,7 @@ def _count(metadata: tuple[tuple[str, str], ...], line: int, context: _FileConte
     return 1
 
 
-def _confidence(
-    metadata: tuple[tuple[str, str], ...], line: int, context: _FileContext
-) -> Confidence:
-    value = _lookup(metadata, "confidence", line, context)
+def _confidence(value: str | None, line: int, context: _FileContext) -> Confidence:
     if value is None:
         return "medium"
     for level in _CONFIDENCES:
@@ -406,12 +417,9 @@ def _confidence(
     return "medium"
 
 
-def _checked_hash(
-    description: str, metadata: tuple[tuple[str, str], ...], line: int, context: _FileContext
-) -> str:
+def _checked_hash(description: str, stored: str | None, line: int, context: _FileContext) -> str:
     """The description's hash; a stored ``Content-Hash`` that differs is warned about."""
     digest = content_hash(description)
-    stored = _lookup(metadata, "content-hash", line, context)
     if stored is not None and stored.lower().removeprefix("sha256:").strip() != digest:
         context.warn(line, f"Content-Hash {stored!r} differs from the description's {digest}")
     return digest

@@ -49,7 +49,9 @@ def select_legacy(
         return []
     buckets = sort_into_categories(deduplicate([*local, *global_]))
     taken = allocate({category: len(bucket) for category, bucket in buckets.items()}, limit)
-    return [entry for category in CATEGORY_PRIORITY for entry in buckets[category][: taken[category]]]
+    return [
+        entry for category in CATEGORY_PRIORITY for entry in buckets[category][: taken[category]]
+    ]
 
 
 def deduplicate(entries: Iterable[ParsedEntry]) -> list[ParsedEntry]:

@@ -1,0 +1,255 @@
+"""The view commands (replay, verify audit, show, retire, stats) and crash safety."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner, Result
+
+from memlog.commands.cli import cli
+from memlog.eventlog.events import Observed, Promoted, Recalled
+from memlog.eventlog.log import EventLog
+from memlog.projections.sqlite_view import schema, store
+from memlog.projections.views import catch_up, db_path, rebuild
+
+
+def invoke(*args: str, input: str | None = None) -> Result:
+    return CliRunner().invoke(cli, list(args), input=input)
+
+
+def seed(home: Path, n: int = 6) -> list[str]:
+    events = [
+        Observed(name=f"Entry {i}", description=f"Description {i}", category="patterns",
+                 project="alpha", feature="023")
+        for i in range(n)
+    ]  # fmt: skip
+    stored = EventLog(home).append(events)
+    EventLog(home).append([Promoted(entry_id=stored[0].entry_id, reason="universal")])
+    return [e.entry_id for e in stored]
+
+
+def test_replay_prints_counts_and_digests(memlog_home: Path) -> None:
+    seed(memlog_home)
+    result = invoke("replay")
+    assert result.exit_code == 0, result.output
+    assert "events applied: 7" in result.output
+    assert "live entries: 6" in result.output
+    assert "memory.db digest: " in result.output and "markdown digest: " in result.output
+    assert (memlog_home / "patterns.md").read_text().startswith("# Global Patterns\n")
+    again = invoke("replay")
+    digest_lines = [ln for ln in result.output.splitlines() if "digest" in ln]
+    assert digest_lines == [ln for ln in again.output.splitlines() if "digest" in ln]
+
+
+def test_everything_but_the_log_is_restored(memlog_home: Path) -> None:
+    seed(memlog_home)
+    invoke("replay")
+    files = {p.relative_to(memlog_home): p.read_bytes() for p in memlog_home.rglob("*.md")}
+    for path in memlog_home.iterdir():
+        if path.name != "events":
+            subprocess.run(["rm", "-rf", str(path)], check=True)
+    assert invoke("replay").exit_code == 0
+    assert {p.relative_to(memlog_home): p.read_bytes() for p in memlog_home.rglob("*.md")} == files
+
+
+def test_time_travel_writes_elsewhere_and_leaves_live_views(
+    memlog_home: Path, tmp_path: Path
+) -> None:
+    seed(memlog_home)
+    invoke("replay")
+    live = (memlog_home / "projects" / "alpha" / "patterns.md").read_bytes()
+    result = invoke("replay", "--until", "3", "--to", str(tmp_path / "then"))
+    assert result.exit_code == 0, result.output
+    assert "events applied: 3" in result.output
+    then = (tmp_path / "then" / "projects" / "alpha" / "patterns.md").read_text()
+    assert then.count("### Pattern:") == 3
+    assert (memlog_home / "projects" / "alpha" / "patterns.md").read_bytes() == live
+    assert not (tmp_path / "then" / "patterns.md").exists()  # the promotion came later
+
+
+def test_time_travel_by_iso_time(memlog_home: Path, tmp_path: Path) -> None:
+    seed(memlog_home)
+    result = invoke("replay", "--until", "2000-01-01T00:00:00Z", "--to", str(tmp_path / "t"))
+    assert result.exit_code == 0 and "events applied: 0" in result.output
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (["replay", "--until", "3"], "--until needs --to"),
+        (["replay", "--until", "yesterday", "--to", "x"], "neither a sequence number"),
+        (["show", "zz"], "not an entry id"),
+        (["show", "abcdef"], "no entry with id"),
+        (["retire", "abcdef", "--reason", "x"], "no entry with id"),
+    ],
+)
+def test_bad_input_is_one_clear_line(memlog_home: Path, args: list[str], message: str) -> None:
+    seed(memlog_home)
+    result = invoke(*args)
+    assert result.exit_code != 0
+    assert message in result.output
+    assert "Traceback" not in result.output
+
+
+def test_verify_names_drift_and_passes_when_clean(memlog_home: Path) -> None:
+    seed(memlog_home)
+    assert invoke("verify").exit_code == 0
+    mirror = memlog_home / "projects" / "alpha" / "patterns.md"
+    mirror.write_text(mirror.read_text() + "\nhand edit\n")
+    db = sqlite3.connect(db_path(memlog_home))
+    db.execute("UPDATE entries SET observation_count = 99 WHERE name = 'Entry 2'")
+    db.commit()
+    db.close()
+    result = invoke("verify")
+    assert result.exit_code == 1
+    assert "projects/alpha/patterns.md: differs" in result.output
+    assert "differs from the log" in result.output
+    data = json.loads(invoke("verify", "--json").output)
+    assert data["clean"] is False and data["views"]["drift"]
+
+
+def test_show_and_retire(memlog_home: Path) -> None:
+    ids = seed(memlog_home)
+    EventLog(memlog_home).append([Recalled(ids=(ids[1],), session_id="s1")])
+    shown = invoke("show", ids[1][:6])
+    assert shown.exit_code == 0, shown.output
+    assert "name: Entry 1" in shown.output and "entry.recalled" in shown.output
+    data = json.loads(invoke("show", ids[1], "--json").output)
+    assert data["entry"]["recall_count"] == 1 and len(data["events"]) == 2
+    result = invoke("retire", ids[1], "--reason", "superseded by practice")
+    assert result.exit_code == 0, result.output
+    assert "Entry 1" not in (memlog_home / "projects" / "alpha" / "patterns.md").read_text()
+    assert "already retired" in invoke("retire", ids[1], "--reason", "again").output
+    stats = json.loads(invoke("stats", "--json").output)
+    assert stats["entries"]["live"] == 5
+    assert stats["entries"]["by_category"] == {"patterns": 5}
+    assert stats["entries"]["by_project"] == {"alpha": 5}
+    assert stats["by_type"]["entry.retired"] == 1
+
+
+def test_hand_edited_markdown_is_backed_up_before_rewrite(memlog_home: Path) -> None:
+    seed(memlog_home)
+    catch_up(memlog_home)
+    global_file = memlog_home / "patterns.md"
+    edited = global_file.read_text() + "\n### Pattern: Mine\nWritten by hand.\n"
+    global_file.write_text(edited)
+    EventLog(memlog_home).append([Observed(name="More", description="Description 0",
+                                           category="patterns")])  # fmt: skip
+    notes = catch_up(memlog_home).notes
+    assert any("patterns.md was edited by hand" in n for n in notes)
+    backups = list(memlog_home.glob("patterns.md.edited-*.bak"))
+    assert len(backups) == 1 and backups[0].read_text() == edited
+    assert "Written by hand" not in global_file.read_text()
+
+
+def test_unknown_global_store_is_kept_not_overwritten(memlog_home: Path) -> None:
+    memlog_home.mkdir(parents=True)
+    (memlog_home / "patterns.md").write_text("# Global Patterns\n\n### Pattern: Old\nOld text.\n")
+    seed(memlog_home)
+    notes = catch_up(memlog_home).notes
+    assert any("was not written by memlog" in n for n in notes)
+    assert len(list(memlog_home.glob("patterns.md.edited-*.bak"))) == 1
+
+
+def test_migrations_build_the_schema_from_blank(tmp_path: Path) -> None:
+    db = store.connect(tmp_path / "memory.db")
+    names = [r[0] for r in db.execute("SELECT name FROM _migrations ORDER BY ord")]
+    assert names == [name for name, _ in schema.MIGRATIONS]
+    columns = {r[1] for r in db.execute("PRAGMA table_info(entries)")}
+    spec = {
+        "id", "name", "description", "reasoning", "category", "keywords", "references",
+        "observation_count", "confidence", "recall_count", "last_recalled_at", "created_at",
+        "updated_at", "source", "source_project", "embedding",
+    }  # fmt: skip
+    assert spec | {"projects", "features", "sources", "provenance"} <= columns
+    triggers = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='trigger'")}
+    assert triggers == {"entries_ai", "entries_ad", "entries_au"}
+    assert store.get_meta(db, "schema_version") == str(schema.SCHEMA_VERSION)
+    assert schema.migrate(db) == []  # applying again is a no-op
+    db.close()
+
+
+# -- crash safety --------------------------------------------------------------------
+
+_REPLAY = """
+import sys
+from pathlib import Path
+from memlog.projections.views import rebuild
+rebuild(Path(sys.argv[1]))
+"""
+
+
+def _big_log(home: Path, n: int = 20000) -> None:
+    log = EventLog(home)
+    for start in range(0, n, 2000):
+        log.append([
+            Observed(name=f"E{i}", description=f"Entry number {i} " + "words " * 30,
+                     category="heuristics", project=f"p{i % 7}")
+            for i in range(start, start + 2000)
+        ])  # fmt: skip
+
+
+@pytest.mark.slow
+def test_replay_killed_midway_leaves_views_readable(memlog_home: Path) -> None:
+    _big_log(memlog_home, 4000)
+    catch_up(memlog_home)
+    _big_log(memlog_home, 20000)
+    env = {**os.environ, "MEMLOG_HOME": str(memlog_home)}
+    for delay in (0.3, 0.8, 1.5):
+        proc = subprocess.Popen([sys.executable, "-c", _REPLAY, str(memlog_home)], env=env)
+        time.sleep(delay)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        db = sqlite3.connect(db_path(memlog_home))
+        count = db.execute("SELECT count(*) FROM entries").fetchone()[0]
+        seq = db.execute("SELECT value FROM _metadata WHERE key = 'log_seq'").fetchone()[0]
+        db.close()
+        assert (count, seq) in {(4000, "4000"), (20000, "24000")}
+    assert catch_up(memlog_home).seq == 24000
+    assert not list(memlog_home.glob(".memory.db.rebuild-*"))
+
+
+@pytest.mark.slow
+def test_concurrent_reader_always_sees_a_complete_view(memlog_home: Path) -> None:
+    _big_log(memlog_home, 4000)
+    catch_up(memlog_home)
+    _big_log(memlog_home, 6000)
+    seen: set[tuple[int, str]] = set()
+    errors: list[BaseException] = []
+    done = threading.Event()
+
+    def read() -> None:
+        db = sqlite3.connect(db_path(memlog_home), isolation_level=None, timeout=10)
+        while not done.is_set():
+            try:
+                db.execute("BEGIN")
+                count = db.execute("SELECT count(*) FROM entries").fetchone()[0]
+                seq = db.execute("SELECT value FROM _metadata WHERE key='log_seq'").fetchone()[0]
+                hits = db.execute(
+                    "SELECT count(*) FROM entries_fts WHERE entries_fts MATCH 'number'"
+                ).fetchone()[0]
+                db.execute("COMMIT")
+                assert hits == count
+                seen.add((count, seq))
+            except BaseException as exc:  # noqa: BLE001 - reported below
+                errors.append(exc)
+                return
+        db.close()
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    rebuild(memlog_home)
+    time.sleep(0.1)
+    done.set()
+    reader.join()
+    assert not errors
+    assert seen <= {(4000, "4000"), (6000, "10000")} and (6000, "10000") in seen
