@@ -70,10 +70,14 @@ def event_strategy() -> st.SearchStrategy[Event]:
         ),
         st.builds(
             lambda i, s: Reembedded(
-                entry_id=IDS[i], provider="local", model="all-MiniLM-L6-v2", dimensions=384,
+                entry_id=IDS[i],
+                provider="local",
+                model="all-MiniLM-L6-v2",
+                dimensions=384,
                 vector=vector(s),
             ),
-            index, st.integers(0, 50),
+            index,
+            st.integers(0, 50),
         ),  # fmt: skip
         index.map(lambda i: Labelled(entry_id=IDS[i], keywords=("alpha", "beta"))),
         index.map(lambda i: Retired(entry_id=IDS[i], reason="wrong")),
@@ -111,8 +115,13 @@ SOME_EVENTS = [
     Promoted(entry_id=IDS[0], project="alpha", feature="023", reason="universal"),
     Promoted(entry_id=IDS[1]),
     Recalled(ids=(IDS[0], IDS[1])),
-    Reembedded(entry_id=IDS[0], provider="local", model="all-MiniLM-L6-v2", dimensions=384,
-               vector=vector(1)),  # fmt: skip
+    Reembedded(
+        entry_id=IDS[0],
+        provider="local",
+        model="all-MiniLM-L6-v2",
+        dimensions=384,
+        vector=vector(1),
+    ),  # fmt: skip
     observed(3, count=4, source="import"),
     Labelled(entry_id=IDS[2], keywords=("alpha",)),
     Retired(entry_id=IDS[1], reason="no longer true"),
@@ -159,7 +168,10 @@ class ViewContract:
         max_examples=15,
         deadline=None,
         # the suite is subclassed per view on purpose
-        suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.differing_executors],
+        suppress_health_check=[
+            HealthCheck.function_scoped_fixture,
+            HealthCheck.differing_executors,
+        ],
     )
     @given(events=st.lists(event_strategy(), min_size=1, max_size=25))
     def test_generated_logs_incremental_equals_full(
@@ -244,8 +256,15 @@ def test_vector_spaces_never_mix(memlog_home: Path) -> None:
     other = Space("openai", "text-embedding-3-small", 384)
     write_log(memlog_home, SOME_EVENTS)
     EventLog(memlog_home).append(
-        [Reembedded(entry_id=IDS[2], provider=other.provider, model=other.model, dimensions=384,
-                    vector=vector(9))]  # fmt: skip
+        [
+            Reembedded(
+                entry_id=IDS[2],
+                provider=other.provider,
+                model=other.model,
+                dimensions=384,
+                vector=vector(9),
+            )
+        ]  # fmt: skip
     )
     catch_up(memlog_home)
     db = store.connect(db_path(memlog_home))
