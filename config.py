@@ -1,0 +1,160 @@
+"""Configuration: ``<project>/.claude/iflow-dev.local.md`` front matter, then ``MEMLOG_*``.
+
+Every field is optional.  A value that is missing takes its default; a
+value that is wrong gives one warning and the default, never an error.
+Environment variables override the file: ``memory_injection_limit`` is
+``MEMLOG_INJECTION_LIMIT``, and so on (the ``memory_`` prefix dropped).
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+CONFIG_FILE = Path(".claude") / "iflow-dev.local.md"
+PROVIDERS = ("local", "gemini", "openai", "voyage", "ollama", "hashing")
+KEYWORD_PROVIDERS = ("auto", "caller", "haiku", "ollama", "local", "off")
+
+
+class Config(msgspec.Struct, frozen=True):
+    memory_injection_enabled: bool = True
+    memory_injection_limit: int = 20
+    memory_semantic_enabled: bool = True
+    memory_vector_weight: float = 0.5
+    memory_keyword_weight: float = 0.2
+    memory_prominence_weight: float = 0.3
+    memory_embedding_provider: str = "local"
+    #: empty: the provider's default model
+    memory_embedding_model: str = ""
+    #: 0: the provider's default dimensions
+    memory_embedding_dimensions: int = 0
+    memory_embedding_model_path: str = ""
+    memory_embedding_base_url: str = ""
+    memory_keyword_provider: str = "auto"
+    memory_inject_on_compact: bool = True
+    memory_inject_facts: bool = False
+    memory_hook_budget_ms: int = 2500
+    memory_query_embedding_budget_ms: int = 1500
+
+
+Check = Callable[[Any], bool]
+
+
+def _is_bool(v: Any) -> bool:
+    return isinstance(v, bool)
+
+
+def _is_int(low: int) -> Check:
+    return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= low
+
+
+def _is_weight(v: Any) -> bool:
+    return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
+
+
+def _one_of(choices: tuple[str, ...]) -> Check:
+    return lambda v: isinstance(v, str) and v in choices
+
+
+def _is_str(v: Any) -> bool:
+    return isinstance(v, str)
+
+
+CHECKS: dict[str, tuple[Check, str]] = {
+    "memory_injection_enabled": (_is_bool, "true or false"),
+    "memory_injection_limit": (_is_int(-1), "a whole number ≥ -1"),
+    "memory_semantic_enabled": (_is_bool, "true or false"),
+    "memory_vector_weight": (_is_weight, "a number ≥ 0"),
+    "memory_keyword_weight": (_is_weight, "a number ≥ 0"),
+    "memory_prominence_weight": (_is_weight, "a number ≥ 0"),
+    "memory_embedding_provider": (_one_of(PROVIDERS), " | ".join(PROVIDERS)),
+    "memory_embedding_model": (_is_str, "text"),
+    "memory_embedding_dimensions": (_is_int(0), "a whole number ≥ 0"),
+    "memory_embedding_model_path": (_is_str, "a path"),
+    "memory_embedding_base_url": (_is_str, "a URL"),
+    "memory_keyword_provider": (_one_of(KEYWORD_PROVIDERS), " | ".join(KEYWORD_PROVIDERS)),
+    "memory_inject_on_compact": (_is_bool, "true or false"),
+    "memory_inject_facts": (_is_bool, "true or false"),
+    "memory_hook_budget_ms": (_is_int(100), "milliseconds ≥ 100"),
+    "memory_query_embedding_budget_ms": (_is_int(0), "milliseconds ≥ 0"),
+}
+
+
+def front_matter(text: str) -> str | None:
+    """The YAML between a leading ``---`` line and the next one, if any."""
+    lines = text.lstrip("\ufeff").splitlines()
+    if not lines or lines[0].strip() != "---":
+        return None
+    for index, line in enumerate(lines[1:], 1):
+        if line.strip() in ("---", "..."):
+            return "\n".join(lines[1:index])
+    return None
+
+
+def _parse_yaml(text: str) -> Any:
+    import yaml  # only when a file or variable is there to read
+
+    return yaml.safe_load(text)
+
+
+def _read_file(root: Path | None, warnings: list[str]) -> dict[str, Any]:
+    if root is None:
+        return {}
+    path = root / CONFIG_FILE
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return {}
+    except (OSError, UnicodeDecodeError) as exc:
+        warnings.append(f"{path}: unreadable ({exc}); using defaults")
+        return {}
+    block = front_matter(text)
+    try:
+        data = _parse_yaml(block) if block else {}
+    except Exception as exc:  # noqa: BLE001 - any YAML error means: defaults
+        warnings.append(
+            f"{path}: front matter is not valid YAML ({type(exc).__name__}); using defaults"
+        )
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _from_env(env: Mapping[str, str], warnings: list[str]) -> dict[str, Any]:
+    found: dict[str, Any] = {}
+    for field in CHECKS:
+        name = "MEMLOG_" + field.removeprefix("memory_").upper()
+        if name in env:
+            try:
+                found[field] = _parse_yaml(env[name]) if env[name].strip() else ""
+            except Exception:  # noqa: BLE001 - reported as a bad value below
+                found[field] = env[name]
+    return found
+
+
+def load_config(
+    root: Path | None, env: Mapping[str, str] | None = None
+) -> tuple[Config, list[str]]:
+    """The configuration for the project at ``root`` and the warnings it gave."""
+    warnings: list[str] = []
+    values = {
+        **_read_file(root, warnings),
+        **_from_env(os.environ if env is None else env, warnings),
+    }
+    chosen: dict[str, Any] = {}
+    for field, (check, expected) in CHECKS.items():
+        if field not in values or values[field] is None:
+            continue
+        value = values[field]
+        if isinstance(value, int) and not isinstance(value, bool) and field.endswith("_weight"):
+            value = float(value)
+        if check(value):
+            chosen[field] = value
+        else:
+            default = getattr(Config(), field)
+            warnings.append(f"{field}: {value!r} is not {expected}; using {default!r}")
+    return Config(**chosen), warnings

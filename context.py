@@ -1,0 +1,116 @@
+"""Context signals of the project at hand, composed into a retrieval query.
+
+Active feature: the ``docs/features/*/.meta.json`` whose status is active
+(the newest if several): its slug, ``lastCompletedPhase`` and the first
+paragraph (≤100 words) of its ``spec.md`` (else ``prd.md``).  Changed files:
+``git diff --name-only HEAD~3..HEAD``, falling back to ``HEAD~1`` and then
+to none, within a bounded time.  Query:
+``"{slug}: {description}. Phase: {phase}. Files: {files}"``; no signal, no query.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import msgspec
+
+MAX_WORDS = 100
+MAX_FILES = 20
+GIT_TIMEOUT = 0.6
+
+
+class Feature(msgspec.Struct, frozen=True):
+    slug: str
+    phase: str
+    description: str
+
+
+class Signals(msgspec.Struct, frozen=True):
+    feature: Feature | None
+    files: tuple[str, ...]
+
+    @property
+    def query(self) -> str | None:
+        return compose_query(self)
+
+
+def _meta(path: Path) -> dict[str, object] | None:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    return data if isinstance(data, dict) else None
+
+
+def active_feature(root: Path) -> Feature | None:
+    """The active feature of the project, or None."""
+    found: list[tuple[float, str, Path, dict[str, object]]] = []
+    for path in (root / "docs" / "features").glob("*/.meta.json"):
+        meta = _meta(path)
+        if meta is not None and str(meta.get("status", "")).lower() == "active":
+            found.append((path.stat().st_mtime, str(path), path, meta))
+    if not found:
+        return None
+    _, _, path, meta = max(found, key=lambda item: item[:2])
+    slug = str(meta.get("slug") or path.parent.name)
+    phase = str(meta.get("lastCompletedPhase") or "")
+    return Feature(slug, phase, feature_description(path.parent))
+
+
+def first_paragraph(text: str, max_words: int = MAX_WORDS) -> str:
+    """The first paragraph before the first ``##`` heading, without headings, ≤ max words."""
+    body = re.split(r"^##\s", text, maxsplit=1, flags=re.MULTILINE)[0]
+    for block in re.split(r"\n\s*\n", body):
+        lines = [ln for ln in block.splitlines() if ln.strip() and not ln.lstrip().startswith("#")]
+        if lines:
+            return " ".join(" ".join(lines).split()[:max_words])
+    return ""
+
+
+def feature_description(folder: Path) -> str:
+    for name in ("spec.md", "prd.md"):
+        try:
+            text = (folder / name).read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            continue
+        paragraph = first_paragraph(text)
+        if paragraph:
+            return paragraph
+    return ""
+
+
+def changed_files(root: Path, timeout: float = GIT_TIMEOUT) -> tuple[str, ...]:
+    """Files changed by the last three commits (or one), at most 20; none on any failure."""
+    for base in ("HEAD~3", "HEAD~1"):
+        try:
+            done = subprocess.run(
+                ["git", "-C", str(root), "diff", "--name-only", f"{base}..HEAD"],
+                capture_output=True, text=True, timeout=timeout, check=False,
+            )  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired):
+            return ()
+        if done.returncode == 0:
+            return tuple(dict.fromkeys(done.stdout.split()))[:MAX_FILES]
+    return ()
+
+
+def collect(root: Path | None) -> Signals:
+    if root is None:
+        return Signals(None, ())
+    return Signals(active_feature(root), changed_files(root))
+
+
+def compose_query(signals: Signals) -> str | None:
+    parts: list[str] = []
+    feature = signals.feature
+    if feature is not None:
+        head = f"{feature.slug}: {feature.description}" if feature.description else feature.slug
+        parts.append(head)
+        if feature.phase:
+            parts.append(f"Phase: {feature.phase}")
+    if signals.files:
+        parts.append(f"Files: {' '.join(signals.files)}")
+    return ". ".join(parts) if parts else None

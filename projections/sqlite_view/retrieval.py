@@ -1,0 +1,105 @@
+"""Retrieval over ``memory.db``: candidates, FTS5 bm25 and vector cosine.
+
+User text never reaches ``MATCH`` as syntax: it is cut into word tokens,
+each quoted as a string, and the tokens are OR-joined, so hyphens, dots,
+slashes, colons, quotes, ``NEAR``, ``AND``/``OR``/``NOT``, ``*``, ``^`` and
+column-like words can neither fail the query nor filter it.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from pathlib import Path
+from typing import Any, NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from memlog.projections.sqlite_view.vectors import VECTOR_DIR, Space, load_matrix
+
+MAX_TOKENS = 64
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+Floats = npt.NDArray[np.float64]
+
+
+def fts_query(text: str | None) -> str | None:
+    """A safe FTS5 expression for ``text``: quoted word tokens joined by OR (None if none)."""
+    if not text:
+        return None
+    tokens = [t.lower() for t in _WORD.findall(text) if len(t) > 1 or t.isdigit()]
+    unique = list(dict.fromkeys(tokens))[:MAX_TOKENS]
+    return " OR ".join(f'"{t}"' for t in unique) if unique else None
+
+
+class Candidates(NamedTuple):
+    """Live entries eligible for injection, as parallel columns."""
+
+    ids: list[str]
+    names: list[str]
+    categories: list[str]
+    observation_count: Floats
+    confidence: list[str]
+    updated_at: list[str]
+    recall_count: Floats
+
+    def positions(self) -> dict[str, int]:
+        return {entry_id: i for i, entry_id in enumerate(self.ids)}
+
+
+def candidates(db: sqlite3.Connection, categories: tuple[str, ...]) -> Candidates:
+    marks = ",".join("?" * len(categories))
+    rows = db.execute(
+        "SELECT id, name, category, observation_count, confidence, updated_at, recall_count "
+        f"FROM entries WHERE status = 'live' AND category IN ({marks}) ORDER BY id",
+        categories,
+    ).fetchall()
+    columns: list[tuple[Any, ...]] = list(zip(*rows, strict=True)) if rows else [()] * 7
+    return Candidates(
+        ids=list(columns[0]),
+        names=list(columns[1]),
+        categories=list(columns[2]),
+        observation_count=np.asarray(columns[3], dtype=np.float64),
+        confidence=list(columns[4]),
+        updated_at=list(columns[5]),
+        recall_count=np.asarray(columns[6], dtype=np.float64),
+    )
+
+
+def bm25_scores(db: sqlite3.Connection, query: str | None, where: dict[str, int]) -> Floats:
+    """Negated bm25 per candidate (higher is better; 0 where the query does not match)."""
+    scores = np.zeros(len(where), dtype=np.float64)
+    expression = fts_query(query)
+    if expression is None or not where:
+        return scores
+    rows = db.execute(
+        "SELECT e.id, -bm25(entries_fts) FROM entries_fts JOIN entries e "
+        "ON e.rowid = entries_fts.rowid WHERE entries_fts MATCH ?",
+        (expression,),
+    )
+    for entry_id, score in rows:
+        index = where.get(entry_id)
+        if index is not None:
+            scores[index] = max(float(score), 0.0)
+    return scores
+
+
+def vector_scores(
+    db: sqlite3.Connection,
+    folder: Path,
+    space: Space,
+    query: npt.NDArray[np.float32],
+    where: dict[str, int],
+) -> tuple[Floats, int]:
+    """Cosine of the query with each candidate's vector in ``space`` (0 without one)."""
+    scores = np.zeros(len(where), dtype=np.float64)
+    matrix = load_matrix(db, folder / VECTOR_DIR, space)
+    if not matrix.ids:
+        return scores, 0
+    cosines = matrix.vectors @ query.astype(np.float32)
+    rows = [(where[i], n) for n, i in enumerate(matrix.ids) if i in where]
+    if rows:
+        target, source = (np.asarray(x) for x in zip(*rows, strict=True))
+        scores[target] = cosines[source]
+    return scores, len(rows)

@@ -1,0 +1,142 @@
+"""Hybrid ranking (semantic memory spec D3): pure arithmetic over numpy arrays.
+
+``final = wv·vector + wk·keyword + wp·prominence`` where vector and keyword
+scores are divided by their maximum over the candidates, and prominence is
+the mean of four parts in [0, 1]: observation count over the maximum count,
+confidence (high 3, medium 2, low 1, over 3), recency ``1/(1+days/30)`` on
+``updated_at``, and recall ``min(n/10, 1)``.  A signal that is missing or
+whose maximum is 0 gives its weight to the others in proportion.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+Floats = npt.NDArray[np.float64]
+CONFIDENCE = {"high": 3.0, "medium": 2.0, "low": 1.0}
+CATEGORY_ORDER = ("anti-patterns", "heuristics", "patterns", "facts")
+MIN_PER_CATEGORY = 3
+BALANCE_FROM = 9
+
+
+class Weights(NamedTuple):
+    vector: float
+    keyword: float
+    prominence: float
+
+
+class Scores(NamedTuple):
+    """Every component of every candidate's score, and the weights in force."""
+
+    vector_raw: Floats
+    vector: Floats
+    keyword_raw: Floats
+    keyword: Floats
+    observations: Floats
+    confidence: Floats
+    recency: Floats
+    recall: Floats
+    prominence: Floats
+    final: Floats
+    weights: Weights
+
+
+def normalise(raw: Floats | None) -> tuple[Floats | None, bool]:
+    """``raw`` divided by its maximum, clipped to [0, 1]; unavailable when the max is ≤ 0."""
+    if raw is None or raw.size == 0 or float(raw.max()) <= 0.0:
+        return None, False
+    return np.clip(raw / raw.max(), 0.0, 1.0), True
+
+
+def effective_weights(weights: Weights, vector: bool, keyword: bool) -> Weights:
+    """Weights of missing signals given to the others in proportion (prominence alone if none)."""
+    kept = Weights(
+        weights.vector if vector else 0.0, weights.keyword if keyword else 0.0, weights.prominence
+    )
+    total = sum(kept)
+    if total <= 0.0:
+        return Weights(0.0, 0.0, 1.0)
+    return Weights(*(w / total for w in kept))
+
+
+def days_since(timestamps: Sequence[str], now: datetime) -> Floats:
+    """Days from each ISO UTC timestamp to ``now`` (never negative)."""
+    stamps = np.array([t.rstrip("Z")[:26] for t in timestamps], dtype="datetime64[us]")
+    reference = np.datetime64(now.replace(tzinfo=None).isoformat(), "us")
+    micros = (reference - stamps).astype(np.int64)
+    return np.maximum(micros.astype(np.float64) / 86_400e6, 0.0)
+
+
+def prominence_parts(
+    observations: Floats, confidence: Sequence[str], days: Floats, recalls: Floats
+) -> tuple[Floats, Floats, Floats, Floats]:
+    top = float(observations.max()) if observations.size else 0.0
+    obs = observations / top if top > 0 else np.zeros_like(observations)
+    conf = np.array([CONFIDENCE.get(c, 2.0) / 3.0 for c in confidence], dtype=np.float64)
+    recency = 1.0 / (1.0 + days / 30.0)
+    recall = np.minimum(recalls / 10.0, 1.0)
+    return obs, conf, recency, recall
+
+
+def score(
+    vector_raw: Floats | None,
+    keyword_raw: Floats | None,
+    observations: Floats,
+    confidence: Sequence[str],
+    days: Floats,
+    recalls: Floats,
+    weights: Weights,
+) -> Scores:
+    """Score every candidate; ``None`` for a retrieval signal that was not available."""
+    size = observations.size
+    zeros = np.zeros(size, dtype=np.float64)
+    vector, has_vector = normalise(vector_raw)
+    keyword, has_keyword = normalise(keyword_raw)
+    used = effective_weights(weights, has_vector, has_keyword)
+    parts = prominence_parts(observations, confidence, days, recalls)
+    prominence = (parts[0] + parts[1] + parts[2] + parts[3]) / 4.0
+    vector_n = vector if vector is not None else zeros
+    keyword_n = keyword if keyword is not None else zeros
+    final = used.vector * vector_n + used.keyword * keyword_n + used.prominence * prominence
+    return Scores(
+        vector_raw if vector_raw is not None else zeros, vector_n,
+        keyword_raw if keyword_raw is not None else zeros, keyword_n,
+        *parts, prominence, final, used,
+    )  # fmt: skip
+
+
+def select(categories: Sequence[str], final: Floats, limit: int) -> list[int]:
+    """Indices chosen: min 3 per non-empty category when the limit allows, then by score.
+
+    Ties break by candidate order (ids), so selection is deterministic.
+    Returned grouped by category (anti-patterns, heuristics, patterns,
+    facts), best first within each.
+    """
+    ranked = [int(i) for i in np.argsort(-final, kind="stable")]
+    if limit == 0:
+        return []
+    chosen = ranked if limit < 0 or limit >= len(ranked) else _balanced(categories, ranked, limit)
+    order = {c: n for n, c in enumerate(CATEGORY_ORDER)}
+    position = {i: n for n, i in enumerate(ranked)}
+    return sorted(chosen, key=lambda i: (order.get(categories[i], 99), position[i]))
+
+
+def _balanced(categories: Sequence[str], ranked: list[int], limit: int) -> list[int]:
+    present = [c for c in CATEGORY_ORDER if c in set(categories)]
+    chosen: list[int] = []
+    if limit >= BALANCE_FROM and limit >= MIN_PER_CATEGORY * len(present):
+        for category in present:
+            chosen += [i for i in ranked if categories[i] == category][:MIN_PER_CATEGORY]
+    taken = set(chosen)
+    for index in ranked:
+        if len(chosen) >= limit:
+            break
+        if index not in taken:
+            chosen.append(index)
+            taken.add(index)
+    return chosen
