@@ -80,6 +80,16 @@ class Request(msgspec.Struct):
     limit: int | None = None
     query: str | None = None
     catch_up: bool = True
+    #: search: only these categories, best first, no category balance
+    categories: tuple[str, ...] | None = None
+    #: seconds the query embedding may take (default: the configured budget)
+    embed_budget: float | None = None
+
+    @property
+    def embedding_budget(self) -> float:
+        if self.embed_budget is not None:
+            return self.embed_budget
+        return self.config.memory_query_embedding_budget_ms / 1000
 
     @property
     def effective_limit(self) -> int:
@@ -119,12 +129,20 @@ def semantic_injection(request: Request) -> Injection:
         _safe_catch_up(request.home, space, notes)
     timings["catch_up_ms"] = _ms(started)
     query = request.query if request.query is not None else collect(request.root).query
-    embedding = _start_embedding(request, query, notes)
     db = _open_view(request.home)
     try:
+        embedding = _start_embedding(request, query, notes) if _has_vectors(db, space) else None
         return _rank(request, db, query, embedding, space, timings, notes)
     finally:
         db.close()
+
+
+def _has_vectors(db: sqlite3.Connection, space: Space) -> bool:
+    """Whether any entry has a vector in ``space`` (else the query needs no embedding)."""
+    row = db.execute(
+        "SELECT 1 FROM vectors WHERE provider = ? AND model = ? AND dimensions = ? LIMIT 1", space
+    ).fetchone()
+    return row is not None
 
 
 def _safe_catch_up(home: Path, space: Space, notes: list[str]) -> None:
@@ -153,7 +171,7 @@ def _rank(
     notes: list[str],
 ) -> Injection:
     started = time.perf_counter()
-    found = retrieval.candidates(db, _categories(request.config))
+    found = retrieval.candidates(db, request.categories or _categories(request.config))
     where = found.positions()
     keyword = retrieval.bm25_scores(db, query, where) if query else None
     timings["fts_ms"] = _ms(started)
@@ -174,7 +192,8 @@ def _rank(
         found.recall_count,
         weights,
     )
-    picked = ranking.select(found.categories, scores.final, request.effective_limit)
+    balanced = request.categories is None
+    picked = ranking.select(found.categories, scores.final, request.effective_limit, balanced)
     entries = store.load_where(db, _id_filter(found.ids, picked), [found.ids[i] for i in picked])
     timings["rank_ms"] = _ms(started)
     return _semantic_result(
@@ -198,10 +217,7 @@ def _vector(
     if embedding is None:
         return None, 0
     started = time.perf_counter()
-    wait = min(
-        request.deadline - time.monotonic(),
-        request.config.memory_query_embedding_budget_ms / 1000,
-    )
+    wait = min(request.deadline - time.monotonic(), request.embedding_budget)
     try:
         query_vector = embedding.result(timeout=max(wait, 0.0))
     except concurrent.futures.TimeoutError:
@@ -232,9 +248,7 @@ def _start_embedding(
     except MemlogError as exc:
         notes.append(f"embedding provider unavailable: {exc}")
         return None
-    deadline = min(
-        request.deadline, time.monotonic() + request.config.memory_query_embedding_budget_ms / 1000
-    )
+    deadline = min(request.deadline, time.monotonic() + request.embedding_budget)
     if hasattr(provider, "deadline"):
         provider.deadline = deadline
     if _POOL is None:

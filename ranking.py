@@ -110,16 +110,20 @@ def score(
     )  # fmt: skip
 
 
-def select(categories: Sequence[str], final: Floats, limit: int) -> list[int]:
+def select(
+    categories: Sequence[str], final: Floats, limit: int, balanced: bool = True
+) -> list[int]:
     """Indices chosen: min 3 per non-empty category when the limit allows, then by score.
 
     Ties break by candidate order (ids), so selection is deterministic.
     Returned grouped by category (anti-patterns, heuristics, patterns,
-    facts), best first within each.
+    facts), best first within each; unbalanced, simply best first.
     """
     ranked = [int(i) for i in np.argsort(-final, kind="stable")]
     if limit == 0:
         return []
+    if not balanced:
+        return ranked if limit < 0 else ranked[:limit]
     chosen = ranked if limit < 0 or limit >= len(ranked) else _balanced(categories, ranked, limit)
     order = {c: n for n, c in enumerate(CATEGORY_ORDER)}
     position = {i: n for n, i in enumerate(ranked)}

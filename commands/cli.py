@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import os
 import sqlite3
+import sys
 from typing import Any
 
 import click
@@ -27,6 +28,9 @@ COMMANDS = {
     "show": ("memlog.commands.show", "show"),
     "retire": ("memlog.commands.retire", "retire"),
     "import": ("memlog.commands.import_cmd", "import_"),
+    "hook": ("memlog.commands.hook", "hook"),
+    "inject": ("memlog.commands.inject_cmd", "inject"),
+    "search": ("memlog.commands.search", "search"),
 }
 
 
@@ -71,4 +75,8 @@ def cli() -> None:
 
 def main() -> None:
     os.umask(0o077)  # every file memlog creates is private to its user
+    if sys.argv[1:] == ["hook", "session-start"]:  # the hot path skips click
+        from memlog.hooks.session_start import main as session_start
+
+        session_start()
     cli(prog_name="memlog")

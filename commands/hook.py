@@ -1,0 +1,21 @@
+"""``memlog hook``: entry points for Claude Code hooks."""
+
+from __future__ import annotations
+
+import click
+
+
+@click.group()
+def hook() -> None:
+    """Entry points Claude Code calls (see hooks/hooks.json)."""
+
+
+@hook.command(name="session-start")
+def session_start() -> None:
+    """Read the SessionStart JSON on stdin and print the memories to inject.
+
+    Always prints valid JSON and exits 0, within its time budget.
+    """
+    from memlog.hooks.session_start import main
+
+    main()

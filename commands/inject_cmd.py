@@ -1,0 +1,75 @@
+"""``memlog inject``: what the SessionStart hook would inject (and the iflow drop-in)."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import click
+
+from memlog.commands.common import echo_json, home, warn
+from memlog.config import load_config
+from memlog.inject import Injection, Request, build
+from memlog.inject import record as save_recall
+from memlog.project import find_project_root
+
+CLI_DEADLINE = 60.0
+
+
+@click.command()
+@click.argument("project_dir", required=False, type=click.Path(file_okay=False, path_type=Path))
+@click.option("--project-root", type=click.Path(file_okay=False, path_type=Path),
+              help="Project root (as iflow's memory.py took it); implies --record.")  # fmt: skip
+@click.option("--limit", type=click.IntRange(min=-1), help="Entries at most (0 none, -1 all).")
+@click.option("--global-store", type=click.Path(file_okay=False, path_type=Path),
+              help="The memlog home holding the global store [default: MEMLOG_HOME].")  # fmt: skip
+@click.option("--record/--no-record", default=None, help="Record the recall as the hook does.")
+@click.option("--explain", is_flag=True, help="Show every score component of every entry.")
+@click.option("--json", "as_json", is_flag=True, help="Print the injection as JSON.")
+def inject(
+    project_dir: Path | None,
+    project_root: Path | None,
+    limit: int | None,
+    global_store: Path | None,
+    record: bool | None,
+    explain: bool,
+    as_json: bool,
+) -> None:
+    """Print the memories the hook would inject for PROJECT_DIR (default: here)."""
+    request = make_request(
+        project_root or project_dir, project_root is not None, limit, global_store
+    )
+    result = build(request)
+    warn(result.notes)
+    if record if record is not None else project_root is not None:
+        warn(save_recall(request, result, session_id=""))
+    if as_json:
+        echo_json(result)
+    elif explain:
+        print_explain(result)
+    else:
+        click.echo(result.text, nl=False)
+
+
+def make_request(
+    directory: Path | None, exact: bool, limit: int | None, global_store: Path | None
+) -> Request:
+    where = (directory or Path.cwd()).resolve()
+    root = where if exact else find_project_root(where)
+    config, warnings = load_config(root)
+    warn([f"config: {w}" for w in warnings])
+    return Request(
+        home=global_store or home(), root=root, project=root.name if root else "",
+        config=config, deadline=time.monotonic() + CLI_DEADLINE, limit=limit,
+        embed_budget=CLI_DEADLINE / 2,
+    )  # fmt: skip
+
+
+def print_explain(result: Injection) -> None:
+    click.echo(f"mode: {result.mode}; query: {result.query!r}; candidates: {result.total}")
+    click.echo(f"vector matches: {result.vector_matches}; fts5 matches: {result.fts_matches}")
+    for chosen in result.chosen:
+        click.echo(f"\n{chosen.score:.4f}  {chosen.id}  {chosen.category}  {chosen.name}")
+        parts = ", ".join(f"{k}={v:.4f}" for k, v in chosen.components.items())
+        if parts:
+            click.echo(f"  {parts}")

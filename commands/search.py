@@ -1,0 +1,42 @@
+"""``memlog search``: rank memories for a query, as the hook would."""
+
+from __future__ import annotations
+
+import click
+import msgspec
+
+from memlog.commands.common import echo_json, warn
+from memlog.commands.inject_cmd import make_request, print_explain
+from memlog.config import Config
+from memlog.eventlog.events import CATEGORIES
+from memlog.inject import build
+
+
+@click.command()
+@click.argument("query")
+@click.option("--limit", type=click.IntRange(min=-1), default=10, show_default=True)
+@click.option("--category", type=click.Choice(CATEGORIES), help="Only this category.")
+@click.option("--explain", is_flag=True, help="Show every score component.")
+@click.option("--json", "as_json", is_flag=True, help="Print results as JSON.")
+def search(query: str, limit: int, category: str | None, explain: bool, as_json: bool) -> None:
+    """Search memories with the hook's hybrid ranking (vector, keyword, prominence)."""
+    if not query.strip():
+        raise click.BadParameter("the query is empty", param_hint="QUERY")
+    base = make_request(None, False, limit, None)
+    request = msgspec.structs.replace(
+        base, query=query, categories=(category,) if category else CATEGORIES
+    )
+    result = build(msgspec.structs.replace(request, config=_semantic(request.config)))
+    warn(result.notes)
+    if as_json:
+        echo_json(result.chosen)
+    elif explain:
+        print_explain(result)
+    else:
+        for chosen in result.chosen:
+            click.echo(f"{chosen.score:.3f}  {chosen.id}  {chosen.category:<13}  {chosen.name}")
+
+
+def _semantic(config: Config) -> Config:
+    """Search always reads the SQLite view, whatever the hook is set to use."""
+    return msgspec.structs.replace(config, memory_semantic_enabled=True)

@@ -1,0 +1,145 @@
+"""The SessionStart hook: memories in, never a broken start.
+
+Reads the hook's JSON from stdin (missing or invalid means ``startup``),
+prints ``{"hookSpecificOutput": {"hookEventName": "SessionStart",
+"additionalContext": …}}`` and exits 0, whatever fails.  The work runs in
+a worker thread; when the budget (``memory_hook_budget_ms``, 2.5 s by
+default) is about to run out the hook prints an empty context and leaves.
+Failures never reach stdout and are never silent: they go to
+``hook-errors.log`` in the memlog home, which ``memlog stats`` reports.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import sys
+import threading
+import time
+import traceback
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+ERROR_LOG = "hook-errors.log"
+DEFAULT_BUDGET = 2.5
+#: time kept back from the budget for printing and leaving
+MARGIN = 0.15
+STDIN_WAIT = 0.2
+SOURCES = ("startup", "resume", "clear", "compact")
+
+
+def envelope(context: str) -> str:
+    output = {"hookEventName": "SessionStart", "additionalContext": context}
+    return json.dumps({"hookSpecificOutput": output}, ensure_ascii=False)
+
+
+def read_payload(stream: Any = None) -> dict[str, Any]:
+    """The hook's JSON input; an empty dict when it is missing, late or invalid."""
+    stream = sys.stdin if stream is None else stream
+    try:
+        if stream is None or stream.isatty():
+            return {}
+        ready, _, _ = select.select([stream], [], [], STDIN_WAIT)
+        text = stream.read() if ready else ""
+        data = json.loads(text) if text.strip() else {}
+    except (OSError, ValueError):
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def log_error(home: Path, message: str, exc: BaseException | None = None) -> None:
+    """Append to the hook's error log (stderr when the home cannot be written)."""
+    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    detail = "".join(traceback.format_exception(exc)) if exc is not None else ""
+    text = f"{stamp} {message}\n{detail}"
+    try:
+        home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        fd = os.open(home / ERROR_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        try:
+            os.write(fd, text.encode("utf-8", "replace"))
+        finally:
+            os.close(fd)
+    except OSError:
+        sys.stderr.write(f"memlog hook: {message}\n")
+
+
+def _work(payload: dict[str, Any], home: Path, started: float, box: dict[str, str]) -> None:
+    """Build and record the injection; the text goes into ``box``."""
+    from memlog.config import load_config
+    from memlog.inject import Request, build, record
+    from memlog.project import find_project_root
+
+    cwd = Path(str(payload.get("cwd") or os.getcwd()))
+    root = find_project_root(cwd) if cwd.is_dir() else None
+    config, warnings = load_config(root)
+    for warning in warnings:
+        log_error(home, f"config: {warning}")
+    if not _wanted(payload, config.memory_injection_enabled, config.memory_inject_on_compact):
+        return
+    budget = config.memory_hook_budget_ms / 1000
+    box["budget"] = str(budget)
+    request = Request(
+        home=home, root=root, project=root.name if root else "", config=config,
+        deadline=started + budget - MARGIN,
+    )  # fmt: skip
+    result = build(request)
+    box["context"] = result.text
+    for note in result.notes + record(request, result, str(payload.get("session_id") or "")):
+        log_error(home, note)
+
+
+def _wanted(payload: dict[str, Any], enabled: bool, on_compact: bool) -> bool:
+    source = str(payload.get("source") or "startup")
+    if source not in SOURCES:
+        source = "startup"
+    return enabled and (source != "compact" or on_compact)
+
+
+def run(payload: dict[str, Any], home: Path, started: float) -> str:
+    """The context to inject, or empty when anything fails or time runs out."""
+    box: dict[str, str] = {}
+    failure: list[BaseException] = []
+
+    def target() -> None:
+        try:
+            _work(payload, home, started, box)
+        except BaseException as exc:  # noqa: BLE001 - the hook must never fail
+            failure.append(exc)
+
+    worker = threading.Thread(target=target, name="memlog-hook", daemon=True)
+    worker.start()
+    while worker.is_alive():
+        remaining = _budget(box) - MARGIN - (time.monotonic() - started)
+        if remaining <= 0:
+            break
+        worker.join(min(remaining, 0.05))
+    if worker.is_alive():
+        log_error(home, "deadline reached; injected nothing")
+        return ""
+    if failure:
+        log_error(home, f"failed: {type(failure[0]).__name__}: {failure[0]}", failure[0])
+        return ""
+    return box.get("context", "")
+
+
+def _budget(box: dict[str, str]) -> float:
+    # The configured budget is known once the worker has read the configuration.
+    return float(box.get("budget", DEFAULT_BUDGET))
+
+
+def main() -> None:
+    """Entry point of ``memlog hook session-start``: always prints valid JSON, exits 0."""
+    started = time.monotonic()
+    from memlog.home import resolve_home
+
+    home = resolve_home()
+    context = ""
+    try:
+        context = run(read_payload(), home, started)
+    except BaseException as exc:  # noqa: BLE001 - the hook must never fail
+        log_error(home, f"failed: {type(exc).__name__}: {exc}", exc)
+    sys.stdout.write(envelope(context) + "\n")
+    sys.stdout.flush()
+    os._exit(0)  # a late worker thread must not hold the exit
