@@ -31,6 +31,7 @@ COMMANDS = {
     "hook": ("memlog.commands.hook", "hook"),
     "inject": ("memlog.commands.inject_cmd", "inject"),
     "search": ("memlog.commands.search", "search"),
+    "reembed": ("memlog.commands.reembed", "reembed"),
 }
 
 

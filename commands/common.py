@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import sys
 import traceback
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -11,11 +13,16 @@ from typing import Any
 import click
 import msgspec
 
+from memlog.config import Config, load_config
+from memlog.embeddings.reembed import embed_entries, pending_entries
+from memlog.embeddings.registry import make_provider, space_for
 from memlog.errors import MemlogError
 from memlog.eventlog.log import DamageHandler, EventLog
 from memlog.home import resolve_home
+from memlog.project import find_project_root
+from memlog.projections.sqlite_view import store
 from memlog.projections.sqlite_view.vectors import Space
-from memlog.projections.views import DEFAULT_SPACE, CatchUp, catch_up
+from memlog.projections.views import CatchUp, catch_up
 
 ERROR_LOG = "errors.log"
 
@@ -53,9 +60,37 @@ def echo_json(value: Any) -> None:
     click.echo(msgspec.json.encode(value).decode("utf-8"))
 
 
+@functools.cache
+def project_config() -> Config:
+    """The configuration of the project the command runs in (warnings shown once)."""
+    config, warnings = load_config(find_project_root(Path.cwd()))
+    warn([f"config: {w}" for w in warnings])
+    return config
+
+
 def current_space() -> Space:
     """The embedding space in force (configuration decides; local MiniLM by default)."""
-    return DEFAULT_SPACE
+    return space_for(project_config())
+
+
+def embed_new(entry_ids: Iterable[str]) -> list[str]:
+    """Embed the given entries now if the provider can; otherwise they stay pending."""
+    space = current_space()
+    try:
+        caught_up()
+        db = store.connect(home() / store.DB_NAME)
+        try:
+            entries = pending_entries(db, space, ids=set(entry_ids))
+        finally:
+            db.close()
+        if not entries:
+            return []
+        provider = make_provider(project_config(), home())
+        outcome = embed_entries(open_log("embed"), entries, provider, space)
+    except MemlogError as exc:
+        return [f"not embedded now ({exc}); memlog reembed will do it"]
+    notes = [f"{outcome.pending} entries left for memlog reembed: {outcome.stopped}"]
+    return (notes if outcome.stopped else []) + refresh_views()
 
 
 def caught_up(on_damage: DamageHandler | None = None) -> CatchUp:

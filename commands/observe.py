@@ -7,7 +7,14 @@ from typing import IO
 
 import click
 
-from memlog.commands.common import InputError, echo_json, open_log, refresh_views, warn
+from memlog.commands.common import (
+    InputError,
+    echo_json,
+    embed_new,
+    open_log,
+    refresh_views,
+    warn,
+)
 from memlog.eventlog.events import CATEGORIES, CONFIDENCES, SOURCES, Observed
 from memlog.observations import from_fields, parse_json_lines
 from memlog.project import project_name
@@ -77,6 +84,7 @@ def observe(
         events = [from_fields(item)]
     stored = open_log("observe", redact=not no_redact).append(events)
     warn(refresh_views())
+    warn(embed_new(e.entry_id for e in stored))
     _report(stored, print_json)
 
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections import Counter
+from pathlib import Path
 
 import click
 
-from memlog.commands.common import caught_up, echo_json, home, open_log
+from memlog.commands.common import caught_up, current_space, echo_json, home, open_log
+from memlog.embeddings.reembed import pending_count
 from memlog.eventlog.log import Damage
+from memlog.hooks.session_start import ERROR_LOG
 from memlog.projections.queries import entry_counts
 
 
@@ -26,11 +29,33 @@ def stats(as_json: bool) -> None:
         "damaged_lines": len(damaged),
         "segments": len(log.segments()),
         "entries": entry_counts(home()),
+        "embeddings": _embeddings(),
+        "hook_errors": hook_errors(home()),
     }
     if as_json:
         echo_json(figures)
     else:
         _print(figures)
+
+
+def _embeddings() -> dict[str, object]:
+    space = current_space()
+    return {
+        "provider": space.provider,
+        "model": space.model,
+        "dimensions": space.dimensions,
+        "pending": pending_count(home(), space),
+    }
+
+
+def hook_errors(folder: Path) -> dict[str, object]:
+    """How many failures the hook logged, and the last one."""
+    try:
+        lines = (folder / ERROR_LOG).read_text(encoding="utf-8", errors="replace").splitlines()
+    except OSError:
+        return {"count": 0, "last": ""}
+    stamped = [ln for ln in lines if ln[:4].isdigit() and "T" in ln[:20]]
+    return {"count": len(stamped), "last": stamped[-1] if stamped else ""}
 
 
 def _print(figures: dict[str, object]) -> None:
@@ -45,3 +70,11 @@ def _print(figures: dict[str, object]) -> None:
     for group in ("by_category", "by_project"):
         for name, count in entries[group].items():
             click.echo(f"  {name}: {count}")
+    embeddings: dict[str, object] = figures["embeddings"]  # type: ignore[assignment]
+    click.echo(
+        f"embeddings: {embeddings['provider']}/{embeddings['model']}, "
+        f"{embeddings['pending']} entries pending (memlog reembed)"
+    )
+    errors: dict[str, object] = figures["hook_errors"]  # type: ignore[assignment]
+    if errors["count"]:
+        click.echo(f"hook errors: {errors['count']}; last: {errors['last']} (see {ERROR_LOG})")

@@ -1,0 +1,119 @@
+"""Embedding entries as events: each vector is appended as ``entry.reembedded``.
+
+The log is the progress record: an entry counts as embedded in a space as
+soon as its event is in the log, so a run stopped by a rate limit resumes
+exactly where it stopped, and a replay reproduces every vector without
+calling any provider.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+import msgspec
+
+from memlog.embeddings.base import EmbeddingProvider
+from memlog.errors import MemlogError, ProviderError, RateLimited
+from memlog.eventlog.events import Reembedded
+from memlog.eventlog.log import EventLog
+from memlog.projections.fold import Entry
+from memlog.projections.sqlite_view import store
+from memlog.projections.sqlite_view.vectors import Space
+
+BATCH = 50
+
+
+class Outcome(msgspec.Struct):
+    embedded: int = 0
+    pending: int = 0
+    stopped: str = ""
+
+
+def embedding_text(entry: Entry) -> str:
+    """What of an entry is embedded: its name, description, reasoning and details."""
+    parts = [entry.name, entry.description, entry.reasoning, *entry.details]
+    return "\n".join(p.strip() for p in parts if p and p.strip())
+
+
+def pending_entries(
+    db: sqlite3.Connection, space: Space, ids: Iterable[str] | None = None, everything: bool = False
+) -> list[Entry]:
+    """Live entries without a vector in ``space`` (all live ones with ``everything``)."""
+    where = "status = 'live'"
+    params: list[object] = []
+    if not everything:
+        where += (
+            " AND id NOT IN (SELECT entry_id FROM vectors WHERE provider = ? AND model = ?"
+            " AND dimensions = ?)"
+        )
+        params += list(space)
+    found = store.load_where(db, where, params)
+    if ids is not None:
+        wanted = set(ids)
+        found = [e for e in found if e.id in wanted]
+    return found
+
+
+def pending_count(home: Path, space: Space) -> int:
+    db = store.connect(home / store.DB_NAME)
+    try:
+        row = db.execute(
+            "SELECT count(*) FROM entries WHERE status = 'live' AND id NOT IN (SELECT entry_id "
+            "FROM vectors WHERE provider = ? AND model = ? AND dimensions = ?)",
+            space,
+        ).fetchone()
+        return int(row[0])
+    finally:
+        db.close()
+
+
+def events_for(entries: list[Entry], provider: EmbeddingProvider, space: Space) -> list[Reembedded]:
+    """One ``entry.reembedded`` event per entry (one provider call for the batch)."""
+    vectors = provider.embed_batch([embedding_text(e) for e in entries], "document")
+    if vectors.shape != (len(entries), space.dimensions):
+        raise ProviderError(f"{space.provider}/{space.model} gave vectors of shape {vectors.shape}")
+    return [
+        Reembedded(
+            entry_id=entry.id,
+            provider=space.provider,
+            model=space.model,
+            dimensions=space.dimensions,
+            vector=row.astype("<f4").tobytes(),
+        )  # fmt: skip
+        for entry, row in zip(entries, vectors, strict=True)
+    ]
+
+
+def embed_entries(
+    log: EventLog,
+    entries: list[Entry],
+    provider: EmbeddingProvider,
+    space: Space,
+    progress: Callable[[int], None] | None = None,
+) -> Outcome:
+    """Embed ``entries`` in batches of 50, appending each batch's events as it completes."""
+    outcome = Outcome(pending=len(entries))
+    for start in range(0, len(entries), BATCH):
+        batch = entries[start : start + BATCH]
+        try:
+            log.append(events_for(batch, provider, space))
+        except RateLimited as exc:
+            outcome.stopped = _rate_limited(exc)
+            return outcome
+        except MemlogError as exc:
+            outcome.stopped = str(exc)
+            return outcome
+        outcome.embedded += len(batch)
+        outcome.pending -= len(batch)
+        if progress is not None:
+            progress(len(batch))
+    return outcome
+
+
+def _rate_limited(exc: RateLimited) -> str:
+    if exc.quota:
+        return f"quota exhausted ({exc}); run memlog reembed again when it renews"
+    wait = f" (retry after {exc.retry_after:.0f} s)" if exc.retry_after else ""
+    return f"rate limited{wait}; run memlog reembed again to continue"
