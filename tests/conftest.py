@@ -17,4 +17,6 @@ def memlog_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("MEMLOG_HOME", str(home))
     for name in ("GEMINI_API_KEY", "OPENAI_API_KEY", "VOYAGE_API_KEY", "ANTHROPIC_API_KEY"):
         monkeypatch.delenv(name, raising=False)
+    # Fast, deterministic vectors by default; tests of the local model ask for it.
+    monkeypatch.setenv("MEMLOG_EMBEDDING_PROVIDER", "hashing")
     return home
