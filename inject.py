@@ -23,6 +23,7 @@ import numpy.typing as npt
 from memlog import ranking
 from memlog.config import Config
 from memlog.context import collect
+from memlog.embeddings.base import EmbeddingProvider
 from memlog.embeddings.registry import make_provider, space_for
 from memlog.errors import MemlogError
 from memlog.eventlog.events import Recalled
@@ -253,7 +254,14 @@ def _start_embedding(
         provider.deadline = deadline
     if _POOL is None:
         _POOL = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
-    return _POOL.submit(provider.embed, query, "query")
+    return _POOL.submit(_embed_once, provider, query)
+
+
+def _embed_once(provider: EmbeddingProvider, query: str) -> npt.NDArray[np.float32]:
+    try:
+        return provider.embed(query, "query")
+    finally:
+        provider.close()
 
 
 def _semantic_result(

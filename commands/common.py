@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import sys
 import traceback
 from collections.abc import Iterable
@@ -60,12 +59,16 @@ def echo_json(value: Any) -> None:
     click.echo(msgspec.json.encode(value).decode("utf-8"))
 
 
-@functools.cache
 def project_config() -> Config:
-    """The configuration of the project the command runs in (warnings shown once)."""
-    config, warnings = load_config(find_project_root(Path.cwd()))
-    warn([f"config: {w}" for w in warnings])
-    return config
+    """The configuration of the project the command runs in (read once per command)."""
+    context = click.get_current_context(silent=True)
+    meta: dict[str, object] = context.meta if context is not None else {}
+    if "memlog.config" not in meta:
+        config, warnings = load_config(find_project_root(Path.cwd()))
+        warn([f"config: {w}" for w in warnings])
+        meta["memlog.config"] = config
+    found: Config = meta["memlog.config"]  # type: ignore[assignment]
+    return found
 
 
 def current_space() -> Space:
@@ -86,7 +89,10 @@ def embed_new(entry_ids: Iterable[str]) -> list[str]:
         if not entries:
             return []
         provider = make_provider(project_config(), home())
-        outcome = embed_entries(open_log("embed"), entries, provider, space)
+        try:
+            outcome = embed_entries(open_log("embed"), entries, provider, space)
+        finally:
+            provider.close()
     except MemlogError as exc:
         return [f"not embedded now ({exc}); memlog reembed will do it"]
     notes = [f"{outcome.pending} entries left for memlog reembed: {outcome.stopped}"]

@@ -41,8 +41,11 @@ def reembed(everything: bool) -> None:
         click.echo(f"nothing to embed for {space.provider}/{space.model}")
         return
     provider = make_provider(project_config(), home())
-    with click.progressbar(length=len(entries), label="embedding", file=sys.stderr) as bar:
-        outcome = embed_entries(open_log("reembed"), entries, provider, space, bar.update)
+    try:
+        with click.progressbar(length=len(entries), label="embedding", file=sys.stderr) as bar:
+            outcome = embed_entries(open_log("reembed"), entries, provider, space, bar.update)
+    finally:
+        provider.close()
     warn(refresh_views())
     click.echo(f"embedded {outcome.embedded} entries with {space.provider}/{space.model}")
     if outcome.stopped:

@@ -46,6 +46,9 @@ class EmbeddingProvider(abc.ABC):
         stacked: Matrix = np.vstack(rows)
         return stacked
 
+    def close(self) -> None:  # noqa: B027 - optional hook, most providers hold nothing
+        """Release what the provider holds (connections); a no-op by default."""
+
     def embed(self, text: str, task: TaskType = "query") -> Matrix:
         """Embed one text into a unit vector."""
         vector: Matrix = self.embed_batch([text], task)[0]

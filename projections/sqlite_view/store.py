@@ -28,9 +28,9 @@ _LIST_COLUMNS = (
 ENTRY_COLUMNS = (
     "id", "name", "description", "reasoning", "category", "keywords", "references",
     "observation_count", "confidence", "recall_count", "last_recalled_at", "created_at",
-    "updated_at", "created_seq", "source", "source_project", "embedding", "projects", "features", "sources",
-    "origins", "provenance", "details", "last_observed", "promoted", "promotion_reason",
-    "status", "status_reason", "superseded_by",
+    "updated_at", "created_seq", "source", "source_project", "embedding", "projects", "features",
+    "sources", "origins", "provenance", "details", "last_observed", "promoted",
+    "promotion_reason", "status", "status_reason", "superseded_by",
 )  # fmt: skip
 QUOTED_COLUMNS = _QUOTED = ", ".join(f'"{c}"' for c in ENTRY_COLUMNS)
 _UPSERT = (
