@@ -13,8 +13,9 @@ the lines before the first ``- `` line are its description, and the ``- ``
 lines are its metadata; indented lines continue the metadata item above
 them.  ``#`` and ``##`` headings and ``---`` separators end an entry and
 are not part of one; ``<!-- -->`` comments, multi-line ones included, are
-skipped.  The global store files (``# Global …`` title, ``- Content-Hash:``
-lines) follow the same rules.
+skipped (blanked out, so line numbers still match the file).  The global
+store files (``# Global …`` title, ``- Content-Hash:`` lines) follow the
+same rules.
 
 Parsing never raises on text: every oddity becomes a one-line warning
 ``path:line: message`` and nothing found in a file is dropped silently.
@@ -25,7 +26,6 @@ from __future__ import annotations
 
 import os
 import re
-import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
 from typing import Literal
@@ -65,11 +65,17 @@ _TYPE_WORDS: dict[str, KbCategory] = {
 }
 
 _CONFIDENCES: tuple[Confidence, ...] = ("high", "medium", "low")
-_TYPE_PREFIX = re.compile(r"([A-Za-z][A-Za-z-]*): (.*)")
-_META_KEY = re.compile(r"([A-Za-z][A-Za-z0-9 _/()'-]{0,39}):(?:[ \t]+|$)")
 _SORT_KEYS = frozenset({"observation count", "confidence", "last observed", "content-hash"})
+#: a ``### `` header, a ``#``/``##`` heading, or a ``---`` separator line
+_STRUCTURE = re.compile(r"^(?:### (.*)|(#{1,2})(?:[ \t](.*))?|-{3,}[ \t]*)$", re.M)
+_COMMENT = re.compile(r"<!--.*?(?:-->|\Z)", re.S)
+_ITEM_START = re.compile(r"^- ", re.M)
+#: a line after the first metadata item that is neither an item, indented, nor blank
+_STRAY = re.compile(r"^(?!- )[^ \t\n]", re.M)
+_CONTENT_HASH_LINE = re.compile(r"^- Content-Hash[ \t]*:", re.M | re.I)
+_TYPE_PREFIX = re.compile(r"([A-Za-z][A-Za-z-]*): (.*)")
+_META_KEY = re.compile(r"[A-Za-z][A-Za-z0-9 _/()'-]{0,39}")
 _COUNT = re.compile(r"[0-9]{1,9}")
-_SEPARATOR = re.compile(r"-{3,}[ \t]*")
 _GLOBAL_TITLE = re.compile(r"Global\b[ \t]*(.*)")
 _SURROGATE = re.compile("[\ud800-\udfff]")
 
@@ -83,6 +89,7 @@ class ParsedEntry(msgspec.Struct, frozen=True, kw_only=True):
     header_type: str | None
     #: lines between the header and the first ``- `` line, stripped
     description: str
+    #: from the file name, else the ``# Global …`` title, else the header type
     category: KbCategory
     #: ``(key, value)`` per ``- `` line in order, keys as written; a line
     #: without a ``Key:`` has the key ``""``; continuation lines join the value
@@ -96,7 +103,7 @@ class ParsedEntry(msgspec.Struct, frozen=True, kw_only=True):
     position: int
     #: 1-based line number of the ``### `` header
     line: int
-    #: the entry's lines as in the file (comments removed, no trailing blanks)
+    #: the entry's lines as in the file, comments blanked, trailing blank lines dropped
     raw: str
     #: the file is a global store file
     is_global: bool = False
@@ -115,40 +122,11 @@ class ParseResult(msgspec.Struct, kw_only=True):
 
 @dataclass(slots=True)
 class _Block:
-    """An entry while its lines are being collected."""
+    """An entry's header line, its number, and the lines up to the next structure line."""
 
     line: int
     header: str
-    raw: list[str]
-    description: list[str] = field(default_factory=list)
-    items: list[list[str]] = field(default_factory=list)
-    stray: list[int] = field(default_factory=list)
-
-    def add(self, text: str, number: int) -> None:
-        self.raw.append(text)
-        if text.startswith("- "):
-            self.items.append([text[2:]])
-        elif not self.items:
-            self.description.append(text)
-        elif text[:1] in (" ", "\t") and text.strip():
-            self.items[-1].append(text)
-        elif text.strip():
-            self.stray.append(number)
-
-    def raw_text(self) -> str:
-        end = len(self.raw)
-        while end > 1 and not self.raw[end - 1].strip():
-            end -= 1
-        return "\n".join(self.raw[:end])
-
-
-@dataclass(slots=True)
-class _Scan:
-    """What one pass over a file's lines found."""
-
-    blocks: list[_Block] = field(default_factory=list)
-    title: str | None = None
-    open_comment: int = 0
+    body: str = ""
 
 
 @dataclass(slots=True)
@@ -182,12 +160,14 @@ def parse_file(path: str | os.PathLike[str]) -> ParseResult:
 def parse_text(text: str, path: str) -> ParseResult:
     """Parse the text of the file at ``path`` (its name decides its category)."""
     warnings: list[str] = []
-    scan = _scan(_split_lines(_clean(text, path, warnings)), path, warnings)
-    reason = _skip_reason(path, scan.title)
+    text = _drop_comments(_clean(text, path, warnings), path, warnings)
+    blocks, title = _split_blocks(text)
+    reason = _skip_reason(path, title)
     if reason:
         return ParseResult(warnings=[f"{path}: skipped: {reason}"], skipped=True)
-    context = _FileContext(path, _file_category(path, scan.title), _is_global(scan), warnings)
-    entries = [_build(block, index, context) for index, block in enumerate(scan.blocks)]
+    is_global = _global_title(title) is not None or bool(_CONTENT_HASH_LINE.search(text))
+    context = _FileContext(path, _file_category(path, title), is_global, warnings)
+    entries = [_build(block, index, context) for index, block in enumerate(blocks)]
     return ParseResult(entries=[e for e in entries if e is not None], warnings=warnings)
 
 
@@ -201,76 +181,47 @@ def _decode(data: bytes, path: str) -> tuple[str, str | None]:
 
 
 def _clean(text: str, path: str, warnings: list[str]) -> str:
-    """Drop a byte-order mark; replace lone surrogates so every line can be hashed."""
-    text = text.removeprefix("\ufeff")
+    """Drop a byte-order mark and CRs of CRLF; replace lone surrogates so text can be hashed."""
+    text = text.removeprefix("\ufeff").replace("\r\n", "\n")
     if _SURROGATE.search(text):
         text = _SURROGATE.sub("\ufffd", text)
         warnings.append(f"{path}: unencodable characters replaced by U+FFFD")
     return text
 
 
-def _split_lines(text: str) -> list[str]:
-    return [line.removesuffix("\r") for line in text.split("\n")]
+def _drop_comments(text: str, path: str, warnings: list[str]) -> str:
+    """Remove ``<!-- -->`` comments, keeping their newlines so line numbers hold."""
+    if "<!--" not in text:
+        return text
+
+    def blank(match: re.Match[str]) -> str:
+        if not match[0].endswith("-->"):
+            line = text.count("\n", 0, match.start()) + 1
+            warnings.append(f"{path}:{line}: comment never closed; rest of file ignored")
+        return "\n" * match[0].count("\n")
+
+    return _COMMENT.sub(blank, text)
 
 
-def _scan(lines: list[str], path: str, warnings: list[str]) -> _Scan:
-    scan = _Scan()
-    current: _Block | None = None
-    for number, line in enumerate(lines, 1):
-        if scan.open_comment or "<!--" in line:
-            kept = _strip_comments(line, scan, number)
-            if kept is None:
-                continue
-            line = kept
-        current = _dispatch(line, number, current, scan)
-    if scan.open_comment:
-        warnings.append(f"{path}:{scan.open_comment}: comment never closed; rest of file ignored")
-    return scan
-
-
-def _dispatch(line: str, number: int, current: _Block | None, scan: _Scan) -> _Block | None:
-    """Feed one comment-free line; return the entry now being collected."""
-    first = line[:1]
-    if first == "#" and line.startswith("### "):
-        block = _Block(number, line[4:].strip(), [line])
-        scan.blocks.append(block)
-        return block
-    if first == "#" and _is_heading(line):
-        if scan.title is None and _is_title(line):
-            scan.title = line[1:].strip()
-        return None
-    if first == "-" and _SEPARATOR.fullmatch(line):
-        return None
-    if current is not None:
-        current.add(line, number)
-    return current
-
-
-def _strip_comments(line: str, scan: _Scan, number: int) -> str | None:
-    """The line without its comment parts, or None if nothing else is on it."""
-    kept: list[str] = []
-    at = 0
-    while at < len(line):
-        if scan.open_comment:
-            end = line.find("-->", at)
-            at = len(line) if end < 0 else end + 3
-            scan.open_comment = scan.open_comment if end < 0 else 0
-        else:
-            start = line.find("<!--", at)
-            kept.append(line[at:] if start < 0 else line[at:start])
-            at = len(line) if start < 0 else start + 4
-            scan.open_comment = 0 if start < 0 else number
-    text = "".join(kept).rstrip()
-    return text if text.strip() else None
-
-
-def _is_heading(line: str) -> bool:
-    """A ``#`` or ``##`` heading (``###`` opens entries, ``####`` is text)."""
-    return line.startswith(("# ", "## ")) or line.rstrip() in ("#", "##")
-
-
-def _is_title(line: str) -> bool:
-    return line.startswith("# ") or line.rstrip() == "#"
+def _split_blocks(text: str) -> tuple[list[_Block], str | None]:
+    """The ``### `` blocks, each ended by the next structure line, and the ``#`` title."""
+    blocks: list[_Block] = []
+    title: str | None = None
+    line, last, body_start = 1, 0, -1
+    for match in _STRUCTURE.finditer(text):
+        line += text.count("\n", last, match.start())
+        last = match.start()
+        if body_start >= 0:
+            blocks[-1].body = text[body_start : match.start()]
+        body_start = -1
+        if match[1] is not None:
+            blocks.append(_Block(line, match[0]))
+            body_start = match.end() + 1
+        elif title is None and match[2] == "#":
+            title = (match[3] or "").strip()
+    if body_start >= 0:
+        blocks[-1].body = text[body_start:]
+    return blocks, title
 
 
 def _skip_reason(path: str, title: str | None) -> str | None:
@@ -293,21 +244,6 @@ def _file_category(path: str, title: str | None) -> KbCategory | None:
     return by_name or _type_category(_global_title(title) or "")
 
 
-def _is_global(scan: _Scan) -> bool:
-    if _global_title(scan.title) is not None:
-        return True
-    return any(
-        item[0][:12].lower() == "content-hash" and _key(item[0]) == "content-hash"
-        for block in scan.blocks
-        for item in block.items
-    )
-
-
-def _key(item: str) -> str:
-    match = _META_KEY.match(item)
-    return match[1].strip().lower() if match else ""
-
-
 def _type_category(word: str) -> KbCategory | None:
     """The category a type word names: ``Anti-Pattern``, ``Patterns``, ``heuristic``…"""
     lowered = word.strip().lower()
@@ -315,32 +251,27 @@ def _type_category(word: str) -> KbCategory | None:
 
 
 def _split_header(header: str) -> tuple[str | None, str]:
-    """``(type, name)``: the prefix is a type only if it names a category."""
+    """``(type, name)``: a ``Word: `` prefix is a type only if it names a category.
+
+    ``Anti-Pattern``, ``Pattern`` and ``Heuristic`` (any case, singular or
+    plural) are types; ``### Note: colons are fine`` keeps its whole name.
+    """
     match = _TYPE_PREFIX.fullmatch(header)
     if match and _type_category(match[1]) and match[2].strip():
         return match[1], match[2].strip()
     return None, header
 
 
-def _split_item(lines: list[str]) -> tuple[str, str]:
-    """``(key, value)`` of one metadata item; continuation lines are dedented."""
-    match = _META_KEY.match(lines[0])
-    key, value = (match[1], lines[0][match.end() :]) if match else ("", lines[0])
-    if len(lines) == 1:
-        return key, value.strip()
-    rest = textwrap.dedent("\n".join(lines[1:])).strip()
-    return key, f"{value.strip()}\n{rest}".strip()
-
-
 def _build(block: _Block, position: int, context: _FileContext) -> ParsedEntry | None:
-    header_type, name = _split_header(block.header)
+    header_type, name = _split_header(block.header[4:].strip())
     category = _entry_category(block, header_type, context)
     if category is None:
         return None
-    description = "\n".join(block.description).strip()
-    metadata = tuple(_split_item(item) for item in block.items)
-    fields = _sort_fields(metadata, block.line, context)
+    body = block.body.rstrip()
+    cut, description, metadata = _partition(body)
     _check_shape(block, name, description, context)
+    _check_stray(block, body, cut, name, context)
+    fields = _sort_fields(metadata, block.line, context)
     return ParsedEntry(
         name=name,
         header_type=header_type,
@@ -353,10 +284,37 @@ def _build(block: _Block, position: int, context: _FileContext) -> ParsedEntry |
         content_hash=_checked_hash(description, fields.get("content-hash"), block.line, context),
         position=position,
         line=block.line,
-        raw=block.raw_text(),
+        raw=f"{block.header}\n{body}".rstrip(),
         is_global=context.is_global,
         source_path=context.path,
     )
+
+
+def _partition(body: str) -> tuple[int, str, tuple[tuple[str, str], ...]]:
+    """Where the metadata starts, the description before it, and the metadata items."""
+    first_item = _ITEM_START.search(body)
+    if first_item is None:
+        return len(body), body.strip(), ()
+    cut = first_item.start()
+    items = body[cut + 2 :].split("\n- ")
+    return cut, body[:cut].strip(), tuple(_split_item(item) for item in items)
+
+
+def _split_item(item: str) -> tuple[str, str]:
+    """``(key, value)`` of one metadata item, indented continuation lines included."""
+    first, _, rest = item.partition("\n")
+    key, colon, value = first.partition(":")
+    if not (colon and value[:1] in ("", " ", "\t") and _META_KEY.fullmatch(key)):
+        key, value = "", first
+    more = _continuation(rest) if rest else ""
+    return key, f"{value.strip()}\n{more}".strip() if more else value.strip()
+
+
+def _continuation(rest: str) -> str:
+    """The indented, non-blank lines of ``rest``, with their common indent removed."""
+    lines = [line for line in rest.split("\n") if line[:1] in (" ", "\t") and line.strip()]
+    margin = min((len(line) - len(line.lstrip()) for line in lines), default=0)
+    return "\n".join(line[margin:].rstrip() for line in lines)
 
 
 def _entry_category(
@@ -366,7 +324,7 @@ def _entry_category(
     typed = _type_category(header_type) if header_type else None
     category = context.category or typed
     if category is None:
-        context.warn(block.line, f"entry {block.header!r} skipped: no category")
+        context.warn(block.line, f"entry {block.header[4:].strip()!r} skipped: no category")
     elif typed and typed != category:
         context.warn(block.line, f"header type {header_type!r} in a {category} file")
     return category
@@ -377,11 +335,18 @@ def _check_shape(block: _Block, name: str, description: str, context: _FileConte
         context.warn(block.line, "entry has no name")
     if not description:
         context.warn(block.line, f"entry {name!r} has no description")
-    for number in block.stray:
-        context.warn(number, f"text after the metadata of {name!r} kept only in its raw text")
     first = context.names.setdefault(name.casefold(), block.line)
     if first != block.line:
         context.warn(block.line, f"duplicate name {name!r} (first at line {first})")
+
+
+def _check_stray(block: _Block, body: str, cut: int, name: str, context: _FileContext) -> None:
+    """Warn about unindented text among the metadata: it stays only in ``raw``."""
+    line, counted = block.line + 1, 0
+    for match in _STRAY.finditer(body, cut):
+        line += body.count("\n", counted, match.start())
+        counted = match.start()
+        context.warn(line, f"text after the metadata of {name!r} kept only in its raw text")
 
 
 def _sort_fields(

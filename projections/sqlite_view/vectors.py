@@ -72,8 +72,7 @@ def write_packed(db: sqlite3.Connection, folder: Path, space: Space) -> None:
     os.replace(tmp, folder / name)
     db.execute("DELETE FROM vector_sets")  # only the space in force is packed
     db.execute(
-        "INSERT INTO vector_sets(provider, model, dimensions, count, file) "
-        "VALUES (?, ?, ?, ?, ?)",
+        "INSERT INTO vector_sets(provider, model, dimensions, count, file) VALUES (?, ?, ?, ?, ?)",
         (space.provider, space.model, space.dimensions, len(rows), name),
     )
 

@@ -1,0 +1,254 @@
+"""The #023 markdown pipeline: dedup, priority sort, min-3 fill, the rendered block."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from memlog.eventlog.events import Confidence
+from memlog.projections.markdown_view.kb_parser import (
+    KbCategory,
+    ParsedEntry,
+    content_hash,
+    parse_file,
+    parse_text,
+)
+from memlog.projections.markdown_view.legacy import (
+    allocate,
+    deduplicate,
+    render_legacy_block,
+    select_legacy,
+    sort_into_categories,
+)
+
+FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
+NEW = FIXTURES / "knowledge-bank-6bb5ea25"
+
+
+def entry(
+    name: str,
+    category: KbCategory = "anti-patterns",
+    *,
+    count: int = 1,
+    confidence: Confidence = "medium",
+    last_observed: str | None = None,
+    position: int = 0,
+    is_global: bool = False,
+    description: str | None = None,
+) -> ParsedEntry:
+    text = f"{name} description." if description is None else description
+    return ParsedEntry(
+        name=name,
+        header_type=None,
+        description=text,
+        category=category,
+        metadata=(),
+        observation_count=count,
+        confidence=confidence,
+        last_observed=last_observed,
+        content_hash=content_hash(text),
+        position=position,
+        line=1 + position * 5,
+        raw=f"### {name}\n{text}",
+        is_global=is_global,
+        source_path="global/x.md" if is_global else "local/x.md",
+    )
+
+
+def names(entries: list[ParsedEntry]) -> list[str]:
+    return [e.name for e in entries]
+
+
+# --- sorting ----------------------------------------------------------------
+
+
+def test_sort_by_count_then_confidence() -> None:
+    pool = [
+        entry("low-3", count=3, confidence="low"),
+        entry("med-1", count=1),
+        entry("high-1", count=1, confidence="high"),
+        entry("high-3", count=3, confidence="high"),
+        entry("med-3", count=3),
+    ]
+    ordered = sort_into_categories(pool)["anti-patterns"]
+    assert names(ordered) == ["high-3", "med-3", "low-3", "high-1", "med-1"]
+
+
+def test_local_recency_is_file_position_descending() -> None:
+    pool = [entry("first", position=0), entry("third", position=2), entry("second", position=1)]
+    assert names(sort_into_categories(pool)["anti-patterns"]) == ["third", "second", "first"]
+
+
+def test_global_recency_is_last_observed_date_descending() -> None:
+    pool = [
+        entry("jan", last_observed="2026-01-05", position=2, is_global=True),
+        entry("mar", last_observed="2026-03-01T08:00:00Z", position=0, is_global=True),
+        entry("feb", last_observed="2026-02-10", position=1, is_global=True),
+    ]
+    assert names(sort_into_categories(pool)["anti-patterns"]) == ["mar", "feb", "jan"]
+
+
+def test_dated_entries_rank_before_undated_on_a_tie() -> None:
+    pool = [
+        entry("local-late", position=9, last_observed="Feature #022"),
+        entry("global", last_observed="2026-01-01", is_global=True),
+    ]
+    assert names(sort_into_categories(pool)["anti-patterns"]) == ["global", "local-late"]
+
+
+def test_count_beats_recency() -> None:
+    pool = [entry("new", position=5, last_observed="2026-12-31"), entry("old", count=2)]
+    assert names(sort_into_categories(pool)["anti-patterns"]) == ["old", "new"]
+
+
+# --- deduplication ----------------------------------------------------------
+
+
+def test_dedup_keeps_the_higher_count() -> None:
+    local = [entry("local", count=1, description="Same text.")]
+    global_ = [entry("global", count=3, description="  same   TEXT. ", is_global=True)]
+    assert names(select_legacy(local, global_, 20)) == ["global"]
+    local = [entry("local", count=4, description="Same text.")]
+    assert names(select_legacy(local, global_, 20)) == ["local"]
+
+
+def test_dedup_tie_keeps_local() -> None:
+    local = [entry("local", count=2, description="Same text.")]
+    global_ = [entry("global", count=2, description="Same text.", is_global=True)]
+    assert names(select_legacy(local, global_, 20)) == ["local"]
+
+
+def test_empty_descriptions_never_match() -> None:
+    pool = [entry("a", description=""), entry("b", description="", is_global=True)]
+    assert names(deduplicate(pool)) == ["a", "b"]
+
+
+# --- allocation -------------------------------------------------------------
+
+
+def sizes(ap: int, h: int, p: int) -> dict[KbCategory, int]:
+    return {"anti-patterns": ap, "heuristics": h, "patterns": p}
+
+
+@pytest.mark.parametrize(
+    ("available", "limit", "expected"),
+    [
+        # 9 >= 3*3: three each, the 10th to anti-patterns (priority fill)
+        (sizes(5, 4, 4), 10, sizes(4, 3, 3)),
+        # exactly 3 per category
+        (sizes(5, 4, 4), 9, sizes(3, 3, 3)),
+        # 8 < 9: pure priority, anti-patterns first, then heuristics
+        (sizes(5, 4, 4), 8, sizes(5, 3, 0)),
+        (sizes(5, 4, 4), 5, sizes(5, 0, 0)),
+        # a small category gives what it has; overflow goes by priority
+        (sizes(1, 5, 5), 9, sizes(1, 5, 3)),
+        # two non-empty categories: the minimum needs only 6
+        (sizes(0, 4, 4), 6, sizes(0, 3, 3)),
+        (sizes(0, 4, 4), 5, sizes(0, 4, 1)),
+        # the 15-anti-pattern example of the spec: breadth kept
+        (sizes(15, 4, 4), 20, sizes(14, 3, 3)),
+        # limit above the total takes everything; 0 nothing; -1 all
+        (sizes(2, 1, 1), 20, sizes(2, 1, 1)),
+        (sizes(2, 1, 1), 0, sizes(0, 0, 0)),
+        (sizes(5, 4, 4), -1, sizes(5, 4, 4)),
+        (sizes(0, 0, 0), 20, sizes(0, 0, 0)),
+    ],
+)
+def test_allocate(
+    available: dict[KbCategory, int], limit: int, expected: dict[KbCategory, int]
+) -> None:
+    assert allocate(available, limit) == expected
+
+
+def test_select_applies_minimum_to_the_best_of_each_category() -> None:
+    local = [entry(f"ap{i}", count=10 - i, position=i) for i in range(6)]
+    local += [entry(f"h{i}", "heuristics", count=5 - i, position=i) for i in range(4)]
+    local += [entry(f"p{i}", "patterns", position=i) for i in range(4)]
+    picked = select_legacy(local, [], 10)
+    assert names(picked) == ["ap0", "ap1", "ap2", "ap3", "h0", "h1", "h2", "p3", "p2", "p1"]
+
+
+def test_limit_zero_and_all() -> None:
+    local = [entry("a"), entry("b", "patterns")]
+    assert select_legacy(local, [], 0) == []
+    assert names(select_legacy(local, [], -1)) == ["a", "b"]
+
+
+# --- the whole pipeline on the real knowledge bank --------------------------
+
+
+def test_new_fixture_with_default_limit() -> None:
+    local = [e for name in ("anti-patterns", "heuristics", "patterns")
+             for e in parse_file(NEW / f"{name}.md").entries]  # fmt: skip
+    picked = select_legacy(local, [], 20)
+    assert names(picked) == [
+        # anti-patterns: count 2 by position desc, high-confidence 1s, then the rest
+        "Parser Against Assumed Format",
+        "Bash Variable Interpolation in Inline Python",
+        "Frozen Artifact Contradictions",
+        "Line Number References in Sequential Tasks",
+        "Implementation Reviewer Flagging Pre-Existing Code as Blockers",
+        "Specifying a Parser Without a Complete Round-Trip Example",
+        "Post-Approval Informational Iterations",
+        "Dual-Representation Dependency Graphs",
+        'Skipping Workflow for "Simple" Tasks',
+        "Relative Paths in Hooks",
+        "Over-Granular Tasks",
+        "Working in Wrong Worktree",
+        # heuristics: 3 minimum + the 2 slots anti-patterns left over
+        "Reviewer Iteration Count as Complexity Signal",
+        "Circuit Breaker Hits as Assumption Signals",
+        "Read Target Files During Task Creation",
+        "Line Budget Management",
+        "Expect Extra Task Review Iterations When Plan Leaves Format Details Ambiguous",
+        # patterns: the minimum 3, high confidence first, newest first
+        "Skeptic Design Reviewer Catches Feasibility Blockers Early",
+        "Heavy Upfront Review Investment",
+        "Detailed Rebuttals With Line-Number Evidence Resolve False Positives",
+    ]
+
+
+# --- rendering --------------------------------------------------------------
+
+DESIGN_BLOCK = """## Engineering Memory (from knowledge bank)
+
+### Anti-Patterns to Avoid
+### Anti-Pattern: Working in Wrong Worktree
+Making changes in main worktree when a feature worktree exists.
+- Observed in: Feature #002
+- Cost: Had to stash, move changes, re-apply in correct worktree
+
+### Heuristics
+### Line Budget Management
+Target 90-95% of SKILL.md budget (450-475 of 500 lines).
+- Source: Feature #018
+
+### Patterns to Follow
+### Pattern: Thin Orchestrator
+Keep SKILL.md as a thin orchestrator that delegates to reference files.
+- Used in: Feature #018
+
+---"""
+
+
+def test_render_matches_the_design_output() -> None:
+    files = {
+        "anti-patterns.md": DESIGN_BLOCK.split("\n")[3:7],
+        "heuristics.md": DESIGN_BLOCK.split("\n")[9:12],
+        "patterns.md": DESIGN_BLOCK.split("\n")[14:17],
+    }
+    local: list[ParsedEntry] = []
+    for name, lines in reversed(files.items()):  # input order does not matter
+        text = "# Title\n\n## Section\n\n" + "\n".join(lines) + "\n\n<!-- example -->\n"
+        local += parse_text(text, name).entries
+    assert render_legacy_block(select_legacy(local, [], 20)) == DESIGN_BLOCK
+
+
+def test_render_skips_empty_sections_and_nothing_renders_empty() -> None:
+    block = render_legacy_block([entry("only", "heuristics")])
+    assert block == (
+        "## Engineering Memory (from knowledge bank)\n\n"
+        "### Heuristics\n### only\nonly description.\n\n---"
+    )
+    assert render_legacy_block([]) == ""
