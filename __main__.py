@@ -1,5 +1,5 @@
 """``python -m memlog`` runs the command line."""
 
-from memlog.commands.cli import main
+from memlog.entry import main
 
 main()

@@ -10,13 +10,12 @@ from __future__ import annotations
 import importlib
 import os
 import sqlite3
-import sys
 from typing import Any
 
 import click
 
 from memlog import __version__
-from memlog.commands.common import InputError, record_crash
+from memlog.commands.base import InputError, record_crash
 from memlog.errors import InvalidInput, MemlogError
 
 COMMANDS = {
@@ -32,6 +31,9 @@ COMMANDS = {
     "inject": ("memlog.commands.inject_cmd", "inject"),
     "search": ("memlog.commands.search", "search"),
     "reembed": ("memlog.commands.reembed", "reembed"),
+    "promote": ("memlog.commands.promote", "promote"),
+    "setup": ("memlog.commands.setup", "setup"),
+    "serve-mcp": ("memlog.commands.serve_mcp", "serve_mcp"),
 }
 
 
@@ -76,8 +78,4 @@ def cli() -> None:
 
 def main() -> None:
     os.umask(0o077)  # every file memlog creates is private to its user
-    if sys.argv[1:] == ["hook", "session-start"]:  # the hot path skips click
-        from memlog.hooks.session_start import main as session_start
-
-        session_start()
     cli(prog_name="memlog")
