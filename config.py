@@ -150,6 +150,8 @@ def load_config(
         if field not in values or values[field] is None:
             continue
         value = values[field]
+        if field == "memory_keyword_provider" and value is False:
+            value = "off"  # YAML reads a bare `off` as false
         if isinstance(value, int) and not isinstance(value, bool) and field.endswith("_weight"):
             value = float(value)
         if check(value):

@@ -2,34 +2,25 @@
 
 from __future__ import annotations
 
-import sys
-import traceback
-from collections.abc import Iterable
-from datetime import UTC, datetime
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import click
 import msgspec
 
+from memlog.commands.base import InputError, record_crash  # noqa: F401 - re-exported
 from memlog.config import Config, load_config
 from memlog.embeddings.reembed import embed_entries, pending_entries
 from memlog.embeddings.registry import make_provider, space_for
 from memlog.errors import MemlogError
 from memlog.eventlog.log import DamageHandler, EventLog
 from memlog.home import resolve_home
+from memlog.keywords import label_entries, needs_labels
 from memlog.project import find_project_root
 from memlog.projections.sqlite_view import store
 from memlog.projections.sqlite_view.vectors import Space
 from memlog.projections.views import CatchUp, catch_up
-
-ERROR_LOG = "errors.log"
-
-
-class InputError(click.ClickException):
-    """Bad input: one line on stderr, exit 2, nothing appended."""
-
-    exit_code = 2
 
 
 def home() -> Path:
@@ -38,20 +29,6 @@ def home() -> Path:
 
 def open_log(command: str, redact: bool = True) -> EventLog:
     return EventLog(home(), command=command, redact=redact)
-
-
-def record_crash(exc: BaseException) -> str:
-    """Keep the traceback in the error log; return the one line a user sees."""
-    line = f"internal error: {type(exc).__name__}: {exc}"
-    try:
-        path = home() / ERROR_LOG
-        stamp = datetime.now(UTC).isoformat()
-        text = "".join(traceback.format_exception(exc))
-        with open(path, "a", encoding="utf-8") as handle:
-            handle.write(f"--- {stamp} {' '.join(sys.argv)}\n{text}")
-        return f"{line} (details in {path})"
-    except OSError:
-        return line
 
 
 def echo_json(value: Any) -> None:
@@ -97,6 +74,32 @@ def embed_new(entry_ids: Iterable[str]) -> list[str]:
         return [f"not embedded now ({exc}); memlog reembed will do it"]
     notes = [f"{outcome.pending} entries left for memlog reembed: {outcome.stopped}"]
     return (notes if outcome.stopped else []) + refresh_views()
+
+
+def label_new(
+    entry_ids: Iterable[str], supplied: Mapping[str, Sequence[str]] | None = None
+) -> list[str]:
+    """Label the given entries with keywords now; a failure is a warning, never an error.
+
+    ``supplied`` maps entry ids to the keywords the writer gave (the caller tier).
+    """
+    config = project_config()
+    if config.memory_keyword_provider == "off":
+        return []
+    given = supplied or {}
+    try:
+        caught_up()
+        db = store.connect(home() / store.DB_NAME)
+        try:
+            entries = store.load_entries(db, set(entry_ids)).values()
+        finally:
+            db.close()
+        todo = [e for e in entries if e.live and needs_labels(e, given)]
+        outcome = label_entries(open_log("label"), todo, config, given)
+    except MemlogError as exc:
+        return [f"keywords not generated ({exc})"]
+    notes = [f"keywords: {note}" for note in outcome.notes]
+    return notes + (refresh_views() if outcome.events else [])
 
 
 def caught_up(on_damage: DamageHandler | None = None) -> CatchUp:

@@ -6,7 +6,15 @@ from pathlib import Path
 
 import click
 
-from memlog.commands.common import caught_up, embed_new, home, open_log, refresh_views, warn
+from memlog.commands.common import (
+    caught_up,
+    embed_new,
+    home,
+    label_new,
+    open_log,
+    refresh_views,
+    warn,
+)
 from memlog.importer import markdown_files, plan_import
 from memlog.projections.sqlite_view import store
 
@@ -33,6 +41,7 @@ def import_(paths: tuple[Path, ...], project: str | None, dry_run: bool) -> None
         open_log("import").append(plan.events)
         warn(refresh_views())
         warn(embed_new(i for e in plan.events for i in e.entry_ids))
+        warn(label_new(i for e in plan.events for i in e.entry_ids))
     verb = "would append" if dry_run else "appended"
     click.echo(
         f"{plan.parsed} entries in {len(plan.files)} files: {verb} {len(plan.events)} events, "

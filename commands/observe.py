@@ -11,6 +11,7 @@ from memlog.commands.common import (
     InputError,
     echo_json,
     embed_new,
+    label_new,
     open_log,
     refresh_views,
     warn,
@@ -18,6 +19,7 @@ from memlog.commands.common import (
 from memlog.eventlog.events import CATEGORIES, CONFIDENCES, SOURCES, Observed
 from memlog.observations import from_fields, parse_json_lines
 from memlog.project import project_name
+from memlog.promotion import references_from_git, with_references
 
 
 @click.command()
@@ -28,6 +30,12 @@ from memlog.project import project_name
 @click.option("--confidence", type=click.Choice(CONFIDENCES), default="medium", show_default=True)
 @click.option("--keyword", "keywords", multiple=True, help="A keyword label (repeatable, ≤10).")
 @click.option("--reference", "references", multiple=True, help="A related file (repeatable).")
+@click.option(
+    "--references-from-git",
+    "git_base",
+    metavar="BASE",
+    help="Add the files of `git diff --name-only BASE...HEAD` to the references of every entry.",
+)
 @click.option("--project", default=None, help="Project name [default: the current project].")
 @click.option("--feature", default="", help="Feature the entry came from.")
 @click.option("--source", type=click.Choice(SOURCES), default="manual", show_default=True)
@@ -47,6 +55,7 @@ def observe(
     confidence: str,
     keywords: tuple[str, ...],
     references: tuple[str, ...],
+    git_base: str | None,
     project: str | None,
     feature: str,
     source: str,
@@ -82,10 +91,20 @@ def observe(
             "source": source,
         }
         events = [from_fields(item)]
+    if git_base is not None:
+        events = _with_git_references(events, git_base)
     stored = open_log("observe", redact=not no_redact).append(events)
     warn(refresh_views())
     warn(embed_new(e.entry_id for e in stored))
+    warn(label_new((e.entry_id for e in stored), {e.entry_id: e.keywords for e in stored}))
     _report(stored, print_json)
+
+
+def _with_git_references(events: list[Observed], base: str) -> list[Observed]:
+    changed = references_from_git(base, Path.cwd())
+    if not changed:
+        warn([f"no files changed between {base} and HEAD; no references added"])
+    return [with_references(e, changed) for e in events]
 
 
 def _report(stored: list[Observed], as_json: bool) -> None:
