@@ -9,7 +9,8 @@ from typing import Any
 import click
 import msgspec
 
-from memlog.commands.base import InputError, record_crash  # noqa: F401 - re-exported
+from memlog.commands.base import InputError as InputError
+from memlog.commands.base import record_crash as record_crash
 from memlog.config import Config, load_config
 from memlog.embeddings.reembed import embed_entries, pending_entries
 from memlog.embeddings.registry import make_provider, space_for

@@ -7,8 +7,8 @@ from typing import IO
 
 import click
 
+from memlog.commands.base import InputError
 from memlog.commands.common import (
-    InputError,
     echo_json,
     embed_new,
     label_new,
