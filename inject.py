@@ -99,7 +99,7 @@ class Request(msgspec.Struct):
 
 def build(request: Request) -> Injection:
     """The injection for ``request`` (semantic, or markdown when semantic is off or fails)."""
-    if not request.config.memory_semantic_enabled:
+    if not request.config.memory_semantic_enabled or _never_written(request.home):
         return markdown_injection(request)
     try:
         return semantic_injection(request)
@@ -111,6 +111,11 @@ def build(request: Request) -> Injection:
         fallback = markdown_injection(request)
         fallback.notes.append(f"semantic retrieval failed ({type(exc).__name__}: {exc})")
         return fallback
+
+
+def _never_written(home: Path) -> bool:
+    """No log and no view yet: an empty memory, not a failure to report."""
+    return not (home / "events").is_dir() and not (home / store.DB_NAME).exists()
 
 
 # -- semantic ---------------------------------------------------------------------------
@@ -174,7 +179,7 @@ def _rank(
     started = time.perf_counter()
     found = retrieval.candidates(db, request.categories or _categories(request.config))
     where = found.positions()
-    keyword = retrieval.bm25_scores(db, query, where) if query else None
+    keyword = _keyword(db, query, found.rowid_positions(), notes) if query else None
     timings["fts_ms"] = _ms(started)
     vector, matches = _vector(request, db, embedding, space, where, timings, notes)
     started = time.perf_counter()
@@ -200,6 +205,17 @@ def _rank(
     return _semantic_result(
         request, found, picked, scores, entries, query, matches, space, notes, timings
     )
+
+
+def _keyword(
+    db: sqlite3.Connection, query: str, by_rowid: dict[int, int], notes: list[str]
+) -> npt.NDArray[np.float64] | None:
+    """bm25 scores, or None when the FTS5 index cannot be read (the signal is dropped)."""
+    try:
+        return retrieval.bm25_scores(db, query, by_rowid)
+    except sqlite3.Error as exc:
+        notes.append(f"keyword search unavailable ({exc}); ranked without it")
+        return None
 
 
 def _id_filter(ids: list[str], picked: list[int]) -> str:
@@ -356,20 +372,21 @@ def markdown_injection(request: Request) -> Injection:
     started = time.perf_counter()
     local, global_ = read_markdown_sources(request.root, request.home)
     picked = legacy.select_legacy(local, global_, request.effective_limit)
-    local_hashes = {e.content_hash for e in local}
+    # deduplication may keep the global copy of a local entry: origin is the copy chosen
+    from_global = {id(e) for e in global_}
     chosen = [
         Chosen(
             id=e.content_hash,
             name=f"{e.header_type + ': ' if e.header_type else ''}{e.name}",
             category=e.category,
-            origin="local" if e.content_hash in local_hashes else "global",
+            origin="global" if id(e) in from_global else "local",
             score=float(e.observation_count),
         )  # fmt: skip
         for e in picked
     ]
     result = Injection(text="", mode="legacy", chosen=chosen, total=len(local) + len(global_))
     block = legacy.render_legacy_block(picked)
-    result.text = block + diagnostic(result) + "\n" if block else ""
+    result.text = block + "\n" + diagnostic(result) + "\n" if block else ""
     result.timings["markdown_ms"] = _ms(started)
     return result
 

@@ -26,6 +26,9 @@ ERROR_LOG = "hook-errors.log"
 DEFAULT_BUDGET = 2.5
 #: time kept back from the budget for printing and leaving
 MARGIN = 0.15
+#: time kept after the query embedding's deadline for ranking and recording, so a
+#: late embedding drops the vector signal rather than the whole injection
+RANK_RESERVE = 0.35
 STDIN_WAIT = 0.2
 SOURCES = ("startup", "resume", "clear", "compact")
 
@@ -82,7 +85,7 @@ def _work(payload: dict[str, Any], home: Path, started: float, box: dict[str, st
     box["budget"] = str(budget)
     request = Request(
         home=home, root=root, project=root.name if root else "", config=config,
-        deadline=started + budget - MARGIN,
+        deadline=started + budget - MARGIN - RANK_RESERVE,
     )  # fmt: skip
     result = build(request)
     box["context"] = result.text

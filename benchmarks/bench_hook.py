@@ -1,0 +1,377 @@
+"""The SessionStart hook end to end at 10k entries, the ranking core, and peak memory.
+
+    python benchmarks/bench_hook.py [--entries 10000] [--events 30000] [--repeats 21]
+
+Measured, each as a median over ``--repeats`` fresh processes (stdin JSON in,
+envelope out), in a git project with an active feature so a real query is
+composed:
+
+(a) the hook ranking by FTS5 + prominence only (``memory_vector_weight: 0``);
+(b) the hook with 384-d vectors in the configured space and the ``hashing``
+    query embedder (vectors seeded for hashing/blake2b-words/384);
+both against ``python -c "import numpy"`` measured in the same run (the
+floor any numpy-using hook pays).  Then the ranking core (``ranking.score`` +
+``ranking.select``) and the cosine product at 10k × 768 in this process, and
+the hook's peak RSS (``getrusage(RUSAGE_CHILDREN)`` of a one-hook parent).
+
+Goals: hook p50 ≤ 150 ms without query embedding; ranking core ≤ 10 ms;
+peak RSS ≤ 200 MB.  The log is built with ``benchmarks/synthetic.py`` when
+it is there, else by a small generator here; views are caught up before
+timing, since a session-start hook only ever catches up the last few events.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import random
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from memlog import ranking
+from memlog.config import Config
+from memlog.embeddings.registry import space_for
+from memlog.eventlog.events import EventBase, Observed, Reembedded
+from memlog.eventlog.log import EventLog
+from memlog.projections.views import catch_up
+
+HASHING = ("hashing", "blake2b-words", 384)
+GOAL_HOOK_MS = 150.0
+GOAL_RANK_MS = 10.0
+GOAL_RSS_MB = 200.0
+SPEC = (
+    "Build a streaming CSV importer for the ledger service. It must parse large files with "
+    "unicode text, validate inputs before database writes, retry partial writes after a "
+    "provider times out and keep memory flat with more than ten thousand rows."
+)
+CONFIGS = {
+    "a": "memory_embedding_provider: hashing\nmemory_vector_weight: 0\n",
+    "b": "memory_embedding_provider: hashing\n",
+}
+
+
+# -- the log -------------------------------------------------------------------------------
+
+
+def load_synthetic() -> Callable[..., int] | None:
+    path = Path(__file__).with_name("synthetic.py")
+    if not path.exists():
+        return None
+    spec = importlib.util.spec_from_file_location("memlog_bench_synthetic", path)
+    if spec is None or spec.loader is None:
+        return None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    generate: Callable[..., int] = module.generate
+    return generate
+
+
+def simple_log(home: Path, entries: int, seed: int) -> int:
+    """Entries across the categories, a tenth of them observed again: no vectors."""
+    rng = random.Random(seed)
+    words = SPEC.lower().replace(".", "").replace(",", "").split() + [
+        "cache", "lock", "retry", "schema", "hook", "index", "token", "deploy", "review",
+    ]  # fmt: skip
+    categories = ("anti-patterns", "heuristics", "patterns", "facts")
+    log = EventLog(home, redact=False)
+    events: list[EventBase] = []
+    for i in range(entries):
+        text = " ".join(rng.choices(words, k=18))
+        events.append(
+            Observed(
+                name=" ".join(rng.choices(words, k=4)).capitalize(),
+                description=f"{text.capitalize()} (lesson {i}).",
+                category=rng.choice(categories),  # type: ignore[arg-type]
+                confidence=rng.choice(("high", "medium", "low")),  # type: ignore[arg-type]
+                keywords=tuple(rng.sample(words, 5)),
+                project=f"project-{i % 20}",
+                count=rng.randint(1, 12),
+            )
+        )
+    total = 0
+    for start in range(0, len(events), 5000):
+        total += len(log.append(events[start : start + 5000]))
+    return total
+
+
+def live_ids(home: Path) -> list[str]:
+    from memlog.projections.sqlite_view import store
+
+    db = store.connect(home / store.DB_NAME, readonly=True)
+    try:
+        return [r[0] for r in db.execute("SELECT id FROM entries WHERE status = 'live'")]
+    finally:
+        db.close()
+
+
+def seed_hashing_vectors(home: Path, seed: int) -> int:
+    """A unit vector in the hashing space for every live entry."""
+    ids = live_ids(home)
+    rng = np.random.default_rng(seed)
+    matrix = rng.standard_normal((len(ids), HASHING[2])).astype("<f4")
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    log = EventLog(home, redact=False)
+    events = [
+        Reembedded(
+            entry_id=entry_id,
+            provider=HASHING[0],
+            model=HASHING[1],
+            dimensions=HASHING[2],
+            vector=matrix[i].astype("<f4").tobytes(),
+        )
+        for i, entry_id in enumerate(ids)
+    ]
+    for start in range(0, len(events), 5000):
+        log.append(events[start : start + 5000])
+    return len(events)
+
+
+def prepare_home(home: Path, entries: int, events: int, seed: int) -> str:
+    generate = load_synthetic()
+    if generate is not None:
+        count = generate(home, entries=entries, events=max(events, 3 * entries), seed=seed)
+        source = f"benchmarks/synthetic.py: {count} events"
+    else:
+        count = simple_log(home, entries, seed)
+        source = f"built-in generator: {count} events"
+    space = space_for(Config(memory_embedding_provider="hashing"))
+    catch_up(home, space)
+    seeded = seed_hashing_vectors(home, seed)
+    catch_up(home, space)
+    return f"{source}, {len(live_ids(home))} live entries, {seeded} hashing vectors"
+
+
+def git(root: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=bench", "-c", "user.email=bench@example.com", "-C", str(root)]
+        + list(args),
+        check=True,
+        capture_output=True,
+    )
+
+
+def prepare_project(parent: Path, name: str, settings: str) -> Path:
+    """A git project with four commits and an active feature with a spec."""
+    root = parent / name
+    feature = root / "docs" / "features" / "031-csv-importer"
+    feature.mkdir(parents=True)
+    (root / ".claude").mkdir()
+    (root / ".claude" / "iflow-dev.local.md").write_text(f"---\n{settings}---\n")
+    meta = {"slug": "csv-importer", "status": "active", "lastCompletedPhase": "design"}
+    (feature / ".meta.json").write_text(json.dumps(meta))
+    (feature / "spec.md").write_text(f"# Spec: CSV importer\n\n{SPEC}\n\n## Scope\n\nAll of it.\n")
+    git(root, "init", "-q")
+    for n, files in enumerate(
+        (["README.md"], ["src/importer.py"], ["src/retry.py"], ["tests/t.py"])
+    ):
+        for rel in files:
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(f"# {n}\n")
+        git(root, "add", "-A")
+        git(root, "commit", "-q", "-m", f"step {n}")
+    return root
+
+
+# -- timing ------------------------------------------------------------------------------------
+
+
+def hook_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLOG_")}
+    env["MEMLOG_HOME"] = str(home)
+    return env
+
+
+def payload(root: Path, n: int) -> bytes:
+    return json.dumps(
+        {
+            "session_id": f"bench-{n}",
+            "transcript_path": str(root / "t.jsonl"),
+            "cwd": str(root),
+            "hook_event_name": "SessionStart",
+            "source": "startup",
+        }
+    ).encode()
+
+
+HOOK = [sys.executable, "-m", "memlog", "hook", "session-start"]
+NUMPY = [sys.executable, "-c", "import numpy"]
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_once(
+    argv: Sequence[str], stdin: bytes, cwd: Path, env: dict[str, str]
+) -> tuple[float, float]:
+    """Wall and CPU (user + system) milliseconds of one run."""
+    cpu = cpu_seconds()
+    started = time.perf_counter()
+    done = subprocess.run(argv, input=stdin, capture_output=True, cwd=cwd, env=env, check=False)
+    took = (time.perf_counter() - started) * 1000
+    if done.returncode != 0:
+        raise SystemExit(f"{argv} failed: {done.stderr.decode()}")
+    return took, (cpu_seconds() - cpu) * 1000
+
+
+def check_hook_output(home: Path, root: Path) -> dict[str, object]:
+    done = subprocess.run(HOOK, input=payload(root, 0), capture_output=True, cwd=root,
+                          env=hook_env(home), check=True)  # fmt: skip
+    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    if not context:
+        raise SystemExit(f"the hook injected nothing; see {home / 'hook-errors.log'}")
+    tracking = json.loads((home / ".last-injection.json").read_text())
+    return {"mode": tracking["mode"], "timings_ms": tracking["timings_ms"]}
+
+
+def interleaved(
+    runs: dict[str, tuple[Sequence[str], bytes, Path, dict[str, str]]], repeats: int
+) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """Each command ``repeats`` times, round-robin, so drift hits all alike."""
+    wall: dict[str, list[float]] = {name: [] for name in runs}
+    cpu: dict[str, list[float]] = {name: [] for name in runs}
+    for _ in range(repeats):
+        for name, (argv, stdin, cwd, env) in runs.items():
+            took, used = run_once(argv, stdin, cwd, env)
+            wall[name].append(took)
+            cpu[name].append(used)
+    return wall, cpu
+
+
+def p90_of(values: list[float]) -> float:
+    return sorted(values)[int(0.9 * (len(values) - 1))]
+
+
+def peak_rss_mb(argv: Sequence[str], stdin: bytes, cwd: Path, env: dict[str, str]) -> float:
+    """Peak RSS of one run of ``argv``, read by a parent that has no other child."""
+    probe = (
+        "import resource, subprocess, sys\n"
+        "subprocess.run(sys.argv[1:], input=sys.stdin.buffer.read(), capture_output=True)\n"
+        "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", probe, *argv], input=stdin, cwd=cwd, env=env,
+                          capture_output=True, check=True)  # fmt: skip
+    return int(done.stdout) / 1024
+
+
+def ranking_core(n: int, dims: int, repeats: int, seed: int) -> dict[str, float]:
+    rng = np.random.default_rng(seed)
+    matrix = rng.standard_normal((n, dims)).astype(np.float32)
+    matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
+    query = matrix[0].copy()
+    categories = [("anti-patterns", "heuristics", "patterns", "facts")[i % 4] for i in range(n)]
+    observations = rng.integers(1, 30, n).astype(np.float64)
+    confidence = list(rng.choice(["high", "medium", "low"], n))
+    days = rng.uniform(0, 365, n)
+    recalls = rng.integers(0, 20, n).astype(np.float64)
+    keyword = np.where(rng.random(n) < 0.05, rng.uniform(0, 12, n), 0.0)
+    weights = ranking.Weights(0.5, 0.2, 0.3)
+    cosine: list[float] = []
+    core: list[float] = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        vector = (matrix @ query).astype(np.float64)
+        middle = time.perf_counter()
+        scores = ranking.score(vector, keyword, observations, confidence, days, recalls, weights)
+        chosen = ranking.select(categories, scores.final, 20)
+        done = time.perf_counter()
+        assert len(chosen) == 20 and 0 in chosen
+        cosine.append((middle - started) * 1000)
+        core.append((done - middle) * 1000)
+    return {
+        "cosine_ms": statistics.median(cosine),
+        "core_ms": statistics.median(core),
+        "core_min_ms": min(core),
+    }
+
+
+# -- main --------------------------------------------------------------------------------------
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--entries", type=int, default=10_000)
+    parser.add_argument("--events", type=int, default=30_000, help="events in the synthetic log")
+    parser.add_argument("--repeats", type=int, default=21, help="runs per measurement")
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--work", type=Path, help="working directory (default: a temporary one)")
+    args = parser.parse_args()
+
+    with tempfile.TemporaryDirectory(prefix="memlog-bench-hook-") as scratch:
+        work = args.work or Path(scratch)
+        work.mkdir(parents=True, exist_ok=True)
+        home = work / "home"
+        started = time.perf_counter()
+        print(f"preparing {args.entries} entries in {home} …", file=sys.stderr)
+        described = prepare_home(home, args.entries, args.events, args.seed)
+        print(f"log: {described} ({time.perf_counter() - started:.1f} s)")
+        projects = {
+            name: prepare_project(work, f"project-{name}", s) for name, s in CONFIGS.items()
+        }
+        env = hook_env(home)
+        for name, root in projects.items():
+            info = check_hook_output(home, root)  # also the warm-up (space switch, caches)
+            check_hook_output(home, root)
+            print(f"({name}) mode {info['mode']}, in-process timings {info['timings_ms']}")
+
+        runs = {
+            "numpy": (NUMPY, b"", work, env),
+            **{name: (HOOK, payload(root, 1), root, env) for name, root in projects.items()},
+        }
+        times, cpu = interleaved(runs, args.repeats)
+        floor = statistics.median(times["numpy"])
+        cpu_floor = statistics.median(cpu["numpy"])
+        print(
+            f"\nfresh processes, {args.repeats} runs: median wall [min, p90] and median CPU "
+            "(user+sys); min is the least disturbed by other load"
+        )
+        rows = {"numpy": "python -c 'import numpy'"} | {
+            "a": "hook (a) FTS + prominence",
+            "b": "hook (b) + hashing query vector",
+        }
+        for name, label in rows.items():
+            median = statistics.median(times[name])
+            used = statistics.median(cpu[name])
+            line = (
+                f"  {label:<34}{median:7.1f} ms [{min(times[name]):6.1f}, "
+                f"{p90_of(times[name]):6.1f}]  cpu {used:6.1f} ms"
+            )
+            if name != "numpy":
+                line += f"  ×{median / floor:4.2f} numpy (cpu ×{used / cpu_floor:4.2f})"
+            if name == "a":
+                verdict = "ok" if median <= GOAL_HOOK_MS else "MISSES"
+                line += f"  goal ≤{GOAL_HOOK_MS:.0f} ms: {verdict}"
+            print(line)
+
+        core = ranking_core(10_000, 768, args.repeats, args.seed)
+        verdict = "ok" if core["core_ms"] <= GOAL_RANK_MS else "MISSES"
+        print("\nranking core at 10k × 768 (in process, median):")
+        print(f"  cosine (matrix @ query)           {core['cosine_ms']:7.2f} ms")
+        print(
+            f"  score + select                    {core['core_ms']:7.2f} ms"
+            f" [min {core['core_min_ms']:.2f}]  goal ≤{GOAL_RANK_MS:.0f} ms: {verdict}"
+        )
+
+        print("\npeak RSS of one hook process:")
+        for name, root in projects.items():
+            rss = peak_rss_mb(HOOK, payload(root, 2), root, env)
+            verdict = "ok" if rss <= GOAL_RSS_MB else "MISSES"
+            print(f"  {rows[name]:<34}{rss:7.1f} MB  goal ≤{GOAL_RSS_MB:.0f} MB: {verdict}")
+        numpy_rss = peak_rss_mb(NUMPY, b"", work, env)
+        print(f"  python -c 'import numpy'          {numpy_rss:7.1f} MB")
+
+
+if __name__ == "__main__":
+    main()
