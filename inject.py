@@ -11,7 +11,9 @@ SQLite is opened.
 from __future__ import annotations
 
 import concurrent.futures
+import os
 import sqlite3
+import sys
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -34,7 +36,7 @@ from memlog.projections.markdown_view.kb_parser import ParsedEntry, parse_file
 from memlog.projections.markdown_view.writer import atomic_write
 from memlog.projections.sqlite_view import retrieval, store
 from memlog.projections.sqlite_view.vectors import Space
-from memlog.projections.views import catch_up
+from memlog.projections.views import catch_up, lag_bytes
 
 HEADER = "## Engineering Memory (from knowledge bank)"
 SECTIONS = {
@@ -83,6 +85,8 @@ class Request(msgspec.Struct):
     catch_up: bool = True
     #: search: only these categories, best first, no category balance
     categories: tuple[str, ...] | None = None
+    #: a larger catch-up is left to a background process (None: no limit)
+    max_catch_up_bytes: int | None = None
     #: seconds the query embedding may take (default: the configured budget)
     embed_budget: float | None = None
 
@@ -132,7 +136,7 @@ def semantic_injection(request: Request) -> Injection:
     space = space_for(request.config)
     started = time.perf_counter()
     if request.catch_up:
-        _safe_catch_up(request.home, space, notes)
+        _safe_catch_up(request, space, notes)
     timings["catch_up_ms"] = _ms(started)
     query = request.query if request.query is not None else collect(request.root).query
     db = _open_view(request.home)
@@ -151,11 +155,36 @@ def _has_vectors(db: sqlite3.Connection, space: Space) -> bool:
     return row is not None
 
 
-def _safe_catch_up(home: Path, space: Space, notes: list[str]) -> None:
+def _safe_catch_up(request: Request, space: Space, notes: list[str]) -> None:
+    """Catch the views up, unless they are too far behind for the time there is.
+
+    A catch-up cut off by the deadline would roll back and fail the same way
+    at every start, so a large one is left to a background process instead.
+    """
     try:
-        catch_up(home, space)
+        behind = lag_bytes(request.home)
+        if request.max_catch_up_bytes is not None and behind > request.max_catch_up_bytes:
+            notes.append(f"views are {behind} bytes behind the log; catching up in the background")
+            _catch_up_in_background(request.home)
+            return
+        catch_up(request.home, space)
     except (MemlogError, OSError) as exc:
         notes.append(f"views not caught up ({exc}); read as they are")
+
+
+def _catch_up_in_background(home: Path) -> None:
+    """Start ``memlog stats`` detached (it catches the views up); nothing waits for it."""
+    null = [
+        (os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY, 0)
+        for fd in (0, 1, 2)
+    ]
+    os.posix_spawn(
+        sys.executable,
+        [sys.executable, "-m", "memlog", "stats", "--json"],
+        {**os.environ, "MEMLOG_HOME": str(home)},
+        file_actions=null,
+        setsid=True,
+    )
 
 
 def _open_view(home: Path) -> sqlite3.Connection:

@@ -31,6 +31,8 @@ MARGIN = 0.15
 RANK_RESERVE = 0.35
 STDIN_WAIT = 0.2
 SOURCES = ("startup", "resume", "clear", "compact")
+#: a view further behind than this is caught up in the background, not in the hook
+HOOK_CATCH_UP_BYTES = 2 << 20
 
 
 def envelope(context: str) -> str:
@@ -86,6 +88,7 @@ def _work(payload: dict[str, Any], home: Path, started: float, box: dict[str, st
     request = Request(
         home=home, root=root, project=root.name if root else "", config=config,
         deadline=started + budget - MARGIN - RANK_RESERVE,
+        max_catch_up_bytes=HOOK_CATCH_UP_BYTES,
     )  # fmt: skip
     result = build(request)
     box["context"] = result.text

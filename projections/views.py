@@ -100,6 +100,24 @@ def catch_up(
     return CatchUp(done.applied, True, done.seq, done.notes)
 
 
+def lag_bytes(home: Path) -> int:
+    """How many bytes of log the SQLite view has not applied yet (all of it without a view)."""
+    log = EventLog(home)
+    sizes = {p.name: p.stat().st_size for p in log.segments()}
+    if not db_path(home).exists():
+        return sum(sizes.values())
+    db = store.connect(db_path(home), readonly=True)
+    try:
+        stored = store.get_position(db)
+    finally:
+        db.close()
+    segment, offset = stored.position
+    if segment and segment not in sizes:
+        return sum(sizes.values())
+    return sum(size - (offset if name == segment else 0) for name, size in sizes.items()
+               if name >= segment)  # fmt: skip
+
+
 def _incremental(
     home: Path, log: EventLog, space: Space, on_damage: DamageHandler | None
 ) -> CatchUp:
@@ -245,14 +263,19 @@ def _render_changed(db: sqlite3.Connection, changed: dict[str, set[str]]) -> dic
 
 
 def _members(db: sqlite3.Connection, path: str, projects: set[str]) -> list[Entry]:
+    """The entries ``path`` shows (only live ones are rendered, so only they are read).
+
+    ``status = 'live'`` lets the ``(status, category)`` index narrow the search
+    instead of scanning every row; rendering needs no vectors.
+    """
     category = path.rsplit("/", 1)[-1].removesuffix(".md")
     if path.startswith("projects/"):
         marks = ",".join("?" * len(projects))
-        where = f"category = ? AND coalesce(source_project, '') IN ({marks})"
+        where = f"status = 'live' AND category = ? AND coalesce(source_project, '') IN ({marks})"
         params: list[str] = [category, *sorted(projects)]
     else:
-        where, params = "category = ? AND promoted = 1", [category]
-    entries = store.load_where(db, where, params)
+        where, params = "status = 'live' AND category = ? AND promoted = 1", [category]
+    entries = store.load_where(db, where, params, vectors=False)
     return [e for e in entries if path in render.paths_of(e)]
 
 

@@ -173,6 +173,8 @@ def test_migrations_build_the_schema_from_blank(tmp_path: Path) -> None:
     assert spec | {"projects", "features", "sources", "provenance"} <= columns
     triggers = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='trigger'")}
     assert triggers == {"entries_ai", "entries_ad", "entries_au"}
+    indexes = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='index'")}
+    assert {"entries_live", "entries_rank", "vectors_entry"} <= indexes
     assert store.get_meta(db, "schema_version") == str(schema.SCHEMA_VERSION)
     assert schema.migrate(db) == []  # applying again is a no-op
     db.close()
@@ -253,3 +255,58 @@ def test_concurrent_reader_always_sees_a_complete_view(memlog_home: Path) -> Non
     reader.join()
     assert not errors
     assert seen <= {(4000, "4000"), (6000, "10000")} and (6000, "10000") in seen
+
+
+def _schema(db: sqlite3.Connection) -> list[tuple[str, str]]:
+    rows = db.execute(
+        "SELECT name, sql FROM sqlite_master WHERE name NOT LIKE 'sqlite_%' ORDER BY name"
+    )
+    return [(name, sql or "") for name, sql in rows]
+
+
+def test_an_old_database_migrates_to_the_current_schema(tmp_path: Path) -> None:
+    old = sqlite3.connect(tmp_path / "old.db", isolation_level=None)
+    schema.applied(old)  # the bookkeeping tables, as the first version made them
+    schema.m001_initial(old)
+    old.execute("INSERT INTO _migrations(name, ord) VALUES ('m001_initial', 1)")
+    old.execute(
+        "INSERT INTO entries(id, name, description, category, created_at, updated_at, source) "
+        "VALUES ('0123456789abcdef', 'n', 'd', 'patterns', 't', 't', 'manual')"
+    )
+    old.close()
+    migrated = store.connect(tmp_path / "old.db")
+    blank = store.connect(tmp_path / "blank.db")
+    assert _schema(migrated) == _schema(blank)
+    assert [r[0] for r in migrated.execute("SELECT name FROM _migrations ORDER BY ord")] == [
+        name for name, _ in schema.MIGRATIONS
+    ]
+    assert migrated.execute("SELECT count(*) FROM entries").fetchone() == (1,)
+    plan = migrated.execute(
+        "EXPLAIN QUERY PLAN SELECT id, name, category, observation_count, confidence, "
+        "updated_at, recall_count FROM entries WHERE status = 'live' AND category IN (?, ?)",
+        ("patterns", "heuristics"),
+    ).fetchall()
+    assert "COVERING INDEX entries_rank" in " ".join(str(r) for r in plan)
+    migrated.close()
+    blank.close()
+
+
+def test_hook_leaves_a_large_catch_up_to_the_background(memlog_home: Path) -> None:
+    from memlog.config import Config
+    from memlog.inject import Request, build
+
+    _big_log(memlog_home, 2000)
+    catch_up(memlog_home)
+    _big_log(memlog_home, 6000)
+    request = Request(
+        home=memlog_home, root=None, project="", config=Config(memory_embedding_provider="hashing"),
+        deadline=time.monotonic() + 30, max_catch_up_bytes=1000, query="entry number",
+    )  # fmt: skip
+    result = build(request)
+    assert any("catching up in the background" in n for n in result.notes)
+    assert result.total == 2000  # read as it was
+    for _ in range(100):
+        if catch_up(memlog_home).applied == 0 and build(request).total == 6000:
+            break
+        time.sleep(0.1)
+    assert build(request).total == 6000

@@ -24,6 +24,14 @@ _WORD = re.compile(r"\w+", re.UNICODE)
 Floats = npt.NDArray[np.float64]
 
 
+#: function words that match nearly every entry and add nothing to bm25 but time
+STOPWORDS = frozenset(
+    "a an and are as at be but by can do for from had has have if in into is it its no not "
+    "of on or our so than that the their them then there these they this to was we were "
+    "what when which who will with you your".split()
+)
+
+
 def fts_query(text: str | None) -> str | None:
     """A safe FTS5 expression for ``text``: quoted word tokens joined by OR (None if none)."""
     if not text:
@@ -33,7 +41,7 @@ def fts_query(text: str | None) -> str | None:
     tokens = [
         t.lower() if t.isascii() else t for t in _WORD.findall(text) if len(t) > 1 or t.isdigit()
     ]
-    unique = list(dict.fromkeys(tokens))[:MAX_TOKENS]
+    unique = [t for t in dict.fromkeys(tokens) if t not in STOPWORDS][:MAX_TOKENS]
     return " OR ".join(f'"{t}"' for t in unique) if unique else None
 
 

@@ -104,8 +104,18 @@ def _create_fts(db: sqlite3.Connection) -> None:
     )
 
 
+def m002_rank_index(db: sqlite3.Connection) -> None:
+    """A covering index for ranking: candidates are read without touching the wide rows
+    (each carries its embedding inline), which the hook does on every start."""
+    db.execute(
+        "CREATE INDEX entries_rank ON entries(status, category, id, name, observation_count, "
+        "confidence, updated_at, recall_count)"
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_initial", m001_initial),
+    ("m002_rank_index", m002_rank_index),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

@@ -156,11 +156,14 @@ def load_entries(db: sqlite3.Connection, ids: Iterable[str] | None = None) -> di
     return entries
 
 
-def load_where(db: sqlite3.Connection, where: str, params: Iterable[object]) -> list[Entry]:
-    """Entries matching a WHERE clause, with their vectors, in id order."""
+def load_where(
+    db: sqlite3.Connection, where: str, params: Iterable[object], vectors: bool = True
+) -> list[Entry]:
+    """Entries matching a WHERE clause (with their vectors unless not wanted), in id order."""
     rows = db.execute(f"SELECT {_QUOTED} FROM entries WHERE {where} ORDER BY id", list(params))
     entries = {row[0]: row_entry(row) for row in rows}
-    _attach_vectors(db, entries)
+    if vectors:
+        _attach_vectors(db, entries)
     return list(entries.values())
 
 
