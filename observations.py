@@ -66,11 +66,24 @@ def to_event(item: ObservationInput, where: str = "") -> Observed:
 
 def from_fields(fields: Mapping[str, object]) -> Observed:
     """The event for one entry given as a mapping of option values."""
+    for field, value in fields.items():
+        for text in value if isinstance(value, list) else [value]:
+            if isinstance(text, str) and not _is_utf8(text):
+                raise InvalidInput(f"{field} is not valid UTF-8 - at `$.{field}`")
     try:
         item = msgspec.convert(fields, ObservationInput)
     except msgspec.ValidationError as exc:
         raise InvalidInput(str(exc)) from None
     return to_event(item)
+
+
+def _is_utf8(text: str) -> bool:
+    """False for text holding bytes that were not UTF-8 (lone surrogates from argv)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 _LINE_DECODER = msgspec.json.Decoder(ObservationInput)

@@ -24,9 +24,10 @@ def record_crash(exc: BaseException) -> str:
     line = f"internal error: {type(exc).__name__}: {exc}"
     try:
         path = resolve_home() / ERROR_LOG
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         stamp = datetime.now(UTC).isoformat()
         text = "".join(traceback.format_exception(exc))
-        with open(path, "a", encoding="utf-8") as handle:
+        with open(path, "a", encoding="utf-8", errors="backslashreplace") as handle:
             handle.write(f"--- {stamp} {' '.join(sys.argv)}\n{text}")
         return f"{line} (details in {path})"
     except OSError:

@@ -1,7 +1,7 @@
 """Every event memlog records, as tagged msgspec Structs.
 
 One line of the log is one event: the envelope fields of ``EventBase``
-(sequence, unique id, time, schema version, writer, redactions) followed by
+(sequence, unique id, time, schema version, writer, redactions, batch) followed by
 the payload fields of its type, then a checksum that ``codec`` appends.
 Schemas evolve only by adding fields with defaults; a breaking change gets a
 new tag or an upcaster in ``codec``.
@@ -53,6 +53,9 @@ class EventBase(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
     writer: Writer | None = None
     #: payload fields in which secrets were replaced by ``[REDACTED]``
     redacted: tuple[str, ...] = ()
+    #: the sequence of the last event of the batch this one was appended with
+    #: (0 when appended alone): readers take a batch whole or not at all
+    batch_end: int = 0
 
     @property
     def entry_ids(self) -> tuple[str, ...]:

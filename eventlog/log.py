@@ -2,10 +2,12 @@
 
 Appends are safe across processes on a local POSIX filesystem: every append
 takes an exclusive ``flock`` on ``events/.lock``, repairs a torn tail a
-crashed writer left (the torn bytes go to the quarantine file), assigns the
-next sequence numbers, writes the whole batch with one ``os.write`` on an
-``O_APPEND`` descriptor and fsyncs before returning.  A write that cannot
-complete is truncated back, so the log is left exactly as it was.
+crashed writer left (the torn bytes, and the complete lines of a batch cut
+short, go to the quarantine file), assigns the next sequence numbers, writes
+the whole batch with one ``os.write`` on an ``O_APPEND`` descriptor and fsyncs
+before returning.  A write that cannot complete is truncated back, so the log
+is left exactly as it was.  Readers hold back the lines of a batch until its
+last line is there, so no one ever sees part of a batch.
 """
 
 from __future__ import annotations
@@ -115,9 +117,11 @@ class EventLog:
         return stamped
 
     def _stamp(self, events: Sequence[E], first: int) -> list[E]:
-        now = utc_now()
+        now, end = utc_now(), first + len(events) - 1 if len(events) > 1 else 0
         return [
-            msgspec.structs.replace(e, seq=first + i, id=uuid7(), ts=now, writer=self.writer)
+            msgspec.structs.replace(
+                e, seq=first + i, id=uuid7(), ts=now, writer=self.writer, batch_end=end
+            )
             for i, e in enumerate(events)
         ]
 
@@ -155,7 +159,7 @@ class EventLog:
         fd = self._open(path, os.O_RDWR)
         try:
             size = os.fstat(fd).st_size
-            good = seg.last_newline_end(fd, size)
+            good = seg.unfinished_batch_start(fd, seg.last_newline_end(fd, size))
             if good < size:
                 self._cut_torn_tail(fd, path, good, size)
             return seg.last_seq(fd, good)
@@ -164,7 +168,15 @@ class EventLog:
 
     def _cut_torn_tail(self, fd: int, path: Path, good: int, size: int) -> None:
         torn = os.pread(fd, size - good, good)
-        seg.quarantine(self.home, path.name, good, torn, "torn tail left by an interrupted write")
+        try:
+            seg.quarantine(
+                self.home, path.name, good, torn, "torn tail left by an interrupted write"
+            )
+        except OSError as exc:
+            raise LogWriteError(
+                f"cannot quarantine the torn tail of {path.name}: {exc.strerror}; "
+                "the log was left unchanged"
+            ) from None
         os.ftruncate(fd, good)
         os.fsync(fd)
 
@@ -228,45 +240,109 @@ def read_segment(
     on_damage: DamageHandler | None = None,
     include_torn_tail: bool = False,
 ) -> Iterator[Record]:
-    """The good events of one segment from ``offset``; line numbers when ``offset`` is 0."""
-    line_no: int | None = 1 if offset == 0 else None
-    for line, start in _lines(path, offset, on_damage if include_torn_tail else None):
-        yield from _records(path.name, line, start, line_no, on_damage)
-        if line_no is not None:
-            line_no += 1
+    """The good events of one segment from ``offset``; line numbers when ``offset`` is 0.
 
-
-def _lines(path: Path, offset: int, on_torn: DamageHandler | None) -> Iterator[tuple[bytes, int]]:
+    The lines of a batch are held back until its last line is read: a batch
+    left unfinished at the end (a write in progress, or one a crash cut
+    short) is never yielded, and is damage when ``include_torn_tail``.  The
+    file is read a chunk at a time, and each chunk starts again where the one
+    before left something unfinished (a held batch, a partial line): a writer
+    may have cut those bytes meanwhile and appended others in their place.
+    """
+    name, line_no, report = path.name, 1 if offset == 0 else None, _Once(on_damage)
+    size = _READ_CHUNK
     with open(path, "rb") as handle:
-        handle.seek(offset)
-        pending = b""
-        while chunk := handle.read(_READ_CHUNK):
-            parts = (pending + chunk).split(b"\n")
-            pending = parts.pop()
-            for part in parts:
-                yield part, offset
-                offset += len(part) + 1
-    if pending and on_torn is not None:
-        on_torn(Damage(path.name, offset, len(pending), None, "torn tail (no newline)"))
+        while True:
+            data = os.pread(handle.fileno(), size, offset)
+            lines, holder = data.split(b"\n"), _Holder(report)
+            tail, tail_no = offset, line_no
+            for line in lines[:-1]:
+                for record in _records(name, line, tail, tail_no, report):
+                    event = record.event
+                    if event.batch_end > event.seq and event.batch_end == holder.batch_end:
+                        holder.held.append(record)  # the next line of the batch held
+                    elif holder.held or event.batch_end > event.seq:
+                        yield from holder.take(record)
+                    else:
+                        yield record  # an event appended alone
+                tail += len(line) + 1
+                tail_no = None if tail_no is None else tail_no + 1
+            if len(data) < size:
+                break
+            resume, resume_no = holder.start() or (tail, tail_no)
+            size = size * 2 if resume == offset else _READ_CHUNK  # a batch or line past the chunk
+            offset, line_no = resume, resume_no
+    if include_torn_tail:
+        holder.drop("unfinished batch (interrupted write)")
+        if lines[-1]:
+            report(Damage(name, tail, len(lines[-1]), None, "torn tail (no newline)"))
+
+
+class _Holder:
+    """Holds the records of a batch back until its last one is read."""
+
+    def __init__(self, report: DamageHandler) -> None:
+        self.held: list[Record] = []
+        self.batch_end = 0  # of the batch held
+        self.report = report
+
+    def take(self, record: Record) -> Sequence[Record]:
+        """The records that may be yielded now that ``record`` was read."""
+        batch_end = record.event.batch_end
+        if self.held and batch_end != self.batch_end:
+            self.drop("batch cut short by a later line")
+        if batch_end > record.event.seq:
+            self.held.append(record)
+            self.batch_end = batch_end
+            return ()
+        ready, self.held, self.batch_end = [*self.held, record], [], 0
+        return ready
+
+    def start(self) -> tuple[int, int | None] | None:
+        """Where the held batch starts (its offset and line number), if one is held."""
+        return (self.held[0].offset, self.held[0].line) if self.held else None
+
+    def drop(self, reason: str) -> None:
+        if self.held:
+            first, last = self.held[0], self.held[-1]
+            damage = Damage(
+                first.segment, first.offset, last.end - first.offset, first.line, reason
+            )
+            self.report(damage)
+            self.held, self.batch_end = [], 0
+
+
+class _Once:
+    """Passes each damage on once, though the unfinished end of a chunk is read again."""
+
+    def __init__(self, handler: DamageHandler | None) -> None:
+        self.handler = handler
+        self.seen: set[Damage] = set()
+
+    def __call__(self, damage: Damage) -> None:
+        if self.handler is not None and damage not in self.seen:
+            self.seen.add(damage)
+            self.handler(damage)
 
 
 def _records(
-    segment: str, line: bytes, start: int, line_no: int | None, on_damage: DamageHandler | None
-) -> Iterator[Record]:
+    segment: str, line: bytes, start: int, line_no: int | None, on_damage: DamageHandler
+) -> tuple[Record, ...]:
+    """The event of one line; a good line glued after a torn prefix is salvaged."""
     end = start + len(line) + 1
     try:
-        yield Record(decode_line(line), segment, start, end, line_no)
-        return
+        return (Record(decode_line(line), segment, start, end, line_no),)
     except BadLine as exc:
         reason = exc.reason
+    found: tuple[Record, ...] = ()
     salvaged = _salvage(line)
     if salvaged is not None:
         cut, event = salvaged
         reason = "torn prefix glued to a good line"
-        yield Record(event, segment, start + cut, end, line_no)
+        found = (Record(event, segment, start + cut, end, line_no),)
         line = line[:cut]
-    if on_damage is not None:
-        on_damage(Damage(segment, start, len(line), line_no, reason))
+    on_damage(Damage(segment, start, len(line), line_no, reason))
+    return found
 
 
 def _salvage(line: bytes) -> tuple[int, Event] | None:

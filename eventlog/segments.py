@@ -60,6 +60,43 @@ def last_newline_end(fd: int, size: int) -> int:
         window *= 2
 
 
+def unfinished_batch_start(fd: int, end: int) -> int:
+    """Where the batch the first ``end`` bytes stop inside of starts (``end`` if none).
+
+    A batch is written with one ``write``; a crash can leave its first lines
+    complete and the rest torn.  Those lines must go with the rest.
+    """
+    window = _WINDOW
+    while end > 0:
+        start, data = tail_window(fd, end, window)
+        lines = data.split(b"\n")[:-1]
+        if start > 0:
+            lines = lines[1:]  # the first may be cut by the window
+        found = _batch_start_in(lines, end, whole=start == 0)
+        if found is not None:
+            return found
+        window *= 2
+    return end
+
+
+def _batch_start_in(lines: list[bytes], end: int, whole: bool) -> int | None:
+    """The start of an unfinished batch at the end of ``lines``; None to look further back."""
+    offset = begin = end
+    batch_end: int | None = None
+    for line in reversed(lines):
+        offset -= len(line) + 1
+        try:
+            event = decode_line(line)
+        except BadLine:
+            return begin
+        if batch_end is None and event.batch_end <= event.seq:
+            return end  # the last line ends its batch (or stands alone)
+        if batch_end is not None and event.batch_end != batch_end:
+            return begin
+        batch_end, begin = event.batch_end, offset
+    return begin if whole else None
+
+
 def last_seq(fd: int, size: int) -> int | None:
     """The highest sequence in the complete lines of a segment, or None if it has none.
 
@@ -135,8 +172,11 @@ def quarantine(
         seqs=seqs,
     )
     payload = msgspec.json.encode(record) + b"\n"
-    fd = os.open(home / QUARANTINE_NAME, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    fd = os.open(home / QUARANTINE_NAME, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
     try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            payload = b"\n" + payload  # a crash tore the last record: do not glue onto it
         write_all(fd, payload)
         os.fsync(fd)
     finally:
@@ -154,10 +194,19 @@ def write_all(fd: int, data: bytes) -> None:
 
 
 def read_quarantine(home: Path) -> list[QuarantineRecord]:
-    """Every record of the quarantine file (empty when there is none)."""
+    """Every record of the quarantine file (empty when there is none).
+
+    A record a crash tore while it was written is skipped.
+    """
     try:
         raw = (home / QUARANTINE_NAME).read_bytes()
     except FileNotFoundError:
         return []
     decoder = msgspec.json.Decoder(QuarantineRecord)
-    return [decoder.decode(line) for line in raw.splitlines() if line.strip()]
+    records = []
+    for line in raw.splitlines():
+        try:
+            records.append(decoder.decode(line))
+        except msgspec.DecodeError:
+            continue
+    return records

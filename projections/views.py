@@ -106,11 +106,14 @@ def lag_bytes(home: Path) -> int:
     sizes = {p.name: p.stat().st_size for p in log.segments()}
     if not db_path(home).exists():
         return sum(sizes.values())
-    db = store.connect(db_path(home), readonly=True)
     try:
-        stored = store.get_position(db)
-    finally:
-        db.close()
+        db = store.connect(db_path(home), readonly=True)
+        try:
+            stored = store.get_position(db)
+        finally:
+            db.close()
+    except sqlite3.DatabaseError:
+        return 0  # unreadable: catch_up rebuilds it, whatever the size
     segment, offset = stored.position
     if segment and segment not in sizes:
         return sum(sizes.values())

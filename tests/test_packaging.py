@@ -1,0 +1,83 @@
+"""The wheel: what it holds, and that it installs and runs away from the checkout."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+NOT_SOURCES = shutil.ignore_patterns(
+    ".git", "__pycache__", "*.egg-info", "build", "dist", ".*_cache", ".hypothesis", ".venv"
+)
+
+
+def run(*args: str | Path, cwd: Path, env: dict[str, str] | None = None) -> str:
+    result = subprocess.run(
+        [str(a) for a in args], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, f"{args}\n{result.stdout}\n{result.stderr}"
+    return result.stdout
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A wheel built from a copy of the checkout (the build leaves no files in it)."""
+    work = tmp_path_factory.mktemp("wheel")
+    source = work / "source"
+    shutil.copytree(ROOT, source, ignore=NOT_SOURCES)
+    run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", work / "dist", source,
+        cwd=work)  # fmt: skip
+    (built,) = (work / "dist").glob("memlog-*.whl")
+    return built
+
+
+@pytest.mark.slow
+def test_wheel_contents(wheel: Path) -> None:
+    names = zipfile.ZipFile(wheel).namelist()
+    assert "memlog/py.typed" in names
+    assert "memlog/eventlog/log.py" in names and "memlog/commands/cli.py" in names
+    assert "memlog/hooks/hooks.json" in names
+    assert not [n for n in names if n.startswith(("memlog/tests/", "memlog/benchmarks/"))]
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+    entry_points = next(n for n in names if n.endswith(".dist-info/entry_points.txt"))
+    assert "\nmemlog = memlog." in zipfile.ZipFile(wheel).read(entry_points).decode()
+
+
+@pytest.mark.slow
+def test_wheel_installs_and_runs_outside_the_checkout(wheel: Path, tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    run(sys.executable, "-m", "venv", "--without-pip", venv, cwd=tmp_path)
+    python = venv / "bin" / "python"
+    run(sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", wheel,
+        cwd=tmp_path)  # fmt: skip
+    # dependencies come from the environment running the tests, appended after
+    # the wheel's own site-packages (so its .pth files, editable ones among
+    # them, are not processed and cannot shadow the wheel)
+    site = Path(run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+                    cwd=tmp_path).strip())  # fmt: skip
+    paths = dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib"))
+    (site / "test-dependencies.pth").write_text("\n".join(paths) + "\n")
+
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PYTHON")}
+    env["MEMLOG_HOME"] = str(tmp_path / "home")
+    where = run(python, "-c", "import memlog; print(memlog.__file__)", cwd=outside, env=env)
+    assert Path(where.strip()).is_relative_to(site)
+
+    memlog = venv / "bin" / "memlog"
+    help_text = run(memlog, "--help", cwd=outside, env=env)
+    assert help_text.startswith("Usage: memlog")
+    for command in ("observe", "log", "verify", "stats"):
+        assert f"  {command} " in help_text
+    run(memlog, "observe", "--name", "N", "--description", "D", "--category", "facts",
+        cwd=outside, env=env)  # fmt: skip
+    assert "entry.observed" in run(memlog, "log", cwd=outside, env=env)
+    assert "log: clean" in run(memlog, "verify", "--log-only", cwd=outside, env=env)
