@@ -61,6 +61,9 @@ class LazyGroup(click.Group):
             raise click.ClickException(str(exc)) from None
         except sqlite3.Error as exc:
             raise click.ClickException(f"memory.db: {exc}") from None
+        except OSError as exc:  # a file the command needed: say which and why
+            where = f"{exc.filename}: " if exc.filename else ""
+            raise click.ClickException(f"{where}{exc.strerror or exc}") from None
         except Exception as exc:  # noqa: BLE001 - the one place a crash becomes a line
             raise click.ClickException(record_crash(exc)) from None
 

@@ -57,7 +57,7 @@ def pending_entries(
 
 
 def pending_count(home: Path, space: Space) -> int:
-    db = store.connect(home / store.DB_NAME)
+    db = store.connect(home / store.DB_NAME, readonly=True)
     try:
         row = db.execute(
             "SELECT count(*) FROM entries WHERE status = 'live' AND id NOT IN (SELECT entry_id "

@@ -15,7 +15,7 @@ def find_entry(folder: Path, prefix: str) -> Entry:
     text = prefix.strip().lower()
     if not text or any(c not in "0123456789abcdef" for c in text):
         raise InvalidInput(f"{prefix!r} is not an entry id (16 hex characters or a prefix)")
-    db = store.connect(folder / store.DB_NAME)
+    db = store.connect(folder / store.DB_NAME, readonly=True)
     try:
         found = store.load_where(db, "id LIKE ?", [text + "%"])
     finally:
@@ -29,7 +29,7 @@ def find_entry(folder: Path, prefix: str) -> Entry:
 
 def entry_counts(folder: Path) -> dict[str, object]:
     """Live entries by category and by project, and how many are not live."""
-    db = store.connect(folder / store.DB_NAME)
+    db = store.connect(folder / store.DB_NAME, readonly=True)
     try:
         rows = db.execute("SELECT status, category, coalesce(source_project, '') FROM entries")
         status: Counter[str] = Counter()

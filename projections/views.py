@@ -35,6 +35,7 @@ from memlog.projections.markdown_view.writer import (
     write_files,
 )
 from memlog.projections.sqlite_view import store
+from memlog.projections.sqlite_view.schema import SCHEMA_VERSION
 from memlog.projections.sqlite_view.vectors import (
     VECTOR_DIR,
     Space,
@@ -46,6 +47,7 @@ from memlog.timefilter import Bound, within
 DEFAULT_SPACE = Space("local", "all-MiniLM-L6-v2", 384)
 _MD_LOCK = ".markdown.lock"
 _CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
+_SPACE_KEYS = ("embedding_provider", "embedding_model", "embedding_dimensions")
 Progress = Callable[[int], None]
 
 
@@ -88,6 +90,9 @@ def catch_up(
     log = EventLog(home)
     if not log.segments() and not db_path(home).exists():
         return CatchUp(0, False, 0, [])
+    current = _current_seq(home, space)
+    if current is not None:
+        return CatchUp(0, False, current, [])
     _remove_stale_asides(home)
     try:
         return _incremental(home, log, space, on_damage)
@@ -98,6 +103,39 @@ def catch_up(
             raise ViewError(f"cannot update {db_path(home)}: {exc}") from None
     done = rebuild(home, space)
     return CatchUp(done.applied, True, done.seq, done.notes)
+
+
+def _current_seq(home: Path, space: Space) -> int | None:
+    """The views' sequence when they already reflect the whole log in ``space``, else None.
+
+    A read-only check: an up-to-date view is never opened for writing, so
+    reading commands also work on a read-only home.
+    """
+    if not db_path(home).exists() or lag_bytes(home) != 0:
+        return None
+    try:
+        db = store.connect(db_path(home), readonly=True)
+        try:
+            stored_space = tuple(store.get_meta(db, k) for k in _SPACE_KEYS)
+            version = store.get_meta(db, "schema_version")
+            seq = store.get_position(db).seq
+        finally:
+            db.close()
+    except sqlite3.DatabaseError:
+        return None
+    in_space = stored_space == (space.provider, space.model, str(space.dimensions))
+    current = in_space and version == str(SCHEMA_VERSION) and _markdown_current(home)
+    return seq if current else None
+
+
+def _markdown_current(folder: Path) -> bool:
+    state = load_state(folder)
+    return (state.segment, state.offset) == _log_end(folder)
+
+
+def _log_end(home: Path) -> tuple[str, int]:
+    segments = EventLog(home).segments()
+    return (segments[-1].name, segments[-1].stat().st_size) if segments else ("", 0)
 
 
 def lag_bytes(home: Path) -> int:
@@ -417,7 +455,7 @@ _DIGEST_TABLES = (
 
 def sqlite_digest(path: Path) -> str:
     """sha256 of the database's content in a canonical order (packed file names left out)."""
-    db = store.connect(path)
+    db = store.connect(path, readonly=True)
     try:
         hasher = hashlib.sha256()
         for table, order in _DIGEST_TABLES:
@@ -431,7 +469,7 @@ def sqlite_digest(path: Path) -> str:
 
 def entry_digests(path: Path) -> dict[str, str]:
     """A digest per entry row (for naming which entries drifted)."""
-    db = store.connect(path)
+    db = store.connect(path, readonly=True)
     try:
         rows = db.execute(f"SELECT {store.QUOTED_COLUMNS} FROM entries ORDER BY id")
         return {row[0]: digest(_ENC.encode(row)) for row in rows}

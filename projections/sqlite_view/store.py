@@ -6,6 +6,7 @@ themselves, so a catch-up's rows and its log position commit together.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -45,7 +46,7 @@ _LIST = msgspec.json.Decoder(list[str])
 def connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
     """Open ``memory.db`` (WAL, busy timeout, autocommit); writers also migrate it."""
     if readonly:
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+        db = _connect_readonly(path)
     else:
         ensure_dir(path.parent)
         db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
@@ -55,6 +56,22 @@ def connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
         db.execute("PRAGMA synchronous = NORMAL")
         migrate(db)
     return db
+
+
+def _connect_readonly(path: Path) -> sqlite3.Connection:
+    """A read-only connection; on a read-only filesystem (no ``-shm`` can be made) the
+    file is opened as immutable, which is safe there because nothing can change it."""
+    if not path.exists():
+        raise sqlite3.OperationalError(f"unable to open database file {path}")
+    db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+    try:
+        db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
+        return db
+    except sqlite3.OperationalError:
+        db.close()
+        if os.access(path.parent, os.W_OK):
+            raise
+    return sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True, isolation_level=None)
 
 
 @contextmanager
