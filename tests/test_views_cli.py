@@ -310,3 +310,16 @@ def test_hook_leaves_a_large_catch_up_to_the_background(memlog_home: Path) -> No
             break
         time.sleep(0.1)
     assert build(request).total == 6000
+
+
+def test_projects_with_similar_names_keep_their_own_files(memlog_home: Path) -> None:
+    log = EventLog(memlog_home)
+    log.append([Observed(name="A", description="Alpha text", category="patterns", project="a b")])
+    log.append([Observed(name="B", description="Beta text", category="patterns", project="a-b")])
+    catch_up(memlog_home)
+    log.append([Observed(name="A2", description="Alpha two", category="patterns", project="a b")])
+    catch_up(memlog_home)
+    texts = sorted(p.read_text() for p in (memlog_home / "projects").glob("*/patterns.md"))
+    assert len(texts) == 2
+    assert "### Pattern: B\n" in texts[0] + texts[1]
+    assert sum(t.count("### Pattern:") for t in texts) == 3

@@ -14,6 +14,7 @@ so retiring the last entry of a file empties it rather than leaving it stale.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable
 
@@ -58,9 +59,18 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9._-]+")
 
 
 def project_dir(project: str) -> str:
-    """A safe directory name for a project (never empty, never hidden or ``..``)."""
+    """A safe directory name for a project (never empty, never hidden or ``..``).
+
+    A name that had to be changed gets a short hash of the original, so two
+    projects (``a b`` and ``a-b``) never share a directory.
+    """
+    if not project:
+        return NO_PROJECT
     name = _UNSAFE.sub("-", project).strip(".-")
-    return name or NO_PROJECT
+    if name == project:
+        return name
+    digest = hashlib.sha256(project.encode("utf-8")).hexdigest()[:8]
+    return f"{name or 'project'}-{digest}"
 
 
 def global_path(category: str) -> str:
