@@ -77,7 +77,8 @@ def prominence_parts(
 ) -> tuple[Floats, Floats, Floats, Floats]:
     top = float(observations.max()) if observations.size else 0.0
     obs = observations / top if top > 0 else np.zeros_like(observations)
-    conf = np.array([CONFIDENCE.get(c, 2.0) / 3.0 for c in confidence], dtype=np.float64)
+    levels = np.asarray(confidence, dtype=object)
+    conf = np.select([levels == "high", levels == "low"], [3.0, 1.0], 2.0) / 3.0
     recency = 1.0 / (1.0 + days / 30.0)
     recall = np.minimum(recalls / 10.0, 1.0)
     return obs, conf, recency, recall
@@ -119,28 +120,36 @@ def select(
     Returned grouped by category (anti-patterns, heuristics, patterns,
     facts), best first within each; unbalanced, simply best first.
     """
-    ranked = [int(i) for i in np.argsort(-final, kind="stable")]
+    order = np.argsort(-final, kind="stable")
     if limit == 0:
         return []
     if not balanced:
-        return ranked if limit < 0 else ranked[:limit]
-    chosen = ranked if limit < 0 or limit >= len(ranked) else _balanced(categories, ranked, limit)
-    order = {c: n for n, c in enumerate(CATEGORY_ORDER)}
-    position = {i: n for n, i in enumerate(ranked)}
-    return sorted(chosen, key=lambda i: (order.get(categories[i], 99), position[i]))
+        return [int(i) for i in (order if limit < 0 else order[:limit])]
+    codes = _category_codes(categories)
+    chosen = order if limit < 0 or limit >= len(order) else _balanced(codes, order, limit)
+    rank = np.empty(len(order), dtype=np.int64)
+    rank[order] = np.arange(len(order))
+    grouped = chosen[np.lexsort((rank[chosen], codes[chosen]))]
+    return [int(i) for i in grouped]
 
 
-def _balanced(categories: Sequence[str], ranked: list[int], limit: int) -> list[int]:
-    present = [c for c in CATEGORY_ORDER if c in set(categories)]
-    chosen: list[int] = []
+def _category_codes(categories: Sequence[str]) -> npt.NDArray[np.int64]:
+    """Each candidate's category as its place in CATEGORY_ORDER (unknown ones last)."""
+    names = np.asarray(categories, dtype=object)
+    codes = np.full(len(names), len(CATEGORY_ORDER), dtype=np.int64)
+    for code, category in enumerate(CATEGORY_ORDER):
+        codes[names == category] = code
+    return codes
+
+
+def _balanced(
+    codes: npt.NDArray[np.int64], order: npt.NDArray[np.intp], limit: int
+) -> npt.NDArray[np.intp]:
+    present = np.unique(codes)
+    picked = np.zeros(len(order), dtype=bool)
     if limit >= BALANCE_FROM and limit >= MIN_PER_CATEGORY * len(present):
-        for category in present:
-            chosen += [i for i in ranked if categories[i] == category][:MIN_PER_CATEGORY]
-    taken = set(chosen)
-    for index in ranked:
-        if len(chosen) >= limit:
-            break
-        if index not in taken:
-            chosen.append(index)
-            taken.add(index)
-    return chosen
+        for code in present:
+            picked[order[codes[order] == code][:MIN_PER_CATEGORY]] = True
+    rest = order[~picked[order]][: max(limit - int(picked.sum()), 0)]
+    picked[rest] = True
+    return order[picked[order]]
