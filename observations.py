@@ -93,11 +93,11 @@ def parse_json_lines(data: bytes, default_project: str = "") -> list[Observed]:
     """Events for every JSON object in ``data`` (one per line, or one JSON array)."""
     text = data.lstrip()
     if text.startswith(b"["):
-        items = _decode(msgspec.json.Decoder(list[ObservationInput]), text, "input")
+        items = decode_checked(msgspec.json.Decoder(list[ObservationInput]), text, "input")
         pairs = [(f"item {i}", item) for i, item in enumerate(items)]
     else:
         lines = [(n, ln) for n, ln in enumerate(data.splitlines(), 1) if ln.strip()]
-        pairs = [(f"line {n}", _decode(_LINE_DECODER, ln, f"line {n}")) for n, ln in lines]
+        pairs = [(f"line {n}", decode_checked(_LINE_DECODER, ln, f"line {n}")) for n, ln in lines]
     if not pairs:
         raise InvalidInput("no entries in the input")
     return [to_event(_with_project(item, default_project), where) for where, item in pairs]
@@ -109,7 +109,8 @@ def _with_project(item: ObservationInput, project: str) -> ObservationInput:
     return msgspec.structs.replace(item, project=project)
 
 
-def _decode(decoder: msgspec.json.Decoder[T], raw: bytes, where: str) -> T:
+def decode_checked(decoder: msgspec.json.Decoder[T], raw: bytes, where: str) -> T:
+    """Decode ``raw``; a schema or JSON error becomes InvalidInput naming ``where``."""
     try:
         return decoder.decode(raw)
     except msgspec.ValidationError as exc:

@@ -23,7 +23,7 @@ import msgspec
 
 from memlog.errors import InvalidInput, MemlogError
 from memlog.eventlog.events import Observed, Promoted, Scope
-from memlog.observations import ObservationInput, to_event
+from memlog.observations import ObservationInput, decode_checked, to_event
 
 UNIVERSAL_LABEL = "Universal"
 PROJECT_LABEL = "Project-specific"
@@ -261,11 +261,11 @@ def parse_candidates(data: bytes, project: str = "", feature: str = "") -> list[
     """Candidates for every JSON object in ``data`` (one per line, or one JSON array)."""
     text = data.lstrip()
     if text.startswith(b"["):
-        items = _decode(_ARRAY, text, "input")
+        items = decode_checked(_ARRAY, text, "input")
         pairs = [(f"item {i}", item) for i, item in enumerate(items)]
     else:
         lines = [(n, ln) for n, ln in enumerate(data.splitlines(), 1) if ln.strip()]
-        pairs = [(f"line {n}", _decode(_LINE, ln, f"line {n}")) for n, ln in lines]
+        pairs = [(f"line {n}", decode_checked(_LINE, ln, f"line {n}")) for n, ln in lines]
     if not pairs:
         raise InvalidInput("no entries in the input")
     return [_candidate(item, where, project, feature) for where, item in pairs]
@@ -278,15 +278,6 @@ def _candidate(item: PromotionInput, where: str, project: str, feature: str) -> 
         item, project=item.project or project, feature=item.feature or feature
     )
     return Candidate(to_event(filled, where), item.scope, item.reason)
-
-
-def _decode(decoder: msgspec.json.Decoder[T], raw: bytes, where: str) -> T:
-    try:
-        return decoder.decode(raw)
-    except msgspec.ValidationError as exc:
-        raise InvalidInput(f"{where}: {exc}") from None
-    except msgspec.DecodeError as exc:
-        raise InvalidInput(f"{where}: malformed JSON ({exc})") from None
 
 
 # -- report --------------------------------------------------------------------
