@@ -17,7 +17,7 @@ import subprocess
 from collections import deque
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import NamedTuple, TypeVar
+from typing import NamedTuple
 
 import msgspec
 
@@ -76,7 +76,6 @@ _DIR_PATH = re.compile(
 _FILE_NAME = re.compile(rf"(?<![\w/.-])[\w-]+(?:\.[\w-]+)*\.(?:{_EXTENSIONS})(?![\w-])", re.I)
 _WORD = re.compile(r"[A-Za-z0-9_](?:[\w.-]*[A-Za-z0-9_])?")
 _FEW = 3
-T = TypeVar("T")
 
 
 class Verdict(NamedTuple):
