@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -54,53 +55,60 @@ def current_space() -> Space:
     return space_for(project_config())
 
 
-def embed_new(entry_ids: Iterable[str]) -> list[str]:
+def after_append(
+    entry_ids: Iterable[str], supplied: Mapping[str, Sequence[str]] | None = None
+) -> list[str]:
+    """Once new observations are in the log: update the views, embed and label the new
+    entries where possible, and update the views again if that appended anything.
+
+    Every failure here is a warning: the log already holds what was recorded.
+    """
+    ids = set(entry_ids)
+    notes = refresh_views()
+    embedded, more_vectors = _embed_new(ids)
+    labelled, more_labels = _label_new(ids, supplied or {})
+    notes += embedded + labelled
+    return notes + (refresh_views() if more_vectors or more_labels else [])
+
+
+def _embed_new(entry_ids: set[str]) -> tuple[list[str], bool]:
     """Embed the given entries now if the provider can; otherwise they stay pending."""
     space = current_space()
     try:
-        caught_up()
         db = store.connect(home() / store.DB_NAME)
         try:
             entries = pending_entries(db, space, ids=set(entry_ids))
         finally:
             db.close()
         if not entries:
-            return []
+            return [], False
         provider = make_provider(project_config(), home())
         try:
             outcome = embed_entries(open_log("embed"), entries, provider, space)
         finally:
             provider.close()
-    except MemlogError as exc:
-        return [f"not embedded now ({exc}); memlog reembed will do it"]
+    except (MemlogError, sqlite3.Error) as exc:
+        return [f"not embedded now ({exc}); memlog reembed will do it"], False
     notes = [f"{outcome.pending} entries left for memlog reembed: {outcome.stopped}"]
-    return (notes if outcome.stopped else []) + refresh_views()
+    return (notes if outcome.stopped else []), outcome.embedded > 0
 
 
-def label_new(
-    entry_ids: Iterable[str], supplied: Mapping[str, Sequence[str]] | None = None
-) -> list[str]:
-    """Label the given entries with keywords now; a failure is a warning, never an error.
-
-    ``supplied`` maps entry ids to the keywords the writer gave (the caller tier).
-    """
+def _label_new(entry_ids: set[str], given: Mapping[str, Sequence[str]]) -> tuple[list[str], bool]:
+    """Label the given entries with keywords now (``given``: the writer's own keywords)."""
     config = project_config()
     if config.memory_keyword_provider == "off":
-        return []
-    given = supplied or {}
+        return [], False
     try:
-        caught_up()
         db = store.connect(home() / store.DB_NAME)
         try:
-            entries = store.load_entries(db, set(entry_ids)).values()
+            entries = store.load_entries(db, entry_ids).values()
         finally:
             db.close()
         todo = [e for e in entries if e.live and needs_labels(e, given)]
         outcome = label_entries(open_log("label"), todo, config, given)
-    except MemlogError as exc:
-        return [f"keywords not generated ({exc})"]
-    notes = [f"keywords: {note}" for note in outcome.notes]
-    return notes + (refresh_views() if outcome.events else [])
+    except (MemlogError, sqlite3.Error) as exc:
+        return [f"keywords not generated ({exc})"], False
+    return [f"keywords: {note}" for note in outcome.notes], bool(outcome.events)
 
 
 def caught_up(on_damage: DamageHandler | None = None) -> CatchUp:
@@ -114,6 +122,11 @@ def refresh_views() -> list[str]:
         return caught_up().notes
     except MemlogError as exc:
         return [f"views not updated ({exc}); the next command retries"]
+    except OSError as exc:  # the markdown files (the global store among them)
+        return [
+            f"global store not written ({exc}); the log holds every event and the next "
+            "memlog command (or memlog replay) writes it"
+        ]
 
 
 def warn(lines: list[str]) -> None:

@@ -7,12 +7,10 @@ from pathlib import Path
 import click
 
 from memlog.commands.common import (
+    after_append,
     caught_up,
-    embed_new,
     home,
-    label_new,
     open_log,
-    refresh_views,
     warn,
 )
 from memlog.importer import markdown_files, plan_import
@@ -39,9 +37,7 @@ def import_(paths: tuple[Path, ...], project: str | None, dry_run: bool) -> None
     warn(plan.warnings)
     if plan.events and not dry_run:
         open_log("import").append(plan.events)
-        warn(refresh_views())
-        warn(embed_new(i for e in plan.events for i in e.entry_ids))
-        warn(label_new(i for e in plan.events for i in e.entry_ids))
+        warn(after_append(i for e in plan.events for i in e.entry_ids))
     verb = "would append" if dry_run else "appended"
     click.echo(
         f"{plan.parsed} entries in {len(plan.files)} files: {verb} {len(plan.events)} events, "

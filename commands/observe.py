@@ -9,11 +9,9 @@ import click
 
 from memlog.commands.base import InputError
 from memlog.commands.common import (
+    after_append,
     echo_json,
-    embed_new,
-    label_new,
     open_log,
-    refresh_views,
     warn,
 )
 from memlog.eventlog.events import CATEGORIES, CONFIDENCES, SOURCES, Observed
@@ -94,9 +92,7 @@ def observe(
     if git_base is not None:
         events = _with_git_references(events, git_base)
     stored = open_log("observe", redact=not no_redact).append(events)
-    warn(refresh_views())
-    warn(embed_new(e.entry_id for e in stored))
-    warn(label_new((e.entry_id for e in stored), {e.entry_id: e.keywords for e in stored}))
+    warn(after_append((e.entry_id for e in stored), {e.entry_id: e.keywords for e in stored}))
     _report(stored, print_json)
 
 

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import IO, TypeVar
+from typing import IO
 
 import click
 
 from memlog.commands.base import InputError
 from memlog.commands.common import (
-    caught_up,
-    embed_new,
+    after_append,
     home,
-    label_new,
     open_log,
     refresh_views,
     warn,
@@ -39,7 +36,6 @@ from memlog.promotion import (
     with_references,
 )
 
-T = TypeVar("T")
 Named = list[tuple[str, Verdict]]
 Planned = list[Observed | Promoted]
 
@@ -145,7 +141,7 @@ def _from_ids(
     context: ProjectContext,
     feature: str,
 ) -> tuple[Named, Planned]:
-    _guarded(caught_up)
+    warn(refresh_views())  # a global store that cannot be written is only a warning
     entries = [_live_entry(i) for i in entry_ids]
     named: Named = []
     for entry in entries:
@@ -169,23 +165,4 @@ def _live_entry(prefix: str) -> Entry:
 
 def _update_views(observed: list[Observed]) -> None:
     """Update the views, embed and label new entries; a failure is a warning, never an exit."""
-    ids = [e.entry_id for e in observed]
-    notes = _guarded(refresh_views)
-    if notes is not None:
-        warn(notes)
-        warn(embed_new(ids))
-        warn(label_new(ids, {e.entry_id: e.keywords for e in observed}))
-
-
-def _guarded(update: Callable[[], T]) -> T | None:
-    """Run a view update; when the global store cannot be written, say so and go on."""
-    try:
-        return update()
-    except OSError as exc:
-        warn(
-            [
-                f"global store not written ({exc}); the log holds every promotion "
-                "and the next memlog command (or memlog replay) writes it"
-            ]
-        )
-        return None
+    warn(after_append((e.entry_id for e in observed), {e.entry_id: e.keywords for e in observed}))

@@ -14,17 +14,15 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import msgspec
 from pydantic import BaseModel, Field
 
-from memlog.commands import common
-from memlog.commands.common import current_space, embed_new, home, open_log, refresh_views
+from memlog.commands.common import after_append, current_space, home, open_log, refresh_views
 from memlog.config import load_config
-from memlog.errors import InvalidInput, MemlogError
+from memlog.errors import InvalidInput
 from memlog.eventlog.events import CATEGORIES, Observed
 from memlog.inject import Request, build
 from memlog.observations import from_fields
@@ -136,9 +134,7 @@ def store_memory(
     )
     existed = _entry(event.entry_id) is not None
     [stored] = open_log(COMMAND).append([event])
-    notes = refresh_views()
-    notes += embed_new([stored.entry_id])
-    notes += _label([stored.entry_id])
+    notes = after_append([stored.entry_id])
     return _stored_result(stored, project, existed, notes)
 
 
@@ -147,18 +143,6 @@ def _require_text(**fields: str) -> None:
     if empty:
         verb = "is" if len(empty) == 1 else "are"
         raise InvalidInput(f"{' and '.join(empty)} {verb} empty; give some text")
-
-
-def _label(ids: list[str]) -> list[str]:
-    """Keyword labels now, when the labelling step is available."""
-    label_new: Callable[[Iterable[str]], Any] | None = getattr(common, "label_new", None)
-    if not callable(label_new):
-        return []
-    try:
-        notes = label_new(ids)
-    except MemlogError as exc:
-        return [f"not labelled now ({exc})"]
-    return [str(n) for n in notes or []]
 
 
 def _stored_result(stored: Observed, project: str, existed: bool, notes: list[str]) -> Stored:
