@@ -30,10 +30,10 @@ from memlog.embeddings.registry import make_provider, space_for
 from memlog.errors import MemlogError
 from memlog.eventlog.events import Recalled
 from memlog.eventlog.log import EventLog
+from memlog.files import atomic_write
 from memlog.projections.fold import Entry
 from memlog.projections.markdown_view import legacy
 from memlog.projections.markdown_view.kb_parser import ParsedEntry, parse_file
-from memlog.projections.markdown_view.writer import atomic_write
 from memlog.projections.sqlite_view import retrieval, store
 from memlog.projections.sqlite_view.vectors import Space
 from memlog.projections.views import catch_up, lag_bytes

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import base64
-import errno
 import os
 import re
 from pathlib import Path
@@ -12,6 +11,8 @@ import msgspec
 
 from memlog.eventlog.codec import BadLine, check_line, decode_line
 from memlog.eventlog.ids import utc_now
+from memlog.files import fsync_dir as fsync_dir
+from memlog.files import write_all as write_all
 
 SEGMENT_SUFFIX = ".jsonl"
 QUARANTINE_NAME = "quarantine.jsonl"
@@ -31,14 +32,6 @@ def list_segments(events_dir: Path) -> list[Path]:
     except FileNotFoundError:
         return []
     return [events_dir / n for n in names if not n.startswith(".")]
-
-
-def fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY | os.O_DIRECTORY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def tail_window(fd: int, size: int, window: int) -> tuple[int, bytes]:
@@ -181,16 +174,6 @@ def quarantine(
         os.fsync(fd)
     finally:
         os.close(fd)
-
-
-def write_all(fd: int, data: bytes) -> None:
-    """Write all of ``data``; a write that makes no progress is ENOSPC."""
-    view = memoryview(data)
-    while view:
-        written = os.write(fd, view)
-        if written <= 0:
-            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
-        view = view[written:]
 
 
 def read_quarantine(home: Path) -> list[QuarantineRecord]:

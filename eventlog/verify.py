@@ -8,7 +8,6 @@ file) under the append lock, so no writer races it.
 
 from __future__ import annotations
 
-import os
 import re
 from collections import Counter
 from pathlib import Path
@@ -17,6 +16,7 @@ import msgspec
 
 from memlog.eventlog import segments as seg
 from memlog.eventlog.log import Damage, EventLog, read_segment
+from memlog.files import atomic_write
 
 _SEQ_RE = re.compile(rb'"seq":(\d+)')
 
@@ -139,12 +139,4 @@ def _repair_segment(home: Path, path: Path) -> list[str]:
 
 
 def _replace(path: Path, data: bytes) -> None:
-    tmp = path.with_name(f".{path.name}.repair")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        seg.write_all(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
-    seg.fsync_dir(path.parent)
+    atomic_write(path, data)

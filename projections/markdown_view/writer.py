@@ -9,14 +9,13 @@ timestamped backup and reported before being rewritten.
 from __future__ import annotations
 
 import hashlib
-import os
 import shutil
 from datetime import UTC, datetime
 from pathlib import Path
 
 import msgspec
 
-from memlog.eventlog.segments import write_all
+from memlog.files import atomic_write
 
 STATE_NAME = ".markdown-state.json"
 
@@ -41,19 +40,6 @@ def load_state(folder: Path) -> MarkdownState:
 
 def save_state(folder: Path, state: MarkdownState) -> None:
     atomic_write(folder / STATE_NAME, msgspec.json.encode(state))
-
-
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file, fsync it, and rename it over ``path``."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        write_all(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, path)
 
 
 def _backup(path: Path) -> Path:

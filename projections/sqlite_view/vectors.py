@@ -21,7 +21,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from memlog.eventlog.segments import write_all
+from memlog.files import atomic_write
 
 VECTOR_DIR = "vectors"
 ID_WIDTH = 16
@@ -62,14 +62,7 @@ def write_packed(db: sqlite3.Connection, folder: Path, space: Space) -> None:
     folder.mkdir(mode=0o700, exist_ok=True)
     name = f"{uuid.uuid4().hex}.f32"
     data = b"".join(r[0].encode("ascii") for r in rows) + b"".join(r[1] for r in rows)
-    tmp = folder / f".{name}.tmp"
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    try:
-        write_all(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-    os.replace(tmp, folder / name)
+    atomic_write(folder / name, data)
     db.execute("DELETE FROM vector_sets")  # only the space in force is packed
     db.execute(
         "INSERT INTO vector_sets(provider, model, dimensions, count, file) VALUES (?, ?, ?, ?, ?)",
