@@ -1,5 +1,25 @@
-"""``python -m memlog`` runs the command line."""
+"""The ``memlog`` executable (and ``python -m memlog``).
 
-from memlog.entry import main
+The hook's hot path comes first: ``memlog hook session-start`` runs before
+click or any command module is imported.
+"""
 
-main()
+from __future__ import annotations
+
+import os
+import sys
+
+
+def main() -> None:
+    os.umask(0o077)  # every file memlog creates is private to its user
+    if sys.argv[1:] == ["hook", "session-start"]:
+        from memlog.hooks.session_start import main as session_start
+
+        session_start()
+    from memlog.commands.cli import main as cli_main
+
+    cli_main()
+
+
+if __name__ == "__main__":
+    main()

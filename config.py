@@ -16,8 +16,10 @@ from typing import Any
 
 import msgspec
 
+from memlog.vocabulary import DEFAULT_SPACES, Space
+
 CONFIG_FILE = Path(".claude") / "iflow-dev.local.md"
-PROVIDERS = ("local", "gemini", "openai", "voyage", "ollama", "hashing")
+PROVIDERS = tuple(DEFAULT_SPACES)
 KEYWORD_PROVIDERS = ("auto", "caller", "haiku", "ollama", "local", "off")
 
 
@@ -40,6 +42,16 @@ class Config(msgspec.Struct, frozen=True):
     memory_inject_facts: bool = False
     memory_hook_budget_ms: int = 2500
     memory_query_embedding_budget_ms: int = 1500
+
+    @property
+    def space(self) -> Space:
+        """The embedding space in force: the provider's, with the model and size chosen."""
+        default = DEFAULT_SPACES[self.memory_embedding_provider]
+        return Space(
+            default.provider,
+            self.memory_embedding_model or default.model,
+            self.memory_embedding_dimensions or default.dimensions,
+        )
 
 
 Check = Callable[[Any], bool]

@@ -1,6 +1,20 @@
-"""Every error the memlog library raises; ``commands`` turns them into one line."""
+"""Every error the memlog library raises, and the one line a user sees for any failure.
+
+The library raises these; the interfaces (the CLI, the MCP server) turn
+whatever reached them into one line with ``describe``.  An error nobody
+foresaw is a crash: its traceback is kept in ``errors.log`` in the home and
+the user sees one line naming that file.
+"""
 
 from __future__ import annotations
+
+import sys
+import traceback
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import NamedTuple
+
+ERROR_LOG = "errors.log"
 
 
 class MemlogError(Exception):
@@ -46,3 +60,42 @@ class RateLimited(ProviderError):
         super().__init__(message)
         self.retry_after = retry_after
         self.quota = quota
+
+
+class Described(NamedTuple):
+    """A failure as one line, and whether it was the caller's input at fault."""
+
+    message: str
+    bad_input: bool = False
+
+
+def describe(exc: BaseException, home: Path | None = None) -> Described:
+    """The one line for ``exc``; a crash's traceback goes to ``home/errors.log``."""
+    if isinstance(exc, InvalidInput):
+        return Described(str(exc), bad_input=True)
+    if isinstance(exc, MemlogError):
+        return Described(str(exc))
+    sqlite3 = sys.modules.get("sqlite3")  # only loaded when something used SQLite
+    if sqlite3 is not None and isinstance(exc, sqlite3.Error):
+        return Described(f"memory.db: {exc}")
+    if isinstance(exc, OSError):
+        where = f"{exc.filename}: " if exc.filename else ""
+        return Described(f"{where}{exc.strerror or exc}")
+    return Described(record_crash(exc, home))
+
+
+def record_crash(exc: BaseException, home: Path | None) -> str:
+    """Keep the traceback in the home's error log; return the line a user sees."""
+    line = f"internal error: {type(exc).__name__}: {exc}"
+    if home is None:
+        return line
+    try:
+        path = home / ERROR_LOG
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+        stamp = datetime.now(UTC).isoformat()
+        text = "".join(traceback.format_exception(exc))
+        with open(path, "a", encoding="utf-8", errors="backslashreplace") as handle:
+            handle.write(f"--- {stamp} {' '.join(sys.argv)}\n{text}")
+        return f"{line} (details in {path})"
+    except OSError:
+        return line

@@ -24,3 +24,17 @@ def ensure_dir(path: Path) -> Path:
     except OSError as exc:
         raise HomeError(f"cannot create {path}: {exc.strerror or exc}") from None
     return path
+
+
+#: failures of the hook, one stamped line each (``memlog stats`` counts them)
+HOOK_ERROR_LOG = "hook-errors.log"
+
+
+def hook_errors(home: Path) -> dict[str, object]:
+    """How many failures the hook logged, and the last one."""
+    try:
+        text = (home / HOOK_ERROR_LOG).read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return {"count": 0, "last": ""}
+    stamped = [ln for ln in text.splitlines() if ln[:4].isdigit() and "T" in ln[:20]]
+    return {"count": len(stamped), "last": stamped[-1] if stamped else ""}

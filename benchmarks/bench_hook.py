@@ -38,12 +38,11 @@ from pathlib import Path
 
 import numpy as np
 
-from memlog import ranking
 from memlog.config import Config
-from memlog.embeddings.registry import space_for
 from memlog.eventlog.events import EventBase, Observed, Reembedded
 from memlog.eventlog.log import EventLog
-from memlog.projections.views import catch_up
+from memlog.projections.runner import catch_up
+from memlog.retrieval import ranking
 
 HASHING = ("hashing", "blake2b-words", 384)
 GOAL_HOOK_MS = 150.0
@@ -145,7 +144,7 @@ def prepare_home(home: Path, entries: int, events: int, seed: int) -> str:
     else:
         count = simple_log(home, entries, seed)
         source = f"built-in generator: {count} events"
-    space = space_for(Config(memory_embedding_provider="hashing"))
+    space = Config(memory_embedding_provider="hashing").space
     catch_up(home, space)
     seeded = seed_hashing_vectors(home, seed)
     catch_up(home, space)

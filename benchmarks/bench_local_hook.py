@@ -27,7 +27,8 @@ import time
 from pathlib import Path
 from types import ModuleType
 
-from memlog.projections.views import DEFAULT_SPACE, catch_up
+from memlog.projections.runner import catch_up
+from memlog.vocabulary import DEFAULT_SPACE
 
 HERE = Path(__file__).resolve().parent
 FIXTURE = HERE.parents[1] / "shared" / "fixtures" / "knowledge-bank-6bb5ea25"

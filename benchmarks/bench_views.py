@@ -38,12 +38,13 @@ from synthetic import generate
 
 from memlog.eventlog.events import EventBase, Observed, Recalled, Reembedded
 from memlog.eventlog.log import START, EventLog, Position
-from memlog.projections import views
+from memlog.projections import runner as views
 from memlog.projections.markdown_view import render
 from memlog.projections.sqlite_view import store
-from memlog.projections.sqlite_view.vectors import VECTOR_DIR, load_matrix
+from memlog.projections.sqlite_view.reading import load_matrix
+from memlog.vocabulary import DEFAULT_SPACE
 
-SPACE = views.DEFAULT_SPACE
+SPACE = DEFAULT_SPACE
 GOALS_MS = {"full replay": 5000.0, "catch-up, 1 observation": 20.0, "catch-up, 1 recall": 20.0}
 GOALS_MS["load_matrix (fresh connection)"] = 5.0
 
@@ -247,7 +248,7 @@ def load_rows(path: Path) -> np.ndarray[Any, np.dtype[np.float32]]:
 
 
 def vector_rows(home: Path, repeats: int) -> list[Row]:
-    path, folder = home / store.DB_NAME, home / VECTOR_DIR
+    path, folder = home / store.DB_NAME, home
     db = store.connect(path, readonly=True)
     try:
         matrix = load_matrix(db, folder, SPACE)

@@ -50,7 +50,7 @@ from memlog.eventlog.events import (
     content_hash,
 )
 from memlog.eventlog.log import EventLog
-from memlog.projections.views import DEFAULT_SPACE
+from memlog.vocabulary import DEFAULT_SPACE
 
 E = TypeVar("E", bound=EventBase)
 T = TypeVar("T")

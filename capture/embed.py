@@ -8,9 +8,7 @@ calling any provider.
 
 from __future__ import annotations
 
-import sqlite3
-from collections.abc import Callable, Iterable
-from pathlib import Path
+from collections.abc import Callable
 
 import msgspec
 
@@ -19,8 +17,7 @@ from memlog.errors import MemlogError, ProviderError, RateLimited
 from memlog.eventlog.events import Reembedded
 from memlog.eventlog.log import EventLog
 from memlog.projections.fold import Entry
-from memlog.projections.sqlite_view import store
-from memlog.projections.sqlite_view.vectors import Space
+from memlog.vocabulary import Space
 
 BATCH = 50
 
@@ -35,38 +32,6 @@ def embedding_text(entry: Entry) -> str:
     """What of an entry is embedded: its name, description, reasoning and details."""
     parts = [entry.name, entry.description, entry.reasoning, *entry.details]
     return "\n".join(p.strip() for p in parts if p and p.strip())
-
-
-def pending_entries(
-    db: sqlite3.Connection, space: Space, ids: Iterable[str] | None = None, everything: bool = False
-) -> list[Entry]:
-    """Live entries without a vector in ``space`` (all live ones with ``everything``)."""
-    where = "status = 'live'"
-    params: list[object] = []
-    if not everything:
-        where += (
-            " AND id NOT IN (SELECT entry_id FROM vectors WHERE provider = ? AND model = ?"
-            " AND dimensions = ?)"
-        )
-        params += list(space)
-    found = store.load_where(db, where, params)
-    if ids is not None:
-        wanted = set(ids)
-        found = [e for e in found if e.id in wanted]
-    return found
-
-
-def pending_count(home: Path, space: Space) -> int:
-    db = store.connect(home / store.DB_NAME, readonly=True)
-    try:
-        row = db.execute(
-            "SELECT count(*) FROM entries WHERE status = 'live' AND id NOT IN (SELECT entry_id "
-            "FROM vectors WHERE provider = ? AND model = ? AND dimensions = ?)",
-            space,
-        ).fetchone()
-        return int(row[0])
-    finally:
-        db.close()
 
 
 def events_for(entries: list[Entry], provider: EmbeddingProvider, space: Space) -> list[Reembedded]:

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping
 from typing import TypeVar
 
 import msgspec
 
 from memlog.errors import InvalidInput
-from memlog.eventlog.events import Category, Confidence, Observed, Source, Text
+from memlog.eventlog.events import Observed, Text
+from memlog.keywords.rules import normalise_keyword
+from memlog.vocabulary import MAX_KEYWORDS, Category, Confidence, Source
 
 T = TypeVar("T")
-MAX_KEYWORDS = 10
-_KEYWORD_JUNK = re.compile(r"[^a-z0-9-]+")
 
 
 class ObservationInput(msgspec.Struct, forbid_unknown_fields=True):
@@ -29,12 +28,6 @@ class ObservationInput(msgspec.Struct, forbid_unknown_fields=True):
     project: str = ""
     feature: str = ""
     source: Source = "manual"
-
-
-def normalise_keyword(word: str) -> str:
-    """Lowercase ``[a-z0-9-]`` form of a keyword: spaces and underscores become hyphens."""
-    dashed = re.sub(r"[\s_]+", "-", word.strip().lower())
-    return _KEYWORD_JUNK.sub("", dashed).strip("-")
 
 
 def _unique(items: Iterable[str]) -> tuple[str, ...]:
@@ -87,19 +80,29 @@ def _is_utf8(text: str) -> bool:
 
 
 _LINE_DECODER = msgspec.json.Decoder(ObservationInput)
+_ARRAY_DECODER = msgspec.json.Decoder(list[ObservationInput])
+
+
+def decode_items(
+    data: bytes, line: msgspec.json.Decoder[T], array: msgspec.json.Decoder[list[T]]
+) -> list[tuple[str, T]]:
+    """Every JSON object in ``data`` (one per line, or one JSON array), each with where it
+    stands (``line 3``, ``item 0``); InvalidInput naming the place of the first bad one."""
+    text = data.lstrip()
+    if text.startswith(b"["):
+        items = decode_checked(array, text, "input")
+        pairs = [(f"item {i}", item) for i, item in enumerate(items)]
+    else:
+        lines = [(n, ln) for n, ln in enumerate(data.splitlines(), 1) if ln.strip()]
+        pairs = [(f"line {n}", decode_checked(line, ln, f"line {n}")) for n, ln in lines]
+    if not pairs:
+        raise InvalidInput("no entries in the input")
+    return pairs
 
 
 def parse_json_lines(data: bytes, default_project: str = "") -> list[Observed]:
     """Events for every JSON object in ``data`` (one per line, or one JSON array)."""
-    text = data.lstrip()
-    if text.startswith(b"["):
-        items = decode_checked(msgspec.json.Decoder(list[ObservationInput]), text, "input")
-        pairs = [(f"item {i}", item) for i, item in enumerate(items)]
-    else:
-        lines = [(n, ln) for n, ln in enumerate(data.splitlines(), 1) if ln.strip()]
-        pairs = [(f"line {n}", decode_checked(_LINE_DECODER, ln, f"line {n}")) for n, ln in lines]
-    if not pairs:
-        raise InvalidInput("no entries in the input")
+    pairs = decode_items(data, _LINE_DECODER, _ARRAY_DECODER)
     return [to_event(_with_project(item, default_project), where) for where, item in pairs]
 
 
@@ -117,3 +120,9 @@ def decode_checked(decoder: msgspec.json.Decoder[T], raw: bytes, where: str) -> 
         raise InvalidInput(f"{where}: {exc}") from None
     except msgspec.DecodeError as exc:
         raise InvalidInput(f"{where}: malformed JSON ({exc})") from None
+
+
+def with_references(event: Observed, references: Iterable[str]) -> Observed:
+    """``event`` with ``references`` added to its own (order kept, no repeats)."""
+    merged = tuple(dict.fromkeys([*event.references, *(r.strip() for r in references if r)]))
+    return msgspec.structs.replace(event, references=merged)

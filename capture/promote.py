@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import os
 import re
-import subprocess
 from collections import deque
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
 import msgspec
 
-from memlog.errors import InvalidInput, MemlogError
-from memlog.eventlog.events import Observed, Promoted, Scope
-from memlog.observations import ObservationInput, decode_checked, to_event
+from memlog.capture.observe import ObservationInput, decode_items, to_event
+from memlog.errors import InvalidInput
+from memlog.eventlog.events import Observed, Promoted
+from memlog.vocabulary import Scope
 
 UNIVERSAL_LABEL = "Universal"
 PROJECT_LABEL = "Project-specific"
@@ -258,15 +258,7 @@ _ARRAY = msgspec.json.Decoder(list[PromotionInput])
 
 def parse_candidates(data: bytes, project: str = "", feature: str = "") -> list[Candidate]:
     """Candidates for every JSON object in ``data`` (one per line, or one JSON array)."""
-    text = data.lstrip()
-    if text.startswith(b"["):
-        items = decode_checked(_ARRAY, text, "input")
-        pairs = [(f"item {i}", item) for i, item in enumerate(items)]
-    else:
-        lines = [(n, ln) for n, ln in enumerate(data.splitlines(), 1) if ln.strip()]
-        pairs = [(f"line {n}", decode_checked(_LINE, ln, f"line {n}")) for n, ln in lines]
-    if not pairs:
-        raise InvalidInput("no entries in the input")
+    pairs = decode_items(data, _LINE, _ARRAY)
     return [_candidate(item, where, project, feature) for where, item in pairs]
 
 
@@ -290,31 +282,3 @@ def report(named: list[tuple[str, Verdict]]) -> list[str]:
         f"{len(named) - universal} project-specific entries kept local."
     ]
     return lines + [f"- {name}: {verdict.reason}" for name, verdict in named]
-
-
-# -- references from git -------------------------------------------------------
-
-
-def references_from_git(base: str, cwd: Path) -> list[str]:
-    """Files changed on this branch: ``git diff --name-only BASE...HEAD`` (deletions left out)."""
-    if not base.strip() or base.startswith("-"):
-        raise InvalidInput(f"--references-from-git: {base!r} is not a git revision")
-    command = ["git", "-C", str(cwd), "diff", "--name-only", "--diff-filter=d", f"{base}...HEAD"]
-    try:
-        done = subprocess.run(
-            [*command, "--"], capture_output=True, text=True, timeout=30, check=False
-        )
-    except FileNotFoundError:
-        raise MemlogError("--references-from-git needs git, which is not installed") from None
-    except subprocess.TimeoutExpired:
-        raise MemlogError(f"git diff --name-only {base}...HEAD timed out") from None
-    if done.returncode != 0:
-        why = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[0]
-        raise InvalidInput(f"--references-from-git: git diff {base}...HEAD failed: {why}")
-    return [line for line in done.stdout.splitlines() if line.strip()]
-
-
-def with_references(event: Observed, references: Iterable[str]) -> Observed:
-    """``event`` with ``references`` added to its own (order kept, no repeats)."""
-    merged = tuple(dict.fromkeys([*event.references, *(r.strip() for r in references if r)]))
-    return msgspec.structs.replace(event, references=merged)

@@ -2,15 +2,10 @@
 
 from __future__ import annotations
 
-import sys
-import traceback
-from datetime import UTC, datetime
-
 import click
 
+from memlog.errors import describe
 from memlog.home import resolve_home
-
-ERROR_LOG = "errors.log"
 
 
 class InputError(click.ClickException):
@@ -19,16 +14,7 @@ class InputError(click.ClickException):
     exit_code = 2
 
 
-def record_crash(exc: BaseException) -> str:
-    """Keep the traceback in the error log; return the one line a user sees."""
-    line = f"internal error: {type(exc).__name__}: {exc}"
-    try:
-        path = resolve_home() / ERROR_LOG
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-        stamp = datetime.now(UTC).isoformat()
-        text = "".join(traceback.format_exception(exc))
-        with open(path, "a", encoding="utf-8", errors="backslashreplace") as handle:
-            handle.write(f"--- {stamp} {' '.join(sys.argv)}\n{text}")
-        return f"{line} (details in {path})"
-    except OSError:
-        return line
+def as_click_error(exc: BaseException) -> click.ClickException:
+    """The one-line click error for any failure (a crash's traceback goes to errors.log)."""
+    said = describe(exc, resolve_home())
+    return InputError(said.message) if said.bad_input else click.ClickException(said.message)

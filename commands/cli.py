@@ -9,14 +9,12 @@ from __future__ import annotations
 
 import importlib
 import os
-import sqlite3
 from typing import Any
 
 import click
 
 from memlog import __version__
-from memlog.commands.base import InputError, record_crash
-from memlog.errors import InvalidInput, MemlogError
+from memlog.commands.base import as_click_error
 
 COMMANDS = {
     "observe": ("memlog.commands.observe", "observe"),
@@ -34,6 +32,7 @@ COMMANDS = {
     "promote": ("memlog.commands.promote", "promote"),
     "setup": ("memlog.commands.setup", "setup"),
     "serve-mcp": ("memlog.commands.serve_mcp", "serve_mcp"),
+    "catch-up": ("memlog.commands.catch_up", "catch_up"),
 }
 
 
@@ -55,17 +54,8 @@ class LazyGroup(click.Group):
             return super().invoke(ctx)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
             raise
-        except InvalidInput as exc:
-            raise InputError(str(exc)) from None
-        except MemlogError as exc:
-            raise click.ClickException(str(exc)) from None
-        except sqlite3.Error as exc:
-            raise click.ClickException(f"memory.db: {exc}") from None
-        except OSError as exc:  # a file the command needed: say which and why
-            where = f"{exc.filename}: " if exc.filename else ""
-            raise click.ClickException(f"{where}{exc.strerror or exc}") from None
-        except Exception as exc:  # noqa: BLE001 - the one place a crash becomes a line
-            raise click.ClickException(record_crash(exc)) from None
+        except Exception as exc:  # noqa: BLE001 - the one place a failure becomes a line
+            raise as_click_error(exc) from None
 
 
 @click.group(cls=LazyGroup)

@@ -6,15 +6,8 @@ from pathlib import Path
 
 import click
 
-from memlog.commands.common import (
-    after_append,
-    caught_up,
-    home,
-    open_log,
-    warn,
-)
-from memlog.importer import markdown_files, plan_import
-from memlog.projections.sqlite_view import store
+from memlog.api import capturing
+from memlog.commands.common import open_workspace, warn
 
 
 @click.command(name="import")
@@ -27,17 +20,10 @@ def import_(paths: tuple[Path, ...], project: str | None, dry_run: bool) -> None
     Reads project docs/knowledge-bank/*.md and global store files; importing
     the same files again appends nothing.
     """
-    caught_up()
-    db = store.connect(home() / store.DB_NAME)
-    try:
-        existing = store.load_entries(db)
-    finally:
-        db.close()
-    plan = plan_import(markdown_files(paths), existing, project)
+    done = capturing.import_files(open_workspace(), paths, project, dry_run)
+    plan = done.plan
     warn(plan.warnings)
-    if plan.events and not dry_run:
-        open_log("import").append(plan.events)
-        warn(after_append(i for e in plan.events for i in e.entry_ids))
+    warn(done.notes)
     verb = "would append" if dry_run else "appended"
     click.echo(
         f"{plan.parsed} entries in {len(plan.files)} files: {verb} {len(plan.events)} events, "

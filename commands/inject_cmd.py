@@ -2,18 +2,12 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import click
 
-from memlog.commands.common import echo_json, home, warn
-from memlog.config import load_config
-from memlog.inject import Injection, Request, build
-from memlog.inject import record as save_recall
-from memlog.project import find_project_root
-
-CLI_DEADLINE = 60.0
+from memlog.api import recall
+from memlog.commands.common import echo_json, open_workspace, warn
 
 
 @click.command()
@@ -36,13 +30,11 @@ def inject(
     as_json: bool,
 ) -> None:
     """Print the memories the hook would inject for PROJECT_DIR (default: here)."""
-    request = make_request(
-        project_root or project_dir, project_root is not None, limit, global_store
-    )
-    result = build(request)
+    where = project_root or project_dir
+    ws = open_workspace(where, exact=project_root is not None, home=global_store)
+    remember = record if record is not None else project_root is not None
+    result = recall.inject(ws, limit, remember=remember)
     warn(result.notes)
-    if record if record is not None else project_root is not None:
-        warn(save_recall(request, result, session_id=""))
     if as_json:
         echo_json(result)
     elif explain:
@@ -51,21 +43,7 @@ def inject(
         click.echo(result.text, nl=False)
 
 
-def make_request(
-    directory: Path | None, exact: bool, limit: int | None, global_store: Path | None
-) -> Request:
-    where = (directory or Path.cwd()).resolve()
-    root = where if exact else find_project_root(where)
-    config, warnings = load_config(root)
-    warn([f"config: {w}" for w in warnings])
-    return Request(
-        home=global_store or home(), root=root, project=root.name if root else "",
-        config=config, deadline=time.monotonic() + CLI_DEADLINE, limit=limit,
-        embed_budget=CLI_DEADLINE / 2,
-    )  # fmt: skip
-
-
-def print_explain(result: Injection) -> None:
+def print_explain(result: recall.Injection) -> None:
     click.echo(f"mode: {result.mode}; query: {result.query!r}; candidates: {result.total}")
     click.echo(f"vector matches: {result.vector_matches}; fts5 matches: {result.fts_matches}")
     for chosen in result.chosen:

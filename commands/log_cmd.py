@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Iterator
 
 import click
 
-from memlog.commands.common import open_log
+from memlog.api import reading
 from memlog.eventlog.codec import ENCODER
 from memlog.eventlog.events import TYPE_NAMES, Event, Observed
-from memlog.timefilter import Bound, parse_bound, within
+from memlog.home import resolve_home
+from memlog.workspace import Workspace
 
 
 @click.command()
@@ -29,34 +29,17 @@ def log(
     as_json: bool,
 ) -> None:
     """List events in log order, oldest first."""
-    lower = parse_bound(since) if since else None
-    upper = parse_bound(until) if until else None
-    matching = _matching(set(types), entry, lower, upper)
+    ws = Workspace.unconfigured(resolve_home())  # the log needs no project configuration
+    matching = reading.events(ws, types, entry, since, until)
     shown = deque(matching, maxlen=limit) if limit is not None else matching
     for event in shown:
         click.echo(ENCODER.encode(event).decode("utf-8") if as_json else _line(event))
 
 
-def _matching(
-    types: set[str], entry: str | None, since: Bound | None, until: Bound | None
-) -> Iterator[Event]:
-    for record in open_log("log").read():
-        event = record.event
-        if types and _tag(event) not in types:
-            continue
-        if entry and not any(i.startswith(entry) for i in event.entry_ids):
-            continue
-        if within(event.seq, event.ts, since, until):
-            yield event
-
-
-def _tag(event: Event) -> str:
-    return str(event.__struct_config__.tag)
-
-
 def _line(event: Event) -> str:
     ids = ",".join(event.entry_ids)
-    return f"{event.seq:>7}  {event.ts}  {_tag(event):<17} {ids}  {_summary(event)}".rstrip()
+    tag = reading.tag(event)
+    return f"{event.seq:>7}  {event.ts}  {tag:<17} {ids}  {_summary(event)}".rstrip()
 
 
 def _summary(event: Event) -> str:

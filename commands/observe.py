@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import IO
 
 import click
 
+from memlog.api import capturing
 from memlog.commands.base import InputError
-from memlog.commands.common import (
-    after_append,
-    echo_json,
-    open_log,
-    warn,
-)
-from memlog.eventlog.events import CATEGORIES, CONFIDENCES, SOURCES, Observed
-from memlog.observations import from_fields, parse_json_lines
-from memlog.project import project_name
-from memlog.promotion import references_from_git, with_references
+from memlog.commands.common import echo_json, open_workspace, warn
+from memlog.eventlog.events import Observed
+from memlog.vocabulary import CATEGORIES, CONFIDENCES, SOURCES
 
 
 @click.command()
@@ -62,12 +55,12 @@ def observe(
     print_json: bool,
 ) -> None:
     """Record one entry from options, or many from --json, as observations."""
-    project = project if project is not None else project_name(Path.cwd())
+    ws = open_workspace(project=project)
     if json_input is not None:
         given = [n for n, v in (("name", name), ("description", description)) if v]
         if given or category or reasoning or keywords or references:
             raise InputError("--json cannot be combined with entry options")
-        events = parse_json_lines(json_input.read(), project)
+        events = capturing.observations(json_input.read(), ws.project)
     else:
         missing = [
             f"--{n}"
@@ -84,23 +77,14 @@ def observe(
             "confidence": confidence,
             "keywords": list(keywords),
             "references": list(references),
-            "project": project,
+            "project": ws.project,
             "feature": feature,
             "source": source,
         }
-        events = [from_fields(item)]
-    if git_base is not None:
-        events = _with_git_references(events, git_base)
-    stored = open_log("observe", redact=not no_redact).append(events)
-    warn(after_append((e.entry_id for e in stored), {e.entry_id: e.keywords for e in stored}))
-    _report(stored, print_json)
-
-
-def _with_git_references(events: list[Observed], base: str) -> list[Observed]:
-    changed = references_from_git(base, Path.cwd())
-    if not changed:
-        warn([f"no files changed between {base} and HEAD; no references added"])
-    return [with_references(e, changed) for e in events]
+        events = [capturing.observation(item)]
+    done = capturing.observe(ws, events, references_base=git_base, redact=not no_redact)
+    warn(done.notes)
+    _report(done.stored, print_json)
 
 
 def _report(stored: list[Observed], as_json: bool) -> None:

@@ -6,18 +6,8 @@ import sys
 
 import click
 
-from memlog.commands.common import (
-    caught_up,
-    current_space,
-    home,
-    open_log,
-    project_config,
-    refresh_views,
-    warn,
-)
-from memlog.embeddings.reembed import embed_entries, pending_entries
-from memlog.embeddings.registry import make_provider
-from memlog.projections.sqlite_view import store
+from memlog.api import maintenance
+from memlog.commands.common import open_workspace, warn
 
 
 @click.command()
@@ -30,23 +20,15 @@ def reembed(everything: bool) -> None:
     Works in batches of 50, one entry.reembedded event per entry; a rate
     limit stops it cleanly and the next run continues where it stopped.
     """
-    space = current_space()
-    caught_up()
-    db = store.connect(home() / store.DB_NAME)
-    try:
-        entries = pending_entries(db, space, everything=everything)
-    finally:
-        db.close()
+    ws = open_workspace()
+    space = ws.space
+    entries = maintenance.to_embed(ws, everything)
     if not entries:
         click.echo(f"nothing to embed for {space.provider}/{space.model}")
         return
-    provider = make_provider(project_config(), home())
-    try:
-        with click.progressbar(length=len(entries), label="embedding", file=sys.stderr) as bar:
-            outcome = embed_entries(open_log("reembed"), entries, provider, space, bar.update)
-    finally:
-        provider.close()
-    warn(refresh_views())
+    with click.progressbar(length=len(entries), label="embedding", file=sys.stderr) as bar:
+        outcome, notes = maintenance.reembed(ws, entries, bar.update)
+    warn(notes)
     click.echo(f"embedded {outcome.embedded} entries with {space.provider}/{space.model}")
     if outcome.stopped:
         click.echo(f"stopped: {outcome.stopped} ({outcome.pending} pending)", err=True)

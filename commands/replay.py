@@ -7,10 +7,8 @@ from pathlib import Path
 
 import click
 
-from memlog.commands.common import InputError, current_space, home, warn
-from memlog.eventlog.log import EventLog
-from memlog.projections.views import db_path, markdown_digest, rebuild, sqlite_digest
-from memlog.timefilter import parse_bound
+from memlog.api import maintenance
+from memlog.commands.common import open_workspace, warn
 
 
 @click.command()
@@ -23,27 +21,13 @@ from memlog.timefilter import parse_bound
 )
 def replay(until: str | None, target: Path | None) -> None:
     """Rebuild memory.db and the markdown files from zero, and print their digests."""
-    if until and target is None:
-        raise InputError("--until needs --to DIR (the live views always follow the whole log)")
-    bound = parse_bound(until) if until else None
-    source = home()
-    if target is not None and target.resolve() == source.resolve():
-        raise InputError("--to must be another directory than the memlog home")
-    total = _count_lines(EventLog(source))
+    ws = open_workspace()
+    maintenance.check_replay(ws, until, target)  # before the log is counted
+    total = maintenance.log_lines(ws)
     with click.progressbar(length=total, label="replaying", file=sys.stderr) as bar:
-        result = rebuild(source, current_space(), bound, target, bar.update)
-    warn(result.notes)
-    folder = target or source
-    click.echo(f"events applied: {result.applied} (up to seq {result.seq})")
-    click.echo(f"live entries: {result.live_entries}")
-    click.echo(f"memory.db digest: {sqlite_digest(db_path(folder))}")
-    click.echo(f"markdown digest: {markdown_digest(folder)}")
-
-
-def _count_lines(log: EventLog) -> int:
-    total = 0
-    for path in log.segments():
-        with open(path, "rb") as handle:
-            while chunk := handle.read(8 << 20):
-                total += chunk.count(b"\n")
-    return total
+        done = maintenance.replay(ws, until, target, bar.update)
+    warn(done.result.notes)
+    click.echo(f"events applied: {done.result.applied} (up to seq {done.result.seq})")
+    click.echo(f"live entries: {done.result.live_entries}")
+    click.echo(f"memory.db digest: {done.sqlite_digest}")
+    click.echo(f"markdown digest: {done.markdown_digest}")

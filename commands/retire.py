@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import click
 
-from memlog.commands.common import caught_up, home, open_log, refresh_views, warn
-from memlog.errors import InvalidInput
-from memlog.eventlog.events import Retired
-from memlog.projections.queries import find_entry
+from memlog.api import capturing
+from memlog.commands.common import open_workspace, warn
 
 
 @click.command()
@@ -15,12 +13,6 @@ from memlog.projections.queries import find_entry
 @click.option("--reason", required=True, help="Why the entry no longer holds.")
 def retire(entry_id: str, reason: str) -> None:
     """Retire ENTRY_ID (a unique prefix is enough); its history stays in the log."""
-    caught_up()
-    entry = find_entry(home(), entry_id)
-    if not entry.live:
-        raise InvalidInput(f"entry {entry.id} is already {entry.status}")
-    if not reason.strip():
-        raise InvalidInput("--reason is empty")
-    open_log("retire").append([Retired(entry_id=entry.id, reason=reason.strip())])
-    warn(refresh_views())
+    entry, notes = capturing.retire(open_workspace(), entry_id, reason)
+    warn(notes)
     click.echo(f"retired {entry.id}  {entry.name}")

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import click
-import msgspec
 
-from memlog.commands.common import echo_json, warn
-from memlog.commands.inject_cmd import make_request, print_explain
-from memlog.config import Config
-from memlog.eventlog.events import CATEGORIES
-from memlog.inject import build
+from memlog.api import recall
+from memlog.commands.common import echo_json, open_workspace, warn
+from memlog.commands.inject_cmd import print_explain
+from memlog.vocabulary import CATEGORIES
 
 
 @click.command()
@@ -22,11 +20,7 @@ def search(query: str, limit: int, category: str | None, explain: bool, as_json:
     """Search memories with the hook's hybrid ranking (vector, keyword, prominence)."""
     if not query.strip():
         raise click.BadParameter("the query is empty", param_hint="QUERY")
-    base = make_request(None, False, limit, None)
-    request = msgspec.structs.replace(
-        base, query=query, categories=(category,) if category else CATEGORIES
-    )
-    result = build(msgspec.structs.replace(request, config=_semantic(request.config)))
+    result = recall.search(open_workspace(), query, limit, (category,) if category else None)
     warn(result.notes)
     if as_json:
         echo_json(result.chosen)
@@ -35,8 +29,3 @@ def search(query: str, limit: int, category: str | None, explain: bool, as_json:
     else:
         for chosen in result.chosen:
             click.echo(f"{chosen.score:.3f}  {chosen.id}  {chosen.category:<13}  {chosen.name}")
-
-
-def _semantic(config: Config) -> Config:
-    """Search always reads the SQLite view, whatever the hook is set to use."""
-    return msgspec.structs.replace(config, memory_semantic_enabled=True)

@@ -6,22 +6,19 @@ from pathlib import Path
 
 import click
 
-from memlog.commands.common import warn
-from memlog.project import find_project_root
-from memlog.setup_claude import (
-    EXECUTABLE,
+from memlog.claude_code.entries import EXECUTABLE, find_executable, hook_group, mcp_server
+from memlog.claude_code.settings import (
     Action,
     Change,
     apply,
     diff,
-    find_executable,
-    hook_group,
-    mcp_server,
     plan_install,
     plan_uninstall,
     project_targets,
     user_targets,
 )
+from memlog.commands.common import warn
+from memlog.project import find_project_root
 
 
 @click.command()

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
-from memlog.commands.common import caught_up, echo_json, home, open_log
+from memlog.api import reading
+from memlog.commands.common import echo_json, open_workspace
 from memlog.eventlog.events import Event
 from memlog.projections.fold import Entry
-from memlog.projections.queries import find_entry
 
 _SHOWN = (
     "id", "name", "category", "status", "observation_count", "confidence", "recall_count",
@@ -20,9 +20,9 @@ _SHOWN = (
 @click.option("--json", "as_json", is_flag=True, help="Print entry and events as JSON.")
 def show(entry_id: str, as_json: bool) -> None:
     """Print the entry ENTRY_ID (a unique prefix is enough) and every event about it."""
-    caught_up()
-    entry = find_entry(home(), entry_id)
-    history = [r.event for r in open_log("show").read() if entry.id in r.event.entry_ids]
+    ws = open_workspace()
+    entry = reading.entry(ws, entry_id)
+    history = reading.history(ws, entry.id)
     if as_json:
         echo_json({"entry": _public(entry), "events": history})
         return
@@ -53,6 +53,6 @@ def _print_entry(entry: Entry) -> None:
 
 
 def _describe(event: Event) -> str:
-    tag = str(event.__struct_config__.tag)
+    tag = reading.tag(event)
     extra = getattr(event, "reason", "") or getattr(event, "source", "") or ""
     return f"{tag} {extra}".rstrip()

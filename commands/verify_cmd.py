@@ -6,9 +6,10 @@ import sys
 
 import click
 
-from memlog.commands.common import current_space, echo_json, home, open_log
-from memlog.eventlog.verify import Report, repair_log, verify_log
-from memlog.projections.audit import Audit, audit
+from memlog.api import maintenance
+from memlog.commands.common import echo_json, open_workspace
+from memlog.eventlog.verify import Report
+from memlog.projections.audit import Audit
 
 
 @click.command()
@@ -18,16 +19,12 @@ from memlog.projections.audit import Audit, audit
 def verify(repair: bool, log_only: bool, as_json: bool) -> None:
     """Check every checksum, schema and sequence number, then rebuild the views aside
     and compare them with the live ones. Exit 0 only when all is clean."""
-    log = open_log("verify")
-    moved = repair_log(log) if repair else []
-    report = verify_log(log)
-    views = None if log_only else audit(home(), current_space())
-    clean = report.clean and (views is None or views.clean)
+    done = maintenance.verify(open_workspace(), repair, log_only)
     if as_json:
-        echo_json({"clean": clean, "moved": moved, "log": report, "views": views})
+        echo_json(done._asdict())
     else:
-        _print(report, moved, views)
-    if not clean:
+        _print(done.log, done.moved, done.views)
+    if not done.clean:
         sys.exit(1)
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import abc
 from collections.abc import Sequence
-from typing import ClassVar, Literal
+from typing import ClassVar, Literal, Self
 
 import numpy as np
 import numpy.typing as npt
@@ -45,6 +45,14 @@ class EmbeddingProvider(abc.ABC):
             return np.zeros((0, self.dimensions), dtype=np.float32)
         stacked: Matrix = np.vstack(rows)
         return stacked
+
+    def with_deadline(self, deadline: float | None) -> Self:
+        """This provider bound to end its calls by ``deadline`` (``time.monotonic()``).
+
+        A provider that cannot be interrupted (a local model) ignores it: the
+        caller waits only as long as it may and drops a late answer.
+        """
+        return self
 
     def close(self) -> None:  # noqa: B027 - optional hook, most providers hold nothing
         """Release what the provider holds (connections); a no-op by default."""

@@ -12,33 +12,12 @@ from memlog.config import Config
 from memlog.embeddings.base import EmbeddingProvider
 from memlog.embeddings.hashing import HashingProvider
 from memlog.errors import ProviderUnavailable
-from memlog.projections.sqlite_view.vectors import Space
-
-#: (model, dimensions) each provider uses when the configuration names none
-DEFAULTS: dict[str, tuple[str, int]] = {
-    "local": ("all-MiniLM-L6-v2", 384),
-    "gemini": ("gemini-embedding-001", 768),
-    "openai": ("text-embedding-3-small", 1536),
-    "voyage": ("voyage-code-3", 1024),
-    "ollama": ("nomic-embed-text", 768),
-    "hashing": ("blake2b-words", 384),
-}
-
-
-def space_for(config: Config) -> Space:
-    """The embedding space the configuration puts in force."""
-    provider = config.memory_embedding_provider
-    model, dims = DEFAULTS[provider]
-    return Space(
-        provider,
-        config.memory_embedding_model or model,
-        config.memory_embedding_dimensions or dims,
-    )
+from memlog.vocabulary import Space
 
 
 def make_provider(config: Config, cache_dir: Path) -> EmbeddingProvider:
     """The configured provider; ProviderUnavailable when it cannot run here."""
-    space = space_for(config)
+    space = config.space
     if space.provider == "hashing":
         return HashingProvider(space.model, space.dimensions)
     if space.provider == "local":

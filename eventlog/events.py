@@ -10,19 +10,12 @@ new tag or an upcaster in ``codec``.
 from __future__ import annotations
 
 import hashlib
-from typing import Annotated, Literal
+from typing import Annotated
 
 import msgspec
 from msgspec import Meta
 
-Category = Literal["anti-patterns", "patterns", "heuristics", "facts"]
-Confidence = Literal["high", "medium", "low"]
-Source = Literal["retro", "session-capture", "manual", "import", "extraction"]
-Scope = Literal["universal", "project"]
-
-CATEGORIES: tuple[Category, ...] = ("anti-patterns", "heuristics", "patterns", "facts")
-CONFIDENCES: tuple[Confidence, ...] = ("high", "medium", "low")
-SOURCES: tuple[Source, ...] = ("retro", "session-capture", "manual", "import", "extraction")
+from memlog.vocabulary import Category, Confidence, Scope, Source
 
 Text = Annotated[str, Meta(min_length=1)]
 EntryId = Annotated[str, Meta(pattern="^[0-9a-f]{16}$")]

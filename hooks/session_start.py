@@ -22,7 +22,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-ERROR_LOG = "hook-errors.log"
+from memlog.home import HOOK_ERROR_LOG, resolve_home
+
 DEFAULT_BUDGET = 2.5
 #: time kept back from the budget for printing and leaving
 MARGIN = 0.15
@@ -31,8 +32,6 @@ MARGIN = 0.15
 RANK_RESERVE = 0.35
 STDIN_WAIT = 0.2
 SOURCES = ("startup", "resume", "clear", "compact")
-#: a view further behind than this is caught up in the background, not in the hook
-HOOK_CATCH_UP_BYTES = 2 << 20
 
 
 def envelope(context: str) -> str:
@@ -61,7 +60,7 @@ def log_error(home: Path, message: str, exc: BaseException | None = None) -> Non
     text = f"{stamp} {message}\n{detail}"
     try:
         home.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(home / ERROR_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        fd = os.open(home / HOOK_ERROR_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
             os.write(fd, text.encode("utf-8", "replace"))
         finally:
@@ -72,27 +71,22 @@ def log_error(home: Path, message: str, exc: BaseException | None = None) -> Non
 
 def _work(payload: dict[str, Any], home: Path, started: float, box: dict[str, str]) -> None:
     """Build and record the injection; the text goes into ``box``."""
-    from memlog.config import load_config
-    from memlog.inject import Request, build, record
-    from memlog.project import find_project_root
+    from memlog.api.recall import for_hook
+    from memlog.workspace import Workspace
 
     cwd = Path(str(payload.get("cwd") or os.getcwd()))
-    root = find_project_root(cwd) if cwd.is_dir() else None
-    config, warnings = load_config(root)
-    for warning in warnings:
+    ws = Workspace.open(cwd, home=home) if cwd.is_dir() else Workspace.at(None, home=home)
+    for warning in ws.warnings:
         log_error(home, f"config: {warning}")
+    config = ws.config
     if not _wanted(payload, config.memory_injection_enabled, config.memory_inject_on_compact):
         return
     budget = config.memory_hook_budget_ms / 1000
     box["budget"] = str(budget)
-    request = Request(
-        home=home, root=root, project=root.name if root else "", config=config,
-        deadline=started + budget - MARGIN - RANK_RESERVE,
-        max_catch_up_bytes=HOOK_CATCH_UP_BYTES,
-    )  # fmt: skip
-    result = build(request)
+    deadline = started + budget - MARGIN - RANK_RESERVE
+    result = for_hook(ws, deadline, str(payload.get("session_id") or ""))
     box["context"] = result.text
-    for note in result.notes + record(request, result, str(payload.get("session_id") or "")):
+    for note in result.notes:
         log_error(home, note)
 
 
@@ -138,8 +132,6 @@ def _budget(box: dict[str, str]) -> float:
 def main() -> None:
     """Entry point of ``memlog hook session-start``: always prints valid JSON, exits 0."""
     started = time.monotonic()
-    from memlog.home import resolve_home
-
     home = resolve_home()
     context = ""
     try:

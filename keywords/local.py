@@ -29,8 +29,9 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import ClassVar
 
-from memlog.keywords.rules import MAX_KEYWORD_CHARS, MAX_KEYWORDS, is_stopword, stem, words
+from memlog.keywords.rules import MAX_KEYWORD_CHARS, is_stopword, stem, words
 from memlog.keywords.tiers import KeywordProvider
+from memlog.vocabulary import MAX_KEYWORDS
 
 MIN_WORD_CHARS = 3
 MAX_WORDS = 7

@@ -50,8 +50,9 @@ import msgspec
 
 from memlog import __version__
 from memlog.errors import ProviderError, ProviderUnavailable
-from memlog.keywords.rules import MAX_KEYWORDS, MIN_KEYWORDS, STOPWORDS
+from memlog.keywords.rules import STOPWORDS
 from memlog.keywords.tiers import KeywordProvider
+from memlog.vocabulary import MAX_KEYWORDS, MIN_KEYWORDS
 
 TIER_TIMEOUT = 5.0
 #: how much of a long description or reasoning goes into the prompt

@@ -17,10 +17,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from memlog.observations import normalise_keyword
+from memlog.vocabulary import MAX_KEYWORDS, MIN_KEYWORDS
 
-MIN_KEYWORDS = 3
-MAX_KEYWORDS = 10
 #: a longer label is a phrase or junk, not a label
 MAX_KEYWORD_CHARS = 40
 
@@ -52,9 +50,16 @@ FUNCTION_WORDS: frozenset[str] = frozenset(
 )
 
 _WORD = re.compile(r"[a-z0-9]+")
+_KEYWORD_JUNK = re.compile(r"[^a-z0-9-]+")
 _INFLECTIONS = (("ies", "y"), ("ied", "y"), ("ing", ""), ("es", ""), ("ed", ""), ("s", ""))
 #: longest first, so "ations" is tried before "ation" and "ion"
 _DERIVATIONS = tuple("ations ation ments ment ness ions ion ity ive ers ors er or al ly".split())
+
+
+def normalise_keyword(word: str) -> str:
+    """Lowercase ``[a-z0-9-]`` form of a keyword: spaces and underscores become hyphens."""
+    dashed = re.sub(r"[\s_]+", "-", word.strip().lower())
+    return _KEYWORD_JUNK.sub("", dashed).strip("-")
 
 
 def words(text: str) -> list[str]:

@@ -12,9 +12,7 @@ a crash is kept in ``errors.log`` and reported as one line.
 
 from __future__ import annotations
 
-import contextlib
 import json
-import sqlite3
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
@@ -26,10 +24,9 @@ from mcp.types import ToolAnnotations
 from pydantic import Field, ValidationError
 
 from memlog import __version__
-from memlog.commands.common import home, record_crash
-from memlog.errors import MemlogError
-from memlog.home import ensure_dir
+from memlog.errors import describe
 from memlog.mcp_server import tools
+from memlog.workspace import Workspace
 
 T = TypeVar("T")
 SHOWN = 60
@@ -92,12 +89,12 @@ class ReadableTool(Tool):
             raise
         except ToolError as exc:
             if isinstance(exc.__cause__, ValidationError):
-                message = describe(exc.__cause__)
+                message = describe_invalid(exc.__cause__)
                 raise ToolError(f"Error executing tool {self.name}: {message}") from None
             raise
 
 
-def describe(error: ValidationError) -> str:
+def describe_invalid(error: ValidationError) -> str:
     """Every problem of a rejected call, on one line."""
     problems = []
     for item in error.errors(include_url=False):
@@ -125,24 +122,17 @@ def _shown(value: object) -> str:
     return text if len(text) <= SHOWN else text[: SHOWN - 1] + "…"
 
 
-def guarded(action: Callable[[], T]) -> T:
+def guarded(ws: Workspace, action: Callable[[], T]) -> T:
     """Run a tool body; every failure becomes a one-line tool error."""
     try:
         return action()
-    except MemlogError as exc:
-        raise ToolError(str(exc)) from None
-    except sqlite3.Error as exc:
-        raise ToolError(f"memory.db: {exc}") from None
-    except OSError as exc:
-        raise ToolError(f"{exc.filename or 'I/O'}: {exc.strerror or exc}") from None
     except Exception as exc:  # noqa: BLE001 - a crash is logged and answered, never fatal
-        with contextlib.suppress(MemlogError):
-            ensure_dir(home())  # so the details have somewhere to go
-        raise ToolError(record_crash(exc)) from None
+        raise ToolError(describe(exc, ws.home).message) from None
 
 
 def build_server(cwd: Path) -> MCPServer:
-    """The server, its tools bound to the project of ``cwd``."""
+    """The server, its tools bound to the project of ``cwd`` (resolved once, here)."""
+    ws = Workspace.open(cwd)
 
     def store_memory(
         name: Name,
@@ -161,7 +151,7 @@ def build_server(cwd: Path) -> MCPServer:
         Returns the entry id and whether the entry is new.
         """
         return guarded(
-            lambda: tools.store_memory(cwd, name, description, reasoning, category, references)
+            ws, lambda: tools.store_memory(ws, name, description, reasoning, category, references)
         )
 
     def search_memory(
@@ -172,13 +162,13 @@ def build_server(cwd: Path) -> MCPServer:
         Ranks by vector similarity, keyword match (FTS5) and prominence
         (observations, confidence, recency, recalls); best first.
         """
-        return guarded(lambda: tools.search_memory(cwd, query, limit, category))
+        return guarded(ws, lambda: tools.search_memory(ws, query, limit, category))
 
     def list_memories(
         category: Filter = None, project: Project = None, limit: ListLimit = 50
     ) -> tools.Listed:
         """List live memories, most recently updated first."""
-        return guarded(lambda: tools.list_memories(category, project, limit))
+        return guarded(ws, lambda: tools.list_memories(ws, category, project, limit))
 
     writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
     reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)

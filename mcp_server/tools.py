@@ -12,36 +12,27 @@ server turns every ``MemlogError`` into a tool error and keeps serving.
 
 from __future__ import annotations
 
-import sqlite3
-import time
 from collections.abc import Sequence
-from pathlib import Path
 
-import msgspec
 from pydantic import BaseModel, Field
 
-from memlog.commands.common import after_append, current_space, home, open_log, refresh_views
-from memlog.config import load_config
+from memlog.api import capturing, reading, recall
 from memlog.errors import InvalidInput
-from memlog.eventlog.events import CATEGORIES, Observed
-from memlog.inject import Request, build
-from memlog.observations import from_fields
-from memlog.project import find_project_root, project_name
+from memlog.eventlog.events import Observed
 from memlog.projections.fold import Entry, space_key
-from memlog.projections.sqlite_view import store
+from memlog.vocabulary import CATEGORIES, KB_CATEGORIES
+from memlog.workspace import Workspace
 
 #: What ``store_memory`` accepts.  ``facts`` are left out on purpose: they come
 #: from extraction (source ``extraction``) and are not injected by default, so
 #: a learning captured here as a fact would not reach the next start of work.
-CAPTURE_CATEGORIES = ("anti-patterns", "patterns", "heuristics")
+CAPTURE_CATEGORIES = KB_CATEGORIES
 #: What ``search_memory`` and ``list_memories`` can filter on (facts included).
 READ_CATEGORIES = CATEGORIES
 SOURCE = "session-capture"
 COMMAND = "serve-mcp"
 SEARCH_LIMIT_MAX = 100
 LIST_LIMIT_MAX = 1000
-#: seconds a search may take, the query embedding included
-SEARCH_DEADLINE = 30.0
 
 
 class Stored(BaseModel):
@@ -109,7 +100,7 @@ class Listed(BaseModel):
 
 
 def store_memory(
-    cwd: Path,
+    ws: Workspace,
     name: str,
     description: str,
     reasoning: str,
@@ -120,22 +111,20 @@ def store_memory(
     _require_text(name=name, description=description, reasoning=reasoning)
     if category not in CAPTURE_CATEGORIES:
         raise InvalidInput(_bad_category(category, CAPTURE_CATEGORIES))
-    project = project_name(cwd)
-    event = from_fields(
+    event = capturing.observation(
         {
             "name": name,
             "description": description,
             "reasoning": reasoning,
             "category": category,
             "references": list(references),
-            "project": project,
+            "project": ws.project,
             "source": SOURCE,
         }
     )
-    existed = _entry(event.entry_id) is not None
-    [stored] = open_log(COMMAND).append([event])
-    notes = after_append([stored.entry_id])
-    return _stored_result(stored, project, existed, notes)
+    existed = _entry(ws, event.entry_id) is not None
+    done = capturing.observe(ws, [event], command=COMMAND)
+    return _stored_result(ws, done.stored[0], existed, done.notes)
 
 
 def _require_text(**fields: str) -> None:
@@ -145,64 +134,41 @@ def _require_text(**fields: str) -> None:
         raise InvalidInput(f"{' and '.join(empty)} {verb} empty; give some text")
 
 
-def _stored_result(stored: Observed, project: str, existed: bool, notes: list[str]) -> Stored:
-    entry = _entry(stored.entry_id)
+def _stored_result(ws: Workspace, stored: Observed, existed: bool, notes: list[str]) -> Stored:
+    entry = _entry(ws, stored.entry_id)
     if entry is None:  # the views could not catch up; the log has the event
         return Stored(
             id=stored.entry_id, created=not existed, observation_count=0, name=stored.name,
-            category=stored.category, project=project, embedded=False,
+            category=stored.category, project=ws.project, embedded=False,
             keywords=list(stored.keywords), notes=notes,
         )  # fmt: skip
-    space = current_space()
+    space = ws.space
     vector = entry.vectors.get(space_key(space.provider, space.model))
     return Stored(
         id=entry.id, created=entry.created_seq == stored.seq,
         observation_count=entry.observation_count, name=entry.name, category=entry.category,
-        project=project, embedded=vector is not None and vector.dimensions == space.dimensions,
+        project=ws.project, embedded=vector is not None and vector.dimensions == space.dimensions,
         keywords=entry.keywords, notes=notes,
     )  # fmt: skip
 
 
-def _entry(entry_id: str) -> Entry | None:
+def _entry(ws: Workspace, entry_id: str) -> Entry | None:
     """The entry as the SQLite view has it, or None (absent, or no view yet)."""
-    db = _read_view()
-    if db is None:
-        return None
-    try:
-        found = store.load_where(db, "id = ?", [entry_id])
-    finally:
-        db.close()
+    found = reading.entries(ws, [entry_id], vectors=True)
     return found[0] if found else None
-
-
-def _read_view() -> sqlite3.Connection | None:
-    path = home() / store.DB_NAME
-    if not path.exists():
-        return None
-    return store.connect(path, readonly=True)
 
 
 # -- search_memory -----------------------------------------------------------------------
 
 
-def search_memory(cwd: Path, query: str, limit: int = 10, category: str | None = None) -> Found:
+def search_memory(ws: Workspace, query: str, limit: int = 10, category: str | None = None) -> Found:
     """The entries the hook's hybrid ranking puts first for ``query``."""
     if not query.strip():
         raise InvalidInput("query is empty; give some text to search for")
     _check_limit(limit, SEARCH_LIMIT_MAX)
     _check_category(category)
-    root = find_project_root(cwd)
-    config, warnings = load_config(root)
-    # Search always reads the SQLite view, whatever the hook is set to use.
-    config = msgspec.structs.replace(config, memory_semantic_enabled=True)
-    request = Request(
-        home=home(), root=root, project=root.name if root else "", config=config,
-        deadline=time.monotonic() + SEARCH_DEADLINE, limit=limit, query=query,
-        categories=(category,) if category else READ_CATEGORIES,
-        embed_budget=SEARCH_DEADLINE / 2,
-    )  # fmt: skip
-    result = build(request)
-    descriptions = _descriptions([c.id for c in result.chosen])
+    result = recall.search(ws, query, limit, (category,) if category else READ_CATEGORIES)
+    descriptions = {e.id: e.description for e in reading.entries(ws, [c.id for c in result.chosen])}
     hits = [
         Hit(
             id=c.id,
@@ -213,62 +179,21 @@ def search_memory(cwd: Path, query: str, limit: int = 10, category: str | None =
         )
         for c in result.chosen
     ]
-    notes = [f"config: {w}" for w in warnings] + result.notes
+    notes = [f"config: {w}" for w in ws.warnings] + result.notes
     return Found(query=query, mode=result.mode, results=hits, notes=notes)
-
-
-def _descriptions(ids: list[str]) -> dict[str, str]:
-    db = _read_view() if ids else None
-    if db is None:
-        return {}
-    try:
-        marks = ",".join("?" * len(ids))
-        return {e.id: e.description for e in store.load_where(db, f"id IN ({marks})", ids, False)}
-    finally:
-        db.close()
 
 
 # -- list_memories -----------------------------------------------------------------------
 
 
 def list_memories(
-    category: str | None = None, project: str | None = None, limit: int = 50
+    ws: Workspace, category: str | None = None, project: str | None = None, limit: int = 50
 ) -> Listed:
     """Live entries, most recently updated first, optionally of one category or project."""
     _check_category(category)
     _check_limit(limit, LIST_LIMIT_MAX)
-    notes = refresh_views()
-    db = _read_view()
-    if db is None:
-        return Listed(total=0, memories=[], notes=notes)
-    where, params = ["status = 'live'"], []
-    if category:
-        where.append("category = ?")
-        params.append(category)
-    if project and project.strip():
-        where.append(
-            "(source_project = ? OR EXISTS (SELECT 1 FROM json_each(entries.projects) "
-            "WHERE value = ?))"
-        )
-        params += [project.strip(), project.strip()]
-    clause = " AND ".join(where)
-    try:
-        db.execute("BEGIN")  # one snapshot for the count and the rows
-        count = db.execute(f"SELECT count(*) FROM entries WHERE {clause}", params).fetchone()
-        total = int(count[0])
-        ids = [
-            row[0]
-            for row in db.execute(
-                f"SELECT id FROM entries WHERE {clause} ORDER BY updated_at DESC, id LIMIT ?",
-                [*params, limit],
-            )
-        ]
-        marks = ",".join("?" * len(ids))
-        entries = store.load_where(db, f"id IN ({marks})", ids, False) if ids else []
-    finally:
-        db.close()
-    by_id = {e.id: e for e in entries}
-    return Listed(total=total, memories=[_memory(by_id[i]) for i in ids], notes=notes)
+    listing, notes = reading.list_live(ws, category, project, limit)
+    return Listed(total=listing.total, memories=[_memory(e) for e in listing.entries], notes=notes)
 
 
 def _memory(entry: Entry) -> Memory:

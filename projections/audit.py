@@ -7,16 +7,11 @@ from pathlib import Path
 
 import msgspec
 
-from memlog.projections.sqlite_view.vectors import Space
-from memlog.projections.views import (
-    catch_up,
-    db_path,
-    entry_digests,
-    markdown_files,
-    rebuild,
-    sqlite_digest,
-)
-from memlog.timefilter import Bound
+from memlog.eventlog.bounds import Bound
+from memlog.projections.markdown_view.writer import markdown_files
+from memlog.projections.runner import catch_up, db_path, rebuild
+from memlog.projections.sqlite_view.digest import entry_digests, sqlite_digest
+from memlog.vocabulary import Space
 
 
 class Audit(msgspec.Struct):

@@ -22,9 +22,7 @@ from memlog.eventlog.events import (
     Retired,
     Superseded,
 )
-
-MAX_KEYWORDS = 10
-_CONFIDENCE_RANK = {"low": 0, "medium": 1, "high": 2}
+from memlog.vocabulary import CONFIDENCE_RANK, MAX_KEYWORDS
 
 
 class Vector(msgspec.Struct, frozen=True, array_like=True):
@@ -142,7 +140,7 @@ def _observe_again(entry: Entry, event: Observed) -> None:
     else:  # an imported file states an absolute count: reflected, never summed
         entry.observation_count = max(entry.observation_count, event.count)
     entry.updated_at = event.ts
-    if _CONFIDENCE_RANK[event.confidence] > _CONFIDENCE_RANK[entry.confidence]:
+    if CONFIDENCE_RANK[event.confidence] > CONFIDENCE_RANK[entry.confidence]:
         entry.confidence = event.confidence
     if not entry.reasoning:
         entry.reasoning = event.reasoning

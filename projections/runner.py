@@ -1,4 +1,4 @@
-"""Keeping the views in step with the log: catch-up, full rebuild, digests.
+"""Keeping the views in step with the log: catch-up and full rebuild.
 
 * ``catch_up`` applies the events after the view's stored position in one
   SQLite transaction (rows and position commit together), then rewrites
@@ -6,46 +6,33 @@
 * ``rebuild`` folds the whole log (or a prefix of it, for time travel) into
   a database built aside, then switches it in with SQLite's backup API, so
   an open reader keeps a complete snapshot throughout.
-* ``digests`` fingerprint each view, for replay reports and audits.
+* ``catch_up_in_background`` leaves a large catch-up to a detached process,
+  for callers with no time to wait (the hook).
 """
 
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import hashlib
 import os
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import NamedTuple
 
-import msgspec
-
 from memlog.errors import ViewError
+from memlog.eventlog.bounds import Bound, within
 from memlog.eventlog.events import Reembedded
 from memlog.eventlog.log import START, DamageHandler, EventLog, Record
+from memlog.projections import markdown_sync
 from memlog.projections.fold import Entry, State, apply
 from memlog.projections.markdown_view import render
-from memlog.projections.markdown_view.writer import (
-    MarkdownState,
-    digest,
-    load_state,
-    save_state,
-    write_files,
-)
+from memlog.projections.markdown_view.writer import load_state
 from memlog.projections.sqlite_view import store
 from memlog.projections.sqlite_view.schema import SCHEMA_VERSION
-from memlog.projections.sqlite_view.vectors import (
-    VECTOR_DIR,
-    Space,
-    collect_garbage,
-    write_packed,
-)
-from memlog.timefilter import Bound, within
+from memlog.projections.sqlite_view.vectors import VECTOR_DIR, collect_garbage, write_packed
+from memlog.spawn import spawn_memlog
+from memlog.vocabulary import DEFAULT_SPACE, Space
 
-DEFAULT_SPACE = Space("local", "all-MiniLM-L6-v2", 384)
-_MD_LOCK = ".markdown.lock"
 _CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
 _SPACE_KEYS = ("embedding_provider", "embedding_model", "embedding_dimensions")
 Progress = Callable[[int], None]
@@ -114,13 +101,10 @@ def _current_seq(home: Path, space: Space) -> int | None:
     if not db_path(home).exists() or lag_bytes(home) != 0:
         return None
     try:
-        db = store.connect(db_path(home), readonly=True)
-        try:
+        with store.opened(db_path(home), readonly=True) as db:
             stored_space = tuple(store.get_meta(db, k) for k in _SPACE_KEYS)
             version = store.get_meta(db, "schema_version")
             seq = store.get_position(db).seq
-        finally:
-            db.close()
     except sqlite3.DatabaseError:
         return None
     in_space = stored_space == (space.provider, space.model, str(space.dimensions))
@@ -145,11 +129,8 @@ def lag_bytes(home: Path) -> int:
     if not db_path(home).exists():
         return sum(sizes.values())
     try:
-        db = store.connect(db_path(home), readonly=True)
-        try:
+        with store.opened(db_path(home), readonly=True) as db:
             stored = store.get_position(db)
-        finally:
-            db.close()
     except sqlite3.DatabaseError:
         return 0  # unreadable: catch_up rebuilds it, whatever the size
     segment, offset = stored.position
@@ -162,17 +143,13 @@ def lag_bytes(home: Path) -> int:
 def _incremental(
     home: Path, log: EventLog, space: Space, on_damage: DamageHandler | None
 ) -> CatchUp:
-    db = store.connect(db_path(home))
-    try:
-        with store.transaction(db):
-            before = store.get_position(db)
-            space_changed = _ensure_space(db, home, space)
-            records = _records_after(log, before, on_damage)
-            changed = _apply(db, home, space, records, space_changed)
-            after = store.get_position(db)
-    finally:
-        db.close()
-    notes = _markdown_catch_up(home, changed, before, after)
+    with store.opened(db_path(home)) as db, store.transaction(db):
+        before = store.get_position(db)
+        space_changed = _ensure_space(db, space)
+        records = _records_after(log, before, on_damage)
+        changed = _apply(db, home, space, records, space_changed)
+        after = store.get_position(db)
+    notes = markdown_sync.follow(home, db_path(home), changed, before, after)
     return CatchUp(len(records), False, after.seq, notes)
 
 
@@ -211,7 +188,7 @@ def _apply(
         write_packed(db, folder / VECTOR_DIR, space)
     last = records[-1]
     store.set_meta(db, store.position_meta(store.Stored(last.after, last.event.seq)))
-    return _changed_files(touched, before)
+    return markdown_sync.changed_files(touched, before)
 
 
 def _in_space(record: Record, space: Space) -> bool:
@@ -219,22 +196,7 @@ def _in_space(record: Record, space: Space) -> bool:
     return isinstance(event, Reembedded) and (event.provider, event.model) == space[:2]
 
 
-Signature = tuple[tuple[str, ...], str]
-
-
-def _changed_files(touched: list[Entry], before: dict[str, Signature]) -> dict[str, set[str]]:
-    changed: dict[str, set[str]] = {}
-    for entry in touched:
-        old, new = before.get(entry.id), render.signature(entry)
-        if old == new:
-            continue
-        paths = set(new[0]) | (set(old[0]) if old is not None else set())
-        for path in paths:
-            changed.setdefault(path, set()).add(entry.source_project)
-    return changed
-
-
-def _ensure_space(db: sqlite3.Connection, folder: Path, space: Space) -> bool:
+def _ensure_space(db: sqlite3.Connection, space: Space) -> bool:
     """Record ``space`` as the one in force; refill ``embedding`` when it changed."""
     current = (
         store.get_meta(db, "embedding_provider"),
@@ -243,11 +205,7 @@ def _ensure_space(db: sqlite3.Connection, folder: Path, space: Space) -> bool:
     )
     if current == (space.provider, space.model, str(space.dimensions)):
         return False
-    db.execute(
-        "UPDATE entries SET embedding = (SELECT vector FROM vectors v WHERE v.entry_id = "
-        "entries.id AND v.provider = ? AND v.model = ? AND v.dimensions = ?)",
-        space,
-    )
+    store.use_space(db, space)
     store.set_meta(db, _space_meta(space))
     return True
 
@@ -258,75 +216,6 @@ def _space_meta(space: Space) -> dict[str, str]:
         "embedding_model": space.model,
         "embedding_dimensions": str(space.dimensions),
     }
-
-
-# -- markdown ------------------------------------------------------------------
-
-
-@contextlib.contextmanager
-def _md_lock(folder: Path) -> Iterator[None]:
-    fd = os.open(folder / _MD_LOCK, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
-
-
-def _markdown_catch_up(
-    folder: Path, changed: dict[str, set[str]], before: store.Stored, after: store.Stored
-) -> list[str]:
-    with _md_lock(folder):
-        state = load_state(folder)
-        db = store.connect(db_path(folder))
-        try:
-            db.execute("BEGIN")
-            now = store.get_position(db)
-            if (state.seq, state.segment, state.offset) == (now.seq, *now.position):
-                return []
-            if (state.seq, state.segment) == (before.seq, before.position.segment) and (
-                state.offset == before.position.offset and now == after
-            ):
-                files = _render_changed(db, changed)
-            else:
-                files = render.plan(store.load_entries(db).values())
-            db.execute("COMMIT")
-        finally:
-            db.close()
-        return _write_markdown(folder, files, state, now)
-
-
-def _render_changed(db: sqlite3.Connection, changed: dict[str, set[str]]) -> dict[str, str]:
-    files = {}
-    for path, projects in sorted(changed.items()):
-        files[path] = render.render_file(path, _members(db, path, projects))
-    return files
-
-
-def _members(db: sqlite3.Connection, path: str, projects: set[str]) -> list[Entry]:
-    """The entries ``path`` shows (only live ones are rendered, so only they are read).
-
-    ``status = 'live'`` lets the ``(status, category)`` index narrow the search
-    instead of scanning every row; rendering needs no vectors.
-    """
-    category = path.rsplit("/", 1)[-1].removesuffix(".md")
-    if path.startswith("projects/"):
-        marks = ",".join("?" * len(projects))
-        where = f"status = 'live' AND category = ? AND coalesce(source_project, '') IN ({marks})"
-        params: list[str] = [category, *sorted(projects)]
-    else:
-        where, params = "status = 'live' AND category = ? AND promoted = 1", [category]
-    entries = store.load_where(db, where, params, vectors=False)
-    return [e for e in entries if path in render.paths_of(e)]
-
-
-def _write_markdown(
-    folder: Path, files: dict[str, str], state: MarkdownState, now: store.Stored
-) -> list[str]:
-    notes = write_files(folder, files, state)
-    state.segment, state.offset, state.seq = now.position.segment, now.position.offset, now.seq
-    save_state(folder, state)
-    return notes
 
 
 # -- full rebuild ----------------------------------------------------------------
@@ -363,8 +252,8 @@ def rebuild(
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     state, stored, applied = fold_log(EventLog(home), until, progress)
     _build_database(folder, state.entries.values(), space, stored)
-    with _md_lock(folder):
-        notes = _write_markdown(
+    with markdown_sync.locked(folder):
+        notes = markdown_sync.write_markdown(
             folder, render.plan(state.entries.values()), load_state(folder), stored
         )
     live = sum(1 for e in state.entries.values() if e.live)
@@ -377,14 +266,10 @@ def _build_database(
     _remove_stale_asides(folder)
     aside = folder / f".{store.DB_NAME}.rebuild-{os.getpid()}"
     _remove_db_files(aside)
-    db = store.connect(aside)
-    try:
-        with store.transaction(db):
-            store.write_entries(db, sorted(entries, key=lambda e: e.id), space.key)
-            write_packed(db, folder / VECTOR_DIR, space)
-            store.set_meta(db, {**_space_meta(space), **store.position_meta(stored)})
-    finally:
-        db.close()
+    with store.opened(aside) as db, store.transaction(db):
+        store.write_entries(db, sorted(entries, key=lambda e: e.id), space.key)
+        write_packed(db, folder / VECTOR_DIR, space)
+        store.set_meta(db, {**_space_meta(space), **store.position_meta(stored)})
     _switch_in(aside, db_path(folder))
 
 
@@ -399,21 +284,15 @@ def _switch_in(aside: Path, live_path: Path) -> None:
         os.replace(aside, live_path)
     else:
         _remove_db_files(aside)
-    db = store.connect(live_path)
-    try:
+    with store.opened(live_path) as db:
         collect_garbage(db, live_path.parent / VECTOR_DIR)
-    finally:
-        db.close()
 
 
 def _backup_into(aside: Path, live_path: Path) -> None:
     source = sqlite3.connect(aside)
     try:
-        live = store.connect(live_path)
-        try:
+        with store.opened(live_path) as live:
             source.backup(live)
-        finally:
-            live.close()
     finally:
         source.close()
 
@@ -442,51 +321,6 @@ def _alive(pid: int) -> bool:
     return True
 
 
-# -- digests -------------------------------------------------------------------
-
-_ENC = msgspec.json.Encoder()
-_DIGEST_TABLES = (
-    ("_metadata", "key"),
-    ("entries", "id"),
-    ("vectors", "provider, model, entry_id"),
-    ("vector_sets", "provider, model"),
-)
-
-
-def sqlite_digest(path: Path) -> str:
-    """sha256 of the database's content in a canonical order (packed file names left out)."""
-    db = store.connect(path, readonly=True)
-    try:
-        hasher = hashlib.sha256()
-        for table, order in _DIGEST_TABLES:
-            columns = "provider, model, dimensions, count" if table == "vector_sets" else "*"
-            for row in db.execute(f"SELECT {columns} FROM {table} ORDER BY {order}"):
-                hasher.update(_ENC.encode(row))
-        return hasher.hexdigest()
-    finally:
-        db.close()
-
-
-def entry_digests(path: Path) -> dict[str, str]:
-    """A digest per entry row (for naming which entries drifted)."""
-    db = store.connect(path, readonly=True)
-    try:
-        rows = db.execute(f"SELECT {store.QUOTED_COLUMNS} FROM entries ORDER BY id")
-        return {row[0]: digest(_ENC.encode(row)) for row in rows}
-    finally:
-        db.close()
-
-
-def markdown_files(folder: Path) -> dict[str, str]:
-    """Digest of each markdown file the view wrote, as it is on disk now."""
-    found = {}
-    for rel in sorted(load_state(folder).files):
-        try:
-            found[rel] = digest((folder / rel).read_bytes())
-        except FileNotFoundError:
-            found[rel] = "missing"
-    return found
-
-
-def markdown_digest(folder: Path) -> str:
-    return digest(_ENC.encode(sorted(markdown_files(folder).items())))
+def catch_up_in_background(home: Path) -> None:
+    """Start ``memlog catch-up`` detached; nothing waits for it."""
+    spawn_memlog(["catch-up"], home)

@@ -12,14 +12,15 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
 from pathlib import Path
 
 import msgspec
 
+from memlog.git import CONTEXT_TIMEOUT, MAX_CHANGED, recently_changed
+
 MAX_WORDS = 100
-MAX_FILES = 20
-GIT_TIMEOUT = 0.6
+MAX_FILES = MAX_CHANGED
+GIT_TIMEOUT = CONTEXT_TIMEOUT
 
 
 class Feature(msgspec.Struct, frozen=True):
@@ -84,17 +85,7 @@ def feature_description(folder: Path) -> str:
 
 def changed_files(root: Path, timeout: float = GIT_TIMEOUT) -> tuple[str, ...]:
     """Files changed by the last three commits (or one), at most 20; none on any failure."""
-    for base in ("HEAD~3", "HEAD~1"):
-        try:
-            done = subprocess.run(
-                ["git", "-C", str(root), "diff", "--name-only", f"{base}..HEAD"],
-                capture_output=True, text=True, timeout=timeout, check=False,
-            )  # fmt: skip
-        except (OSError, subprocess.TimeoutExpired):
-            return ()
-        if done.returncode == 0:
-            return tuple(dict.fromkeys(done.stdout.split()))[:MAX_FILES]
-    return ()
+    return recently_changed(root, timeout)
 
 
 def collect(root: Path | None) -> Signals:

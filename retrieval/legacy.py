@@ -1,7 +1,8 @@
 """The #023 markdown pipeline: choose knowledge-bank entries and render the block.
 
-Pure functions, no I/O.  ``select_legacy`` reproduces memory.py of the
-cross-project memory design:
+``markdown_injection`` reads the project's knowledge bank and the global
+store files (never SQLite); the rest are pure functions.  ``select_legacy``
+reproduces memory.py of the cross-project memory design:
 
 1. local and global entries are deduplicated by content hash, keeping the
    one with the higher observation count (the local one on a tie); entries
@@ -22,21 +23,24 @@ category and a closing ``---``, each entry as it stands in its file.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 
-from memlog.projections.markdown_view.kb_parser import CATEGORY_PRIORITY, KbCategory, ParsedEntry
+from memlog.projections.markdown_view.kb_parser import ParsedEntry, parse_file
+from memlog.retrieval.render import diagnostic
+from memlog.retrieval.request import Chosen, Injection, Request
+from memlog.vocabulary import (
+    BLOCK_HEADER,
+    CONFIDENCE_RANK,
+    KB_CATEGORIES,
+    MIN_PER_CATEGORY,
+    SECTION_TITLES,
+    KbCategory,
+)
 
-BLOCK_TITLE = "## Engineering Memory (from knowledge bank)"
-SECTION_HEADERS: dict[KbCategory, str] = {
-    "anti-patterns": "### Anti-Patterns to Avoid",
-    "heuristics": "### Heuristics",
-    "patterns": "### Patterns to Follow",
-}
-#: entries each non-empty category is guaranteed when the limit allows
-MIN_PER_CATEGORY = 3
-
-_CONFIDENCE_RANK = {"high": 3, "medium": 2, "low": 1}
+CATEGORY_PRIORITY = KB_CATEGORIES
 
 PriorityKey = tuple[int, int, int, float, int, bool, str, str]
 
@@ -75,7 +79,7 @@ def priority_key(entry: ParsedEntry) -> PriorityKey:
     stamp = observed_timestamp(entry.last_observed)
     return (
         -entry.observation_count,
-        -_CONFIDENCE_RANK[entry.confidence],
+        -CONFIDENCE_RANK[entry.confidence],
         0 if stamp is not None else 1,
         -(stamp or 0.0),
         -entry.position,
@@ -127,12 +131,54 @@ def render_legacy_block(entries: Sequence[ParsedEntry]) -> str:
     """The markdown block; ``""`` for no entries.  It ends with ``---`` and no newline."""
     if not entries:
         return ""
-    parts = [BLOCK_TITLE, ""]
+    parts = [BLOCK_HEADER, ""]
     for category in CATEGORY_PRIORITY:
         chosen = [entry for entry in entries if entry.category == category]
         if chosen:
-            parts.append(SECTION_HEADERS[category])
+            parts.append(SECTION_TITLES[category])
             for entry in chosen:
                 parts.extend((entry.raw, ""))
     parts.append("---")
     return "\n".join(parts)
+
+
+def markdown_injection(request: Request) -> Injection:
+    """The cross-project memory spec's pipeline: markdown files only, no SQLite."""
+    started = time.perf_counter()
+    local, global_ = read_markdown_sources(request.ws.root, request.home)
+    picked = select_legacy(local, global_, request.effective_limit)
+    # deduplication may keep the global copy of a local entry: origin is the copy chosen
+    from_global = {id(e) for e in global_}
+    chosen = [
+        Chosen(
+            id=e.content_hash,
+            name=f"{e.header_type + ': ' if e.header_type else ''}{e.name}",
+            category=e.category,
+            origin="global" if id(e) in from_global else "local",
+            score=float(e.observation_count),
+        )
+        for e in picked
+    ]
+    result = Injection(text="", mode="legacy", chosen=chosen, total=len(local) + len(global_))
+    block = render_legacy_block(picked)
+    result.text = block + "\n" + diagnostic(result) + "\n" if block else ""
+    result.timings["markdown_ms"] = round((time.perf_counter() - started) * 1000, 3)
+    return result
+
+
+def read_markdown_sources(
+    root: Path | None, home: Path
+) -> tuple[list[ParsedEntry], list[ParsedEntry]]:
+    """Entries of the project's knowledge bank and of the global store files."""
+    local: list[ParsedEntry] = []
+    if root is not None:
+        for name in KB_CATEGORIES:
+            local += _parsed(root / "docs" / "knowledge-bank" / f"{name}.md")
+    global_ = [e for name in KB_CATEGORIES for e in _parsed(home / f"{name}.md")]
+    return local, global_
+
+
+def _parsed(path: Path) -> list[ParsedEntry]:
+    if not path.is_file():
+        return []
+    return parse_file(path).entries

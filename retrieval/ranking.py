@@ -17,11 +17,16 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from memlog.vocabulary import (
+    BALANCE_FROM,
+    CATEGORIES,
+    CONFIDENCE_RANK,
+    MIN_PER_CATEGORY,
+    TOP_CONFIDENCE,
+)
+
 Floats = npt.NDArray[np.float64]
-CONFIDENCE = {"high": 3.0, "medium": 2.0, "low": 1.0}
-CATEGORY_ORDER = ("anti-patterns", "heuristics", "patterns", "facts")
-MIN_PER_CATEGORY = 3
-BALANCE_FROM = 9
+CATEGORY_ORDER = CATEGORIES
 
 
 class Weights(NamedTuple):
@@ -78,7 +83,8 @@ def prominence_parts(
     top = float(observations.max()) if observations.size else 0.0
     obs = observations / top if top > 0 else np.zeros_like(observations)
     levels = np.asarray(confidence, dtype=object)
-    conf = np.select([levels == "high", levels == "low"], [3.0, 1.0], 2.0) / 3.0
+    ranks = [float(CONFIDENCE_RANK[c]) for c in ("high", "low", "medium")]
+    conf = np.select([levels == "high", levels == "low"], ranks[:2], ranks[2]) / TOP_CONFIDENCE
     recency = 1.0 / (1.0 + days / 30.0)
     recall = np.minimum(recalls / 10.0, 1.0)
     return obs, conf, recency, recall

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from memlog.tests.support import REPO as ROOT  # noqa: E402
+
 NOT_SOURCES = shutil.ignore_patterns(
     ".git", "__pycache__", "*.egg-info", "build", "dist", ".*_cache", ".hypothesis", ".venv"
 )

@@ -28,11 +28,11 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path, PurePath
-from typing import Literal
 
 import msgspec
 
-from memlog.eventlog.events import Confidence, content_hash
+from memlog.eventlog.events import content_hash
+from memlog.vocabulary import CONFIDENCES, KB_CATEGORIES, Confidence, KbCategory
 
 __all__ = [
     "CATEGORY_PRIORITY",
@@ -45,10 +45,8 @@ __all__ = [
     "parse_text",
 ]
 
-KbCategory = Literal["anti-patterns", "heuristics", "patterns"]
-
 #: injection order of the categories: anti-patterns first, patterns last
-CATEGORY_PRIORITY: tuple[KbCategory, ...] = ("anti-patterns", "heuristics", "patterns")
+CATEGORY_PRIORITY = KB_CATEGORIES
 
 #: the knowledge-bank files, by name
 FILE_CATEGORIES: dict[str, KbCategory] = {
@@ -64,7 +62,6 @@ _TYPE_WORDS: dict[str, KbCategory] = {
     "heuristic": "heuristics",
 }
 
-_CONFIDENCES: tuple[Confidence, ...] = ("high", "medium", "low")
 _SORT_KEYS = frozenset({"observation count", "confidence", "last observed", "content-hash"})
 #: a ``### `` header, a ``#``/``##`` heading, or a ``---`` separator line
 _STRUCTURE = re.compile(r"^(?:### (.*)|(#{1,2})(?:[ \t](.*))?|-{3,}[ \t]*)$", re.M)
@@ -375,7 +372,7 @@ def _count(value: str | None, line: int, context: _FileContext) -> int:
 def _confidence(value: str | None, line: int, context: _FileContext) -> Confidence:
     if value is None:
         return "medium"
-    for level in _CONFIDENCES:
+    for level in CONFIDENCES:
         if value.lower() == level:
             return level
     context.warn(line, f"bad confidence {value!r}; using medium")

@@ -19,17 +19,9 @@ import re
 from collections.abc import Iterable
 
 from memlog.projections.fold import Entry
+from memlog.vocabulary import KB_CATEGORIES, TYPE_NAMES
 
-GLOBAL_CATEGORIES = ("anti-patterns", "heuristics", "patterns")
-PROJECT_CATEGORIES = ("anti-patterns", "heuristics", "patterns", "facts")
 NO_PROJECT = "_unassigned"
-
-TYPE_NAMES = {
-    "anti-patterns": "Anti-Pattern",
-    "heuristics": "Heuristic",
-    "patterns": "Pattern",
-    "facts": "Fact",
-}
 _GLOBAL_TITLES = {
     "anti-patterns": "Anti-Patterns",
     "heuristics": "Heuristics",
@@ -84,7 +76,7 @@ def project_path(entry: Entry) -> str:
 def paths_of(entry: Entry) -> list[str]:
     """Every markdown file ``entry`` belongs to."""
     paths = [project_path(entry)]
-    if entry.promoted and entry.category in GLOBAL_CATEGORIES:
+    if entry.promoted and entry.category in KB_CATEGORIES:
         paths.append(global_path(entry.category))
     return paths
 

@@ -66,3 +66,19 @@ def write_files(folder: Path, files: dict[str, str], state: MarkdownState) -> li
             atomic_write(path, data)
         state.files[rel] = digest(data)
     return notes
+
+
+def markdown_files(folder: Path) -> dict[str, str]:
+    """Digest of each markdown file the view wrote, as it is on disk now."""
+    found = {}
+    for rel in sorted(load_state(folder).files):
+        try:
+            found[rel] = digest((folder / rel).read_bytes())
+        except FileNotFoundError:
+            found[rel] = "missing"
+    return found
+
+
+def markdown_digest(folder: Path) -> str:
+    """One fingerprint of every markdown file the view wrote."""
+    return digest(msgspec.json.encode(sorted(markdown_files(folder).items())))

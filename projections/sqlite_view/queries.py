@@ -1,13 +1,33 @@
-"""Reading entries out of the SQLite view."""
+"""Questions asked of ``memory.db`` outside ranking: one entry, counts, listings, pending work.
+
+Every function opens its own connection (read-only unless it must write)
+and closes it; callers never write SQL.
+"""
 
 from __future__ import annotations
 
+import sqlite3
 from collections import Counter
+from collections.abc import Iterable
 from pathlib import Path
+
+import msgspec
 
 from memlog.errors import EntryNotFound, InvalidInput
 from memlog.projections.fold import Entry
 from memlog.projections.sqlite_view import store
+from memlog.vocabulary import Space
+
+_NOT_IN_SPACE = (
+    "id NOT IN (SELECT entry_id FROM vectors WHERE provider = ? AND model = ? AND dimensions = ?)"
+)
+
+
+class Listing(msgspec.Struct):
+    """Live entries matching some filters: how many in all, and the page asked for."""
+
+    total: int
+    entries: list[Entry]
 
 
 def find_entry(folder: Path, prefix: str) -> Entry:
@@ -15,11 +35,8 @@ def find_entry(folder: Path, prefix: str) -> Entry:
     text = prefix.strip().lower()
     if not text or any(c not in "0123456789abcdef" for c in text):
         raise InvalidInput(f"{prefix!r} is not an entry id (16 hex characters or a prefix)")
-    db = store.connect(folder / store.DB_NAME, readonly=True)
-    try:
+    with store.opened(folder / store.DB_NAME, readonly=True) as db:
         found = store.load_where(db, "id LIKE ?", [text + "%"])
-    finally:
-        db.close()
     if not found:
         raise EntryNotFound(f"no entry with id {text}")
     if len(found) > 1:
@@ -27,24 +44,95 @@ def find_entry(folder: Path, prefix: str) -> Entry:
     return found[0]
 
 
+def entries(folder: Path, ids: Iterable[str] | None = None, vectors: bool = True) -> list[Entry]:
+    """Entries of ``ids`` (all without), in id order; none when there is no view."""
+    path = folder / store.DB_NAME
+    if not path.exists():
+        return []
+    with store.opened(path, readonly=True) as db:
+        if ids is None:
+            return list(store.load_entries(db).values())
+        return store.load_ids(db, ids, vectors)
+
+
 def entry_counts(folder: Path) -> dict[str, object]:
     """Live entries by category and by project, and how many are not live."""
-    db = store.connect(folder / store.DB_NAME, readonly=True)
-    try:
+    status: Counter[str] = Counter()
+    category: Counter[str] = Counter()
+    project: Counter[str] = Counter()
+    with store.opened(folder / store.DB_NAME, readonly=True) as db:
         rows = db.execute("SELECT status, category, coalesce(source_project, '') FROM entries")
-        status: Counter[str] = Counter()
-        category: Counter[str] = Counter()
-        project: Counter[str] = Counter()
         for state, cat, proj in rows:
             status[state] += 1
             if state == "live":
                 category[cat] += 1
                 project[proj or "(none)"] += 1
-    finally:
-        db.close()
     return {
         "live": status["live"],
         "by_status": dict(sorted(status.items())),
         "by_category": dict(sorted(category.items())),
         "by_project": dict(sorted(project.items())),
     }
+
+
+def pending_entries(
+    folder: Path, space: Space, ids: Iterable[str] | None = None, everything: bool = False
+) -> list[Entry]:
+    """Live entries without a vector in ``space`` (all live ones with ``everything``)."""
+    where = "status = 'live'" + ("" if everything else f" AND {_NOT_IN_SPACE}")
+    params: list[object] = [] if everything else list(space)
+    with store.opened(folder / store.DB_NAME) as db:
+        found = store.load_where(db, where, params)
+    if ids is not None:
+        wanted = set(ids)
+        found = [e for e in found if e.id in wanted]
+    return found
+
+
+def pending_count(folder: Path, space: Space) -> int:
+    """How many live entries lack a vector in ``space``."""
+    with store.opened(folder / store.DB_NAME, readonly=True) as db:
+        row = db.execute(
+            f"SELECT count(*) FROM entries WHERE status = 'live' AND {_NOT_IN_SPACE}", space
+        ).fetchone()
+    return int(row[0])
+
+
+def list_live(
+    folder: Path, category: str | None = None, project: str | None = None, limit: int = 50
+) -> Listing:
+    """Live entries, most recently updated first, of one category and/or project."""
+    where, params = ["status = 'live'"], []
+    if category:
+        where.append("category = ?")
+        params.append(category)
+    if project:
+        where.append(
+            "(source_project = ? OR EXISTS (SELECT 1 FROM json_each(entries.projects) "
+            "WHERE value = ?))"
+        )
+        params += [project, project]
+    clause = " AND ".join(where)
+    with store.opened(folder / store.DB_NAME, readonly=True) as db, store.snapshot(db):
+        total = int(
+            db.execute(f"SELECT count(*) FROM entries WHERE {clause}", params).fetchone()[0]
+        )
+        order = f"SELECT id FROM entries WHERE {clause} ORDER BY updated_at DESC, id LIMIT ?"
+        ids = [row[0] for row in db.execute(order, [*params, limit])]
+        by_id = {e.id: e for e in store.load_ids(db, ids)}
+    return Listing(total, [by_id[i] for i in ids])
+
+
+def live_members(db: sqlite3.Connection, category: str, projects: set[str] | None) -> list[Entry]:
+    """Live entries of ``category``: of ``projects`` (a project file) or promoted (global).
+
+    ``status = 'live'`` lets the ``(status, category)`` index narrow the search
+    instead of scanning every row; rendering needs no vectors.
+    """
+    if projects is not None:
+        marks = ",".join("?" * len(projects))
+        where = f"status = 'live' AND category = ? AND coalesce(source_project, '') IN ({marks})"
+        params: list[str] = [category, *sorted(projects)]
+    else:
+        where, params = "status = 'live' AND category = ? AND promoted = 1", [category]
+    return store.load_where(db, where, params, vectors=False)

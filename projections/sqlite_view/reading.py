@@ -1,28 +1,35 @@
-"""Retrieval over ``memory.db``: candidates, FTS5 bm25 and vector cosine.
+"""Reading ``memory.db`` for ranking: candidates, FTS5 bm25 and vector cosine.
 
-User text never reaches ``MATCH`` as syntax: it is cut into word tokens,
-each quoted as a string, and the tokens are OR-joined, so hyphens, dots,
-slashes, colons, quotes, ``NEAR``, ``AND``/``OR``/``NOT``, ``*``, ``^`` and
-column-like words can neither fail the query nor filter it.
+``Snapshot`` opens the view read-only in one transaction, so every read of
+one ranking sees the same state.  User text never reaches ``MATCH`` as
+syntax: it is cut into word tokens, each quoted as a string, and the tokens
+are OR-joined, so hyphens, dots, slashes, colons, quotes, ``NEAR``,
+``AND``/``OR``/``NOT``, ``*``, ``^`` and column-like words can neither fail
+the query nor filter it.
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
+from collections.abc import Sequence
 from pathlib import Path
+from types import TracebackType
 from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
-from memlog.projections.sqlite_view.vectors import VECTOR_DIR, Space, load_matrix
+from memlog.errors import ViewError
+from memlog.projections.fold import Entry
+from memlog.projections.sqlite_view import store
+from memlog.projections.sqlite_view.vectors import ID_WIDTH, VECTOR_DIR, packed_file, space_rows
+from memlog.vocabulary import Space
 
 MAX_TOKENS = 64
 _WORD = re.compile(r"\w+", re.UNICODE)
 
 Floats = npt.NDArray[np.float64]
-
 
 #: function words that match nearly every entry and add nothing to bm25 but time
 STOPWORDS = frozenset(
@@ -64,45 +71,90 @@ class Candidates(NamedTuple):
         return {rowid: i for i, rowid in enumerate(self.rowids)}
 
 
-def candidates(db: sqlite3.Connection, categories: tuple[str, ...]) -> Candidates:
-    marks = ",".join("?" * len(categories))
-    rows = db.execute(
-        "SELECT id, name, category, observation_count, confidence, updated_at, recall_count, "
-        f"rowid FROM entries WHERE status = 'live' AND category IN ({marks}) ORDER BY id",
-        categories,
-    ).fetchall()
-    columns: list[tuple[Any, ...]] = list(zip(*rows, strict=True)) if rows else [()] * 8
-    return Candidates(
-        ids=list(columns[0]),
-        names=list(columns[1]),
-        categories=list(columns[2]),
-        observation_count=np.asarray(columns[3], dtype=np.float64),
-        confidence=list(columns[4]),
-        updated_at=list(columns[5]),
-        recall_count=np.asarray(columns[6], dtype=np.float64),
-        rowids=list(columns[7]),
-    )
+class Matrix(NamedTuple):
+    ids: list[str]
+    vectors: npt.NDArray[np.float32]
 
 
-def bm25_scores(db: sqlite3.Connection, query: str | None, by_rowid: dict[int, int]) -> Floats:
-    """Negated bm25 per candidate (higher is better; 0 where the query does not match).
+class Snapshot:
+    """The view at one moment, read-only: ``with Snapshot(folder) as view: …``."""
 
-    ``by_rowid`` maps the candidates' ``entries`` rowids (the FTS rowids) to their
-    positions; no join back to ``entries``, which at 10k matches costs a third more.
-    """
-    scores = np.zeros(len(by_rowid), dtype=np.float64)
-    expression = fts_query(query)
-    if expression is None or not by_rowid:
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        path = folder / store.DB_NAME
+        if not path.exists():
+            raise ViewError(f"{path} does not exist")
+        self.db = store.connect(path, readonly=True)
+        self.db.execute("BEGIN")  # one snapshot for every read below
+
+    def __enter__(self) -> Snapshot:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.db.close()
+
+    def candidates(self, categories: Sequence[str]) -> Candidates:
+        marks = ",".join("?" * len(categories))
+        rows = self.db.execute(
+            "SELECT id, name, category, observation_count, confidence, updated_at, recall_count, "
+            f"rowid FROM entries WHERE status = 'live' AND category IN ({marks}) ORDER BY id",
+            list(categories),
+        ).fetchall()
+        columns: list[tuple[Any, ...]] = list(zip(*rows, strict=True)) if rows else [()] * 8
+        return Candidates(
+            ids=list(columns[0]),
+            names=list(columns[1]),
+            categories=list(columns[2]),
+            observation_count=np.asarray(columns[3], dtype=np.float64),
+            confidence=list(columns[4]),
+            updated_at=list(columns[5]),
+            recall_count=np.asarray(columns[6], dtype=np.float64),
+            rowids=list(columns[7]),
+        )
+
+    def bm25(self, query: str | None, by_rowid: dict[int, int]) -> Floats:
+        """Negated bm25 per candidate (higher is better; 0 where the query does not match).
+
+        ``by_rowid`` maps the candidates' ``entries`` rowids (the FTS rowids) to their
+        positions; no join back to ``entries``, which at 10k matches costs a third more.
+        """
+        scores = np.zeros(len(by_rowid), dtype=np.float64)
+        expression = fts_query(query)
+        if expression is None or not by_rowid:
+            return scores
+        rows = self.db.execute(
+            "SELECT rowid, -bm25(entries_fts) FROM entries_fts WHERE entries_fts MATCH ?",
+            (expression,),
+        )
+        for rowid, score in rows:
+            index = by_rowid.get(rowid)
+            if index is not None:
+                scores[index] = max(float(score), 0.0)
         return scores
-    rows = db.execute(
-        "SELECT rowid, -bm25(entries_fts) FROM entries_fts WHERE entries_fts MATCH ?",
-        (expression,),
-    )
-    for rowid, score in rows:
-        index = by_rowid.get(rowid)
-        if index is not None:
-            scores[index] = max(float(score), 0.0)
-    return scores
+
+    def has_vectors(self, space: Space) -> bool:
+        """Whether any entry has a vector in ``space`` (else a query needs no embedding)."""
+        row = self.db.execute(
+            "SELECT 1 FROM vectors WHERE provider = ? AND model = ? AND dimensions = ? LIMIT 1",
+            space,
+        ).fetchone()
+        return row is not None
+
+    def matrix(self, space: Space) -> Matrix:
+        """Every vector of ``space`` (ids in id order): the packed file, else the rows."""
+        return load_matrix(self.db, self.folder, space)
+
+    def cosines(
+        self, space: Space, query: npt.NDArray[np.float32], where: dict[str, int]
+    ) -> tuple[Floats, int]:
+        """Cosine of the query with each candidate's vector in ``space`` (0 without one)."""
+        return vector_scores(self.db, self.folder, space, query, where)
+
+    def entries(self, ids: Sequence[str], vectors: bool = False) -> list[Entry]:
+        """The entries of ``ids``, in id order."""
+        return store.load_ids(self.db, ids, vectors)
 
 
 def vector_scores(
@@ -112,9 +164,10 @@ def vector_scores(
     query: npt.NDArray[np.float32],
     where: dict[str, int],
 ) -> tuple[Floats, int]:
-    """Cosine of the query with each candidate's vector in ``space`` (0 without one)."""
+    """Cosine of the query with each vector of ``space`` whose id is in ``where``, by position;
+    and how many candidates had one."""
     scores = np.zeros(len(where), dtype=np.float64)
-    matrix = load_matrix(db, folder / VECTOR_DIR, space)
+    matrix = load_matrix(db, folder, space)
     if not matrix.ids:
         return scores, 0
     cosines = matrix.vectors @ query.astype(np.float32)
@@ -123,3 +176,30 @@ def vector_scores(
         target, source = (np.asarray(x) for x in zip(*rows, strict=True))
         scores[target] = cosines[source]
     return scores, len(rows)
+
+
+def _map(path: Path, count: int, dims: int) -> Matrix | None:
+    expected = count * (ID_WIDTH + 4 * dims)
+    try:
+        if count == 0:
+            return Matrix([], np.zeros((0, dims), dtype=np.float32))
+        if path.stat().st_size != expected:
+            return None
+        raw = np.memmap(path, dtype=np.uint8, mode="r")
+    except (OSError, ValueError):
+        return None
+    ids = raw[: count * ID_WIDTH].tobytes().decode("ascii")
+    matrix = raw[count * ID_WIDTH :].view("<f4").reshape(count, dims)
+    return Matrix([ids[i : i + ID_WIDTH] for i in range(0, len(ids), ID_WIDTH)], matrix)
+
+
+def load_matrix(db: sqlite3.Connection, folder: Path, space: Space) -> Matrix:
+    """Every vector of ``space`` in ``db``'s snapshot; ``folder`` is the view's home."""
+    packed = packed_file(db, space)
+    if packed is not None:
+        mapped = _map(folder / VECTOR_DIR / packed[1], packed[0], space.dimensions)
+        if mapped is not None:
+            return mapped
+    rows = space_rows(db, space)
+    flat = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4")
+    return Matrix([r[0] for r in rows], flat.reshape(len(rows), space.dimensions))

@@ -19,6 +19,7 @@ from memlog.eventlog.log import Position
 from memlog.home import ensure_dir
 from memlog.projections.fold import Entry, Vector, space_key
 from memlog.projections.sqlite_view.schema import migrate
+from memlog.vocabulary import Space
 
 DB_NAME = "memory.db"
 BUSY_TIMEOUT_MS = 5000
@@ -39,6 +40,7 @@ _UPSERT = (
     f"ON CONFLICT(id) DO UPDATE SET "
     + ", ".join(f'"{c}" = excluded."{c}"' for c in ENTRY_COLUMNS[1:])
 )
+_SELECT = f"SELECT {_QUOTED} FROM entries"
 _JSON = msgspec.json.Encoder()
 _LIST = msgspec.json.Decoder(list[str])
 
@@ -72,6 +74,27 @@ def _connect_readonly(path: Path) -> sqlite3.Connection:
         if os.access(path.parent, os.W_OK):
             raise
     return sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True, isolation_level=None)
+
+
+@contextmanager
+def opened(path: Path, readonly: bool = False) -> Iterator[sqlite3.Connection]:
+    """``connect`` for the length of a ``with`` block; closed whatever happens."""
+    db = connect(path, readonly)
+    try:
+        yield db
+    finally:
+        db.close()
+
+
+@contextmanager
+def snapshot(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """A read transaction: every read inside sees one state of the database."""
+    db.execute("BEGIN")
+    try:
+        yield db
+    finally:
+        if db.in_transaction:
+            db.execute("ROLLBACK")  # nothing was written: ending it is all
 
 
 @contextmanager
@@ -162,12 +185,11 @@ def row_entry(row: sqlite3.Row | tuple[Any, ...]) -> Entry:
 
 def load_entries(db: sqlite3.Connection, ids: Iterable[str] | None = None) -> dict[str, Entry]:
     """Entries (all, or those of ``ids``) with every vector they have."""
-    select = f"SELECT {_QUOTED} FROM entries"
     if ids is None:
-        rows = db.execute(select + " ORDER BY id").fetchall()
+        rows = db.execute(_SELECT + " ORDER BY id").fetchall()
     else:
         wanted = sorted(set(ids))
-        rows = [r for chunk in _chunks(wanted) for r in _select_in(db, select, "id", chunk)]
+        rows = [r for chunk in _chunks(wanted) for r in _select_in(db, _SELECT, "id", chunk)]
     entries = {row[0]: row_entry(row) for row in rows}
     _attach_vectors(db, entries)
     return entries
@@ -177,11 +199,30 @@ def load_where(
     db: sqlite3.Connection, where: str, params: Iterable[object], vectors: bool = True
 ) -> list[Entry]:
     """Entries matching a WHERE clause (with their vectors unless not wanted), in id order."""
-    rows = db.execute(f"SELECT {_QUOTED} FROM entries WHERE {where} ORDER BY id", list(params))
+    rows = db.execute(f"{_SELECT} WHERE {where} ORDER BY id", list(params))
     entries = {row[0]: row_entry(row) for row in rows}
     if vectors:
         _attach_vectors(db, entries)
     return list(entries.values())
+
+
+def load_ids(db: sqlite3.Connection, ids: Iterable[str], vectors: bool = False) -> list[Entry]:
+    """The entries of ``ids`` that exist, in id order."""
+    wanted = sorted(set(ids))
+    rows = [r for chunk in _chunks(wanted) for r in _select_in(db, _SELECT, "id", chunk)]
+    entries = {row[0]: row_entry(row) for row in sorted(rows)}
+    if vectors:
+        _attach_vectors(db, entries)
+    return list(entries.values())
+
+
+def use_space(db: sqlite3.Connection, space: Space) -> None:
+    """Fill ``entries.embedding`` from the vectors of ``space`` (the space now in force)."""
+    db.execute(
+        "UPDATE entries SET embedding = (SELECT vector FROM vectors v WHERE v.entry_id = "
+        "entries.id AND v.provider = ? AND v.model = ? AND v.dimensions = ?)",
+        space,
+    )
 
 
 def _attach_vectors(db: sqlite3.Connection, entries: dict[str, Entry]) -> None:

@@ -6,7 +6,8 @@ mapped into memory costs well under one.  The file (``vectors/<uuid>.f32``:
 fsynced *before* the transaction that points ``vector_sets`` at it commits,
 and never changed afterwards, so a reader that follows the pointer it read
 in its own snapshot always maps a complete file consistent with its rows.
-A missing file falls back to the rows.
+A missing file falls back to the rows.  Mapping it is the reading side's
+business (``reading.load_matrix``); this module only writes and sweeps.
 """
 
 from __future__ import annotations
@@ -16,36 +17,17 @@ import sqlite3
 import time
 import uuid
 from pathlib import Path
-from typing import NamedTuple
-
-import numpy as np
-import numpy.typing as npt
 
 from memlog.files import atomic_write
+from memlog.vocabulary import Space
 
 VECTOR_DIR = "vectors"
 ID_WIDTH = 16
 _GRACE_SECONDS = 60.0
 
 
-class Space(NamedTuple):
-    """An embedding space: vectors of two spaces are never compared."""
-
-    provider: str
-    model: str
-    dimensions: int
-
-    @property
-    def key(self) -> str:
-        return f"{self.provider}/{self.model}"
-
-
-class Matrix(NamedTuple):
-    ids: list[str]
-    vectors: npt.NDArray[np.float32]
-
-
-def _rows(db: sqlite3.Connection, space: Space) -> list[tuple[str, bytes]]:
+def space_rows(db: sqlite3.Connection, space: Space) -> list[tuple[str, bytes]]:
+    """Every ``(entry_id, vector)`` of ``space``, in id order."""
     return db.execute(
         "SELECT entry_id, vector FROM vectors WHERE provider = ? AND model = ? "
         "AND dimensions = ? ORDER BY entry_id",
@@ -53,12 +35,21 @@ def _rows(db: sqlite3.Connection, space: Space) -> list[tuple[str, bytes]]:
     ).fetchall()
 
 
+def packed_file(db: sqlite3.Connection, space: Space) -> tuple[int, str] | None:
+    """The count and file name of the packed matrix of ``space``, if there is one."""
+    row = db.execute(
+        "SELECT count, file FROM vector_sets WHERE provider = ? AND model = ? AND dimensions = ?",
+        space,
+    ).fetchone()
+    return (int(row[0]), str(row[1])) if row is not None else None
+
+
 def write_packed(db: sqlite3.Connection, folder: Path, space: Space) -> None:
     """Pack the space's vectors into a new file and point ``vector_sets`` at it.
 
     Runs inside the caller's write transaction, after the rows are written.
     """
-    rows = _rows(db, space)
+    rows = space_rows(db, space)
     folder.mkdir(mode=0o700, exist_ok=True)
     name = f"{uuid.uuid4().hex}.f32"
     data = b"".join(r[0].encode("ascii") for r in rows) + b"".join(r[1] for r in rows)
@@ -68,36 +59,6 @@ def write_packed(db: sqlite3.Connection, folder: Path, space: Space) -> None:
         "INSERT INTO vector_sets(provider, model, dimensions, count, file) VALUES (?, ?, ?, ?, ?)",
         (space.provider, space.model, space.dimensions, len(rows), name),
     )
-
-
-def load_matrix(db: sqlite3.Connection, folder: Path, space: Space) -> Matrix:
-    """Every vector of ``space`` (ids in id order), read in the caller's snapshot."""
-    row = db.execute(
-        "SELECT count, file FROM vector_sets WHERE provider = ? AND model = ? AND dimensions = ?",
-        space,
-    ).fetchone()
-    if row is not None:
-        mapped = _map(folder / row[1], int(row[0]), space.dimensions)
-        if mapped is not None:
-            return mapped
-    rows = _rows(db, space)
-    flat = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4")
-    return Matrix([r[0] for r in rows], flat.reshape(len(rows), space.dimensions))
-
-
-def _map(path: Path, count: int, dims: int) -> Matrix | None:
-    expected = count * (ID_WIDTH + 4 * dims)
-    try:
-        if count == 0:
-            return Matrix([], np.zeros((0, dims), dtype=np.float32))
-        if path.stat().st_size != expected:
-            return None
-        raw = np.memmap(path, dtype=np.uint8, mode="r")
-    except (OSError, ValueError):
-        return None
-    ids = raw[: count * ID_WIDTH].tobytes().decode("ascii")
-    matrix = raw[count * ID_WIDTH :].view("<f4").reshape(count, dims)
-    return Matrix([ids[i : i + ID_WIDTH] for i in range(0, len(ids), ID_WIDTH)], matrix)
 
 
 def collect_garbage(db: sqlite3.Connection, folder: Path) -> None:

@@ -13,10 +13,11 @@ from click.testing import CliRunner, Result
 from memlog.commands.cli import cli
 from memlog.embeddings.hashing import HashingProvider
 from memlog.eventlog.log import EventLog
+from memlog.projections.runner import db_path
 from memlog.projections.sqlite_view import store
-from memlog.projections.sqlite_view.vectors import Space, load_matrix
-from memlog.projections.views import db_path
+from memlog.projections.sqlite_view.reading import load_matrix
 from memlog.tests.loopback import Answer, LoopbackServer
+from memlog.vocabulary import Space
 
 DIMS = 64
 OPENAI = Space("openai", "text-embedding-3-small", DIMS)
@@ -259,6 +260,7 @@ TESTING = [
 ]
 
 
+@pytest.mark.ac("024:1")
 @pytest.mark.slow
 def test_local_model_finds_parser_entries(
     memlog_home: Path, monkeypatch: pytest.MonkeyPatch

@@ -9,10 +9,10 @@ import pytest
 from click.testing import CliRunner
 
 from memlog.commands.cli import cli
+from memlog.projections.runner import db_path
 from memlog.projections.sqlite_view import store
-from memlog.projections.views import db_path
+from memlog.tests.support import FIXTURES  # noqa: E402
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
 BANKS = sorted(FIXTURES.glob("knowledge-bank-*"))
 _HEADER = re.compile(r"^### (?:(?:Anti-Pattern|Pattern|Heuristic): )?(.+?)\s*$")
 _COUNT = re.compile(r"^- observation count:\s*(\d+)", re.IGNORECASE)
@@ -47,6 +47,7 @@ def rows(home: Path) -> list[tuple[str, str, int, str]]:
     return found
 
 
+@pytest.mark.ac("024:8")
 @pytest.mark.parametrize("bank", BANKS, ids=lambda p: p.name)
 def test_fixture_imports_every_entry_exactly(memlog_home: Path, bank: Path) -> None:
     run("import", str(bank))
@@ -62,6 +63,7 @@ def test_fixture_imports_every_entry_exactly(memlog_home: Path, bank: Path) -> N
     assert sorted(n for n, *_ in imported) == sorted(n for n, _ in expected)
 
 
+@pytest.mark.ac("024:8")
 @pytest.mark.parametrize("bank", BANKS, ids=lambda p: p.name)
 def test_reimport_appends_nothing(memlog_home: Path, bank: Path) -> None:
     run("import", str(bank))

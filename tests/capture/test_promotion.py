@@ -11,10 +11,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from memlog.commands.cli import COMMANDS, cli
-from memlog.eventlog.events import Observed, Promoted
-from memlog.eventlog.log import EventLog
-from memlog.promotion import (
+from memlog.capture.promote import (
     GENERIC_NAMES,
     MAX_DIR_ENTRIES,
     ProjectContext,
@@ -23,8 +20,11 @@ from memlog.promotion import (
     scan_project,
     walk_names,
 )
+from memlog.commands.cli import COMMANDS, cli
+from memlog.eventlog.events import Observed, Promoted
+from memlog.eventlog.log import EventLog
+from memlog.tests.support import REPO  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
 SKILL = REPO / "skills" / "retrospecting" / "memory-step.md"
 REPORT = re.compile(
     r"^Memory promotion: (\d+) universal entries promoted to global store, "
@@ -84,6 +84,7 @@ def anchors_batch() -> list[str]:
 # -- the acceptance criteria of Component 3 ------------------------------------------------
 
 
+@pytest.mark.ac("023:AC-3.1")
 def test_universal_entries_reach_the_global_store(tree: Path, memlog_home: Path) -> None:
     done = promote_json(tree, anchors_batch(), "--feature", "023")
     assert done.exit_code == 0, done.output
@@ -95,6 +96,7 @@ def test_universal_entries_reach_the_global_store(tree: Path, memlog_home: Path)
     assert "- Tags: universal" in heuristics
 
 
+@pytest.mark.ac("023:AC-3.2")
 def test_project_specific_entries_stay_out_of_the_global_store(
     tree: Path, memlog_home: Path
 ) -> None:
@@ -106,6 +108,7 @@ def test_project_specific_entries_stay_out_of_the_global_store(
     assert "The secretary agent's routing table" in local and "session-start.sh" in local
 
 
+@pytest.mark.ac("023:AC-3.6")
 def test_report_line_is_exact_and_every_reason_is_printed(tree: Path) -> None:
     done = promote_json(tree, anchors_batch())
     assert done.exit_code == 0, done.output
@@ -123,6 +126,7 @@ def test_report_line_is_exact_and_every_reason_is_printed(tree: Path) -> None:
     ]
 
 
+@pytest.mark.ac("023:AC-3.3", "023:AC-3.4")
 def test_a_duplicate_adds_count_and_provenance_instead_of_a_copy(
     tree: Path, memlog_home: Path
 ) -> None:
@@ -331,6 +335,7 @@ def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return root
 
 
+@pytest.mark.ac("024:10")
 def test_observe_fills_references_from_the_git_diff(repo: Path, memlog_home: Path) -> None:
     done = invoke(
         "observe", "--name", "Read", "--description", "Read the input before parsing",
@@ -342,6 +347,7 @@ def test_observe_fills_references_from_the_git_diff(repo: Path, memlog_home: Pat
     assert observed.references == ("docs/x.md", "README.md", "src/parser.py")  # no deletions
 
 
+@pytest.mark.ac("024:10")
 def test_promote_json_fills_references_from_the_git_diff(repo: Path, memlog_home: Path) -> None:
     lesson = line("Always read the target file before writing a parser")
     done = invoke("promote", "--json", "-", "--references-from-git", "main", input=lesson)

@@ -13,22 +13,20 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memlog import __version__
-from memlog.commands.cli import COMMANDS, cli
-from memlog.setup_claude import (
+from memlog.claude_code.entries import (
     HOOK_MATCHER,
     SetupError,
-    apply,
     find_executable,
     install_hooks,
     install_server,
-    plan_install,
     remove_hooks,
     remove_server,
     strip_ours,
-    user_targets,
 )
+from memlog.claude_code.settings import apply, plan_install, user_targets
+from memlog.commands.cli import COMMANDS, cli
+from memlog.tests.support import REPO  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
 SETTINGS = """{
     "model": "opus",
     "permissions": {"allow": ["Bash(git status)"]},

@@ -14,8 +14,8 @@ import pytest
 from click.testing import CliRunner, Result
 
 from memlog.commands import cli as cli_module
-from memlog.commands.base import ERROR_LOG
 from memlog.commands.cli import COMMANDS, cli
+from memlog.errors import ERROR_LOG
 from memlog.eventlog.codec import DECODER, encode_line
 from memlog.eventlog.events import (
     Event,

@@ -18,8 +18,8 @@ from click.testing import CliRunner, Result
 from memlog.commands.cli import cli
 from memlog.eventlog.events import Observed, Promoted, Recalled
 from memlog.eventlog.log import EventLog
+from memlog.projections.runner import catch_up, db_path, rebuild
 from memlog.projections.sqlite_view import schema, store
-from memlog.projections.views import catch_up, db_path, rebuild
 
 
 def invoke(*args: str, input: str | None = None) -> Result:
@@ -185,7 +185,7 @@ def test_migrations_build_the_schema_from_blank(tmp_path: Path) -> None:
 _REPLAY = """
 import sys
 from pathlib import Path
-from memlog.projections.views import rebuild
+from memlog.projections.runner import rebuild
 rebuild(Path(sys.argv[1]))
 """
 
@@ -293,15 +293,17 @@ def test_an_old_database_migrates_to_the_current_schema(tmp_path: Path) -> None:
 
 def test_hook_leaves_a_large_catch_up_to_the_background(memlog_home: Path) -> None:
     from memlog.config import Config
-    from memlog.inject import Request, build
+    from memlog.retrieval.inject import build
+    from memlog.retrieval.request import Request
+    from memlog.workspace import Workspace
 
     _big_log(memlog_home, 2000)
     catch_up(memlog_home)
     _big_log(memlog_home, 6000)
+    ws = Workspace(memlog_home, None, Config(memory_embedding_provider="hashing"))
     request = Request(
-        home=memlog_home, root=None, project="", config=Config(memory_embedding_provider="hashing"),
-        deadline=time.monotonic() + 30, max_catch_up_bytes=1000, query="entry number",
-    )  # fmt: skip
+        ws, deadline=time.monotonic() + 30, max_catch_up_bytes=1000, query="entry number"
+    )
     result = build(request)
     assert any("catching up in the background" in n for n in result.notes)
     assert result.total == 2000  # read as it was

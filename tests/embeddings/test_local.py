@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memlog.embeddings import local
+from memlog.embeddings import bert, local
 from memlog.embeddings.local import (
     HF_REPO_DIR,
     WHEEL_MODEL_DIR,
@@ -22,8 +22,7 @@ from memlog.embeddings.local import (
     verify_model_dir,
 )
 from memlog.errors import ProviderUnavailable
-
-from .conftest import FIXTURES
+from memlog.tests.support import FIXTURES
 
 REFERENCE = FIXTURES / "embeddings" / "minilm-l6-v2-reference.json"
 
@@ -113,14 +112,14 @@ def test_vectors_are_unit_float32_rows(provider: LocalProvider) -> None:
 def test_erf_matches_the_standard_library() -> None:
     x = np.linspace(-5, 5, 2001, dtype=np.float32)
     expected = np.array([math.erf(value) for value in x.astype(np.float64)])
-    np.testing.assert_allclose(local.erf(x.copy()), expected, atol=1e-6)
+    np.testing.assert_allclose(bert.erf(x.copy()), expected, atol=1e-6)
 
 
 def test_long_texts_are_grouped_apart_from_short_ones() -> None:
-    assert list(local.length_groups([256, 5, 7, 6, 250])) == [[1, 3, 2], [4, 0]]
-    groups = list(local.length_groups([200] * 50))
+    assert list(bert.length_groups([256, 5, 7, 6, 250])) == [[1, 3, 2], [4, 0]]
+    groups = list(bert.length_groups([200] * 50))
     assert sorted(sum(groups, [])) == list(range(50))
-    assert all(len(group) * 200 <= local._GROUP_TOKENS for group in groups)
+    assert all(len(group) * 200 <= bert._GROUP_TOKENS for group in groups)
 
 
 # -- finding the model --------------------------------------------------------
@@ -257,7 +256,7 @@ def test_import_loads_nothing() -> None:
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-def _model(provider: LocalProvider) -> local._Model:
+def _model(provider: LocalProvider) -> bert.Encoder:
     provider.load()
     assert provider._model is not None
     return provider._model

@@ -23,7 +23,7 @@ import pytest
 
 from memlog.eventlog.events import Observed, Promoted, Recalled, Reembedded
 from memlog.eventlog.log import EventLog
-from memlog.projections.views import catch_up
+from memlog.projections.runner import catch_up
 from memlog.tests.loopback import LoopbackServer
 
 HEADER = "## Engineering Memory (from knowledge bank)"
@@ -135,6 +135,7 @@ def error_log(home: Path) -> str:
 # -- the normal path --------------------------------------------------------------------------
 
 
+@pytest.mark.ac("023:AC-1.1", "023:AC-1.3", "023:AC-1.4")
 def test_hook_injects_within_the_limit(memlog_home: Path, tmp_path: Path) -> None:
     seed(memlog_home)
     root = project(tmp_path, "memory_injection_limit: 9")

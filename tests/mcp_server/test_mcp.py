@@ -27,8 +27,8 @@ from mcp.client.stdio import stdio_client
 
 from memlog.eventlog.events import Observed, Recalled, content_hash
 from memlog.eventlog.log import START, EventLog
+from memlog.tests.support import REPO  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
 TIMEOUT = 30.0
 LOCKED = ("database is locked", "sqlite_busy", "database table is locked")
 
@@ -422,6 +422,7 @@ def test_raw_json_rpc_lines(project: Path, memlog_home: Path, tmp_path: Path) ->
 # -- AC4: captured now, injected next time -----------------------------------------------------
 
 
+@pytest.mark.ac("024:4")
 def test_stored_memory_reaches_the_next_hook(
     project: Path, memlog_home: Path, tmp_path: Path
 ) -> None:
@@ -456,7 +457,7 @@ def test_stored_memory_reaches_the_next_hook(
 def test_hook_and_cli_never_import_the_sdk(memlog_home: Path) -> None:
     code = (
         "import sys\n"
-        "import memlog.commands.cli, memlog.hooks.session_start, memlog.inject\n"
+        "import memlog.commands.cli, memlog.hooks.session_start, memlog.retrieval.inject\n"
         "import memlog.commands.observe, memlog.commands.search, memlog.commands.serve_mcp\n"
         "from memlog.commands.cli import cli\n"
         "cli.list_commands(None)\n"
@@ -479,12 +480,13 @@ def test_a_crash_in_a_tool_is_one_line_and_logged(memlog_home: Path) -> None:
     from mcp.server.mcpserver.exceptions import ToolError
 
     from memlog.mcp_server.server import guarded
+    from memlog.workspace import Workspace
 
     def boom() -> None:
         raise RuntimeError("unexpected")
 
     with pytest.raises(ToolError) as caught:
-        guarded(boom)
+        guarded(Workspace.unconfigured(memlog_home), boom)
     assert str(caught.value).startswith("internal error: RuntimeError: unexpected")
     assert "\n" not in str(caught.value)
     assert "RuntimeError: unexpected" in read_text(memlog_home / "errors.log")

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from memlog.eventlog.bounds import Bound
 from memlog.eventlog.events import (
     Event,
     Labelled,
@@ -24,17 +25,12 @@ from memlog.eventlog.events import (
 )
 from memlog.eventlog.log import EventLog
 from memlog.projections.fold import fold
+from memlog.projections.markdown_view.writer import markdown_files
+from memlog.projections.runner import catch_up, db_path, rebuild
 from memlog.projections.sqlite_view import store
-from memlog.projections.sqlite_view.vectors import Space, load_matrix
-from memlog.projections.views import (
-    DEFAULT_SPACE,
-    catch_up,
-    db_path,
-    markdown_files,
-    rebuild,
-    sqlite_digest,
-)
-from memlog.timefilter import Bound
+from memlog.projections.sqlite_view.digest import sqlite_digest
+from memlog.projections.sqlite_view.reading import load_matrix
+from memlog.vocabulary import DEFAULT_SPACE, Space
 
 DESCRIPTIONS = [f"Lesson number {i}: keep the {w} small." for i, w in enumerate("abcdefgh")]
 IDS = [content_hash(d) for d in DESCRIPTIONS]

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from memlog.eventlog.events import Confidence
@@ -14,15 +12,15 @@ from memlog.projections.markdown_view.kb_parser import (
     parse_file,
     parse_text,
 )
-from memlog.projections.markdown_view.legacy import (
+from memlog.retrieval.legacy import (
     allocate,
     deduplicate,
     render_legacy_block,
     select_legacy,
     sort_into_categories,
 )
+from memlog.tests.support import FIXTURES  # noqa: E402
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
 NEW = FIXTURES / "knowledge-bank-6bb5ea25"
 
 

@@ -15,9 +15,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memlog import ranking
-from memlog.projections.sqlite_view import retrieval
-from memlog.projections.sqlite_view.vectors import VECTOR_DIR, Space
+from memlog.projections.sqlite_view import reading
+from memlog.projections.sqlite_view.vectors import VECTOR_DIR
+from memlog.retrieval import ranking
+from memlog.vocabulary import Space
 
 W = ranking.Weights(0.5, 0.2, 0.3)
 
@@ -238,6 +239,7 @@ def vectors_at(query: np.ndarray, cosines: np.ndarray, rng: np.random.Generator)
     return cosines[:, None] * query + np.sqrt(1 - cosines[:, None] ** 2) * noise
 
 
+@pytest.mark.ac("024:1b")
 def test_ac1b_relevant_entries_fill_the_top_25() -> None:
     rng = np.random.default_rng(7)
     dims = 768
@@ -270,6 +272,7 @@ def write_packed(folder: Path, ids: list[str], matrix: np.ndarray) -> str:
     return name
 
 
+@pytest.mark.ac("024:9a")
 def test_ac9a_vector_scores_scoring_and_selection_at_10k_by_768(tmp_path: Path) -> None:
     n, dims = 10_000, 768
     rng = np.random.default_rng(9)
@@ -287,7 +290,7 @@ def test_ac9a_vector_scores_scoring_and_selection_at_10k_by_768(tmp_path: Path) 
     db.execute("INSERT INTO vector_sets VALUES (?, ?, ?, ?, ?)", (*space, n, name))
     where = {entry_id: i for i, entry_id in enumerate(ids)}
 
-    cosines, matches = retrieval.vector_scores(db, tmp_path, space, query, where)
+    cosines, matches = reading.vector_scores(db, tmp_path, space, query, where)
     assert matches == n
     np.testing.assert_allclose(cosines, matrix.astype(np.float64) @ query, atol=1e-5)
     assert cosines[planted] == pytest.approx(1.0, abs=1e-5)

@@ -17,8 +17,8 @@ from memlog.projections.markdown_view.kb_parser import (
     parse_file,
     parse_text,
 )
+from memlog.tests.support import FIXTURES  # noqa: E402
 
-FIXTURES = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
 NEW = FIXTURES / "knowledge-bank-6bb5ea25"
 OLD = FIXTURES / "knowledge-bank-ab2c282a"
 FIXTURE_FILES = sorted(NEW.glob("*.md")) + sorted(OLD.glob("*.md"))

@@ -1,0 +1,168 @@
+"""Putting knowledge in: observe, promote, import, retire.
+
+Each writer validates its input here, then goes through the one capture
+pipeline (``capture.pipeline``): append, views, vectors, labels.  Input
+that fails validation raises ``InvalidInput`` before anything is appended.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from memlog.capture import promote as promotion
+from memlog.capture.importer import ImportPlan, markdown_files, plan_import
+from memlog.capture.observe import from_fields, parse_json_lines, with_references
+from memlog.capture.pipeline import Captured, capture
+from memlog.errors import InvalidInput
+from memlog.eventlog.events import Observed, Retired
+from memlog.git import changed_since
+from memlog.projections.fold import Entry
+from memlog.projections.sqlite_view import queries
+from memlog.vocabulary import Scope
+from memlog.workspace import Workspace
+
+__all__ = [
+    "Captured",
+    "Imported",
+    "Promotion",
+    "import_files",
+    "observation",
+    "observations",
+    "observe",
+    "promote_entries",
+    "promote_input",
+    "retire",
+]
+
+observation = from_fields
+observations = parse_json_lines
+Named = list[tuple[str, promotion.Verdict]]
+
+
+class Promotion(NamedTuple):
+    """The report lines of a promotion, and what could not be done after it."""
+
+    report: list[str]
+    notes: list[str]
+
+
+class Imported(NamedTuple):
+    plan: ImportPlan
+    notes: list[str]
+
+
+def observe(
+    ws: Workspace,
+    events: Sequence[Observed],
+    *,
+    references_base: str | None = None,
+    redact: bool = True,
+    command: str = "observe",
+) -> Captured[Observed]:
+    """Record observations as one batch (with the files changed since a git base)."""
+    notes: list[str] = []
+    if references_base is not None:
+        changed = changed_since(references_base, Path.cwd())
+        if not changed:
+            notes.append(
+                f"no files changed between {references_base} and HEAD; no references added"
+            )
+        events = [with_references(e, changed) for e in events]
+    done = capture(ws, events, command, redact=redact)
+    return Captured(done.stored, notes + done.notes)
+
+
+def promote_input(
+    ws: Workspace,
+    data: bytes,
+    scope: Scope | None = None,
+    reason: str = "",
+    feature: str = "",
+    references_base: str | None = None,
+) -> Promotion:
+    """Observe and promote the entries of a retrospective's JSON lines."""
+    candidates = promotion.parse_candidates(data, ws.project, feature.strip())
+    refs = changed_since(references_base, Path.cwd()) if references_base is not None else []
+    notes = []
+    if references_base is not None and not refs:
+        notes.append(f"no files changed between {references_base} and HEAD; no references added")
+    context = promotion.scan_project(ws.root, ws.project)
+    filled = [_filled(c, scope, reason, refs) for c in candidates]
+    named: Named = [(c.event.name, promotion.decide(c, context)) for c in filled]
+    promotions = [
+        promotion.promotion(c.event.entry_id, verdict, c.event.project, c.event.feature)
+        for c, (_, verdict) in zip(filled, named, strict=True)
+    ]
+    done = capture(ws, [*(c.event for c in filled), *promotions], "promote")
+    return Promotion(promotion.report(named), notes + done.notes)
+
+
+def _filled(
+    candidate: promotion.Candidate, scope: Scope | None, reason: str, refs: list[str]
+) -> promotion.Candidate:
+    """A candidate with the caller's default scope and the git references added."""
+    if candidate.scope is None and scope is not None:
+        candidate = candidate._replace(scope=scope, reason=reason)
+    return candidate._replace(event=with_references(candidate.event, refs))
+
+
+def promote_entries(
+    ws: Workspace,
+    prefixes: Iterable[str],
+    scope: Scope | None = None,
+    reason: str = "",
+    feature: str = "",
+) -> Promotion:
+    """Promote entries already in the log (a unique id prefix each)."""
+    notes = ws.refresh()  # a global store that cannot be written is only a note
+    entries = [_live(ws, prefix) for prefix in prefixes]
+    context = promotion.scan_project(ws.root, ws.project)
+    named: Named = [(e.name, _verdict(e, scope, reason, context)) for e in entries]
+    events = [
+        promotion.promotion(e.id, v, context.name, feature.strip())
+        for e, (_, v) in zip(entries, named, strict=True)
+    ]
+    done = capture(ws, events, "promote")
+    return Promotion(promotion.report(named), notes + done.notes)
+
+
+def _verdict(
+    entry: Entry, scope: Scope | None, reason: str, context: promotion.ProjectContext
+) -> promotion.Verdict:
+    if scope is not None:
+        return promotion.Verdict(scope, promotion.because(scope, reason))
+    return promotion.classify(promotion.entry_text(entry.name, entry.description), context)
+
+
+def _live(ws: Workspace, prefix: str) -> Entry:
+    entry = queries.find_entry(ws.home, prefix)
+    if not entry.live:
+        raise InvalidInput(f"entry {entry.id} is {entry.status}; only live entries are promoted")
+    return entry
+
+
+def import_files(
+    ws: Workspace, paths: Iterable[Path], project: str | None = None, dry_run: bool = False
+) -> Imported:
+    """Import knowledge-bank files; importing the same files again appends nothing."""
+    ws.catch_up()
+    existing = {e.id: e for e in queries.entries(ws.home)}
+    plan = plan_import(markdown_files(paths), existing, project)
+    if not plan.events or dry_run:
+        return Imported(plan, [])
+    done = capture(ws, plan.events, "import")
+    return Imported(plan, done.notes)
+
+
+def retire(ws: Workspace, prefix: str, reason: str) -> tuple[Entry, list[str]]:
+    """Take an entry out of retrieval and the markdown view; its history stays."""
+    ws.catch_up()
+    entry = queries.find_entry(ws.home, prefix)
+    if not entry.live:
+        raise InvalidInput(f"entry {entry.id} is already {entry.status}")
+    if not reason.strip():
+        raise InvalidInput("--reason is empty")
+    ws.log("retire").append([Retired(entry_id=entry.id, reason=reason.strip())])
+    return entry, ws.refresh()

@@ -1,0 +1,38 @@
+"""Getting knowledge out: what to inject for a project, and search by query."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from memlog.retrieval.inject import build
+from memlog.retrieval.record import record
+from memlog.retrieval.request import Chosen, Injection, Request
+from memlog.workspace import Workspace
+
+__all__ = ["Chosen", "Injection", "Request", "for_hook", "inject", "search"]
+
+
+def inject(
+    ws: Workspace, limit: int | None = None, remember: bool = False, session_id: str = ""
+) -> Injection:
+    """What the hook would inject for the workspace's project (recorded when asked)."""
+    request = Request.interactive(ws, limit=limit)
+    result = build(request)
+    if remember:
+        result.notes += record(request, result, session_id)
+    return result
+
+
+def search(
+    ws: Workspace, query: str, limit: int = 10, categories: Sequence[str] | None = None
+) -> Injection:
+    """The hook's hybrid ranking for any query: best first, no category balance."""
+    return build(Request.interactive(ws, limit=limit, query=query, categories=categories))
+
+
+def for_hook(ws: Workspace, deadline: float, session_id: str = "") -> Injection:
+    """The SessionStart injection within ``deadline``, recorded as a recall."""
+    request = Request.hook(ws, deadline)
+    result = build(request)
+    result.notes += record(request, result, session_id)
+    return result

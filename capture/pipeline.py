@@ -1,0 +1,88 @@
+"""The one path every capture takes: append, update the views, embed, label.
+
+``capture(ws, events, …)`` appends the events as one atomic batch, then
+does what new observations need: the views catch up, entries without a
+vector in the space in force are embedded when the provider can, entries
+are labelled with keywords, and the views catch up once more if that
+appended anything.  Observe, promote, import and the MCP server all come
+through here, so an observation is never embedded twice or left out.
+
+Everything after the append is best effort: the log already holds what was
+recorded, so a failure there is a note for the caller, never an error.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Generic, NamedTuple, TypeVar
+
+from memlog.capture.embed import embed_entries
+from memlog.capture.label import label_entries, needs_labels
+from memlog.errors import MemlogError
+from memlog.eventlog.events import EventBase, Observed
+from memlog.projections.sqlite_view import queries
+from memlog.workspace import Workspace
+
+E = TypeVar("E", bound=EventBase)
+
+
+class Captured(NamedTuple, Generic[E]):
+    """The events as stored, and what could not be done after appending them."""
+
+    stored: list[E]
+    notes: list[str]
+
+
+def capture(ws: Workspace, events: Sequence[E], command: str, redact: bool = True) -> Captured[E]:
+    """Append ``events`` (one batch), then bring the new entries to full strength."""
+    stored = ws.log(command, redact=redact).append(events)
+    observed = [e for e in stored if isinstance(e, Observed)]
+    supplied = {e.entry_id: e.keywords for e in observed}
+    return Captured(stored, settle(ws, supplied.keys(), supplied))
+
+
+def settle(
+    ws: Workspace, entry_ids: Iterable[str], supplied: Mapping[str, Sequence[str]] | None = None
+) -> list[str]:
+    """Update the views, embed and label ``entry_ids``; update again if anything was added."""
+    ids = set(entry_ids)
+    notes = ws.refresh()
+    if not ids:
+        return notes
+    embedded, more_vectors = _embed(ws, ids)
+    labelled, more_labels = _label(ws, ids, supplied or {})
+    notes += embedded + labelled
+    return notes + (ws.refresh() if more_vectors or more_labels else [])
+
+
+def _embed(ws: Workspace, entry_ids: set[str]) -> tuple[list[str], bool]:
+    """Embed the entries now if the provider can; otherwise they stay pending."""
+    try:
+        entries = queries.pending_entries(ws.home, ws.space, ids=entry_ids)
+        if not entries:
+            return [], False
+        provider = ws.provider()
+        try:
+            outcome = embed_entries(ws.log("embed"), entries, provider, ws.space)
+        finally:
+            provider.close()
+    except (MemlogError, sqlite3.Error) as exc:
+        return [f"not embedded now ({exc}); memlog reembed will do it"], False
+    notes = [f"{outcome.pending} entries left for memlog reembed: {outcome.stopped}"]
+    return (notes if outcome.stopped else []), outcome.embedded > 0
+
+
+def _label(
+    ws: Workspace, entry_ids: set[str], given: Mapping[str, Sequence[str]]
+) -> tuple[list[str], bool]:
+    """Label the entries with keywords now (``given``: the writer's own keywords)."""
+    if ws.config.memory_keyword_provider == "off":
+        return [], False
+    try:
+        entries = queries.entries(ws.home, entry_ids, vectors=False)
+        todo = [e for e in entries if e.live and needs_labels(e, given)]
+        outcome = label_entries(ws.log("label"), todo, ws.config, given)
+    except (MemlogError, sqlite3.Error) as exc:
+        return [f"keywords not generated ({exc})"], False
+    return [f"keywords: {note}" for note in outcome.notes], bool(outcome.events)

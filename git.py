@@ -1,0 +1,51 @@
+"""What memlog asks of git: files changed lately, and files changed on a branch.
+
+Every call is bounded in time and never raises on a missing or broken git
+where the answer is only a hint (the retrieval context); where the user
+asked for it (``--references-from-git``) a failure is a clear error.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from memlog.errors import InvalidInput, MemlogError
+
+MAX_CHANGED = 20
+CONTEXT_TIMEOUT = 0.6
+DIFF_TIMEOUT = 30.0
+
+
+def recently_changed(root: Path, timeout: float = CONTEXT_TIMEOUT) -> tuple[str, ...]:
+    """Files changed by the last three commits (or one), at most 20; none on any failure."""
+    for base in ("HEAD~3", "HEAD~1"):
+        try:
+            done = subprocess.run(
+                ["git", "-C", str(root), "diff", "--name-only", f"{base}..HEAD"],
+                capture_output=True, text=True, timeout=timeout, check=False,
+            )  # fmt: skip
+        except (OSError, subprocess.TimeoutExpired):
+            return ()
+        if done.returncode == 0:
+            return tuple(dict.fromkeys(done.stdout.split()))[:MAX_CHANGED]
+    return ()
+
+
+def changed_since(base: str, cwd: Path) -> list[str]:
+    """Files changed on this branch: ``git diff --name-only BASE...HEAD`` (deletions left out)."""
+    if not base.strip() or base.startswith("-"):
+        raise InvalidInput(f"--references-from-git: {base!r} is not a git revision")
+    command = ["git", "-C", str(cwd), "diff", "--name-only", "--diff-filter=d", f"{base}...HEAD"]
+    try:
+        done = subprocess.run(
+            [*command, "--"], capture_output=True, text=True, timeout=DIFF_TIMEOUT, check=False
+        )
+    except FileNotFoundError:
+        raise MemlogError("--references-from-git needs git, which is not installed") from None
+    except subprocess.TimeoutExpired:
+        raise MemlogError(f"git diff --name-only {base}...HEAD timed out") from None
+    if done.returncode != 0:
+        why = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[0]
+        raise InvalidInput(f"--references-from-git: git diff {base}...HEAD failed: {why}")
+    return [line for line in done.stdout.splitlines() if line.strip()]

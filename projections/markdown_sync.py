@@ -1,0 +1,98 @@
+"""Keeping the markdown files in step with the SQLite view.
+
+After a catch-up, only the files whose content the applied events changed
+are rendered again, from the rows of the view; when the files stand
+anywhere else than where that catch-up started (a crash between the two, a
+rebuild meanwhile) every file is planned from all entries instead.  A file
+lock keeps two processes from writing the files at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import sqlite3
+from collections.abc import Iterator
+from pathlib import Path
+
+from memlog.projections.fold import Entry
+from memlog.projections.markdown_view import render
+from memlog.projections.markdown_view.writer import (
+    MarkdownState,
+    load_state,
+    save_state,
+    write_files,
+)
+from memlog.projections.sqlite_view import store
+from memlog.projections.sqlite_view.queries import live_members
+
+LOCK_NAME = ".markdown.lock"
+Signature = tuple[tuple[str, ...], str]
+
+
+@contextlib.contextmanager
+def locked(folder: Path) -> Iterator[None]:
+    fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+def changed_files(touched: list[Entry], before: dict[str, Signature]) -> dict[str, set[str]]:
+    """The files whose content changed with ``touched``, and the projects each shows."""
+    changed: dict[str, set[str]] = {}
+    for entry in touched:
+        old, new = before.get(entry.id), render.signature(entry)
+        if old == new:
+            continue
+        paths = set(new[0]) | (set(old[0]) if old is not None else set())
+        for path in paths:
+            changed.setdefault(path, set()).add(entry.source_project)
+    return changed
+
+
+def follow(
+    folder: Path, db_path: Path, changed: dict[str, set[str]], before: store.Stored,
+    after: store.Stored,
+) -> list[str]:  # fmt: skip
+    """Bring the files to the view's position; notes on hand edits kept."""
+    with locked(folder):
+        state = load_state(folder)
+        with store.opened(db_path) as db, store.snapshot(db):
+            now = store.get_position(db)
+            if (state.seq, state.segment, state.offset) == (now.seq, *now.position):
+                return []
+            if (state.seq, state.segment) == (before.seq, before.position.segment) and (
+                state.offset == before.position.offset and now == after
+            ):
+                files = _render_changed(db, changed)
+            else:
+                files = render.plan(store.load_entries(db).values())
+        return write_markdown(folder, files, state, now)
+
+
+def _render_changed(db: sqlite3.Connection, changed: dict[str, set[str]]) -> dict[str, str]:
+    files = {}
+    for path, projects in sorted(changed.items()):
+        files[path] = render.render_file(path, _members(db, path, projects))
+    return files
+
+
+def _members(db: sqlite3.Connection, path: str, projects: set[str]) -> list[Entry]:
+    """The entries ``path`` shows (only live ones are rendered, so only they are read)."""
+    category = path.rsplit("/", 1)[-1].removesuffix(".md")
+    entries = live_members(db, category, projects if path.startswith("projects/") else None)
+    return [e for e in entries if path in render.paths_of(e)]
+
+
+def write_markdown(
+    folder: Path, files: dict[str, str], state: MarkdownState, now: store.Stored
+) -> list[str]:
+    """Write ``files`` and record the position they reflect."""
+    notes = write_files(folder, files, state)
+    state.segment, state.offset, state.seq = now.position.segment, now.position.offset, now.seq
+    save_state(folder, state)
+    return notes

@@ -1,0 +1,38 @@
+"""Choosing the memories to inject: the semantic pipeline, or the markdown one.
+
+With ``memory_semantic_enabled: false`` the #023 markdown pipeline runs and
+no SQLite is opened; when the view cannot be read the markdown pipeline
+answers instead and says why in a note.  An empty home is not a failure.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memlog.errors import MemlogError
+from memlog.projections.sqlite_view.store import DB_NAME
+from memlog.retrieval.legacy import markdown_injection
+from memlog.retrieval.request import Injection, Request
+from memlog.retrieval.semantic import SemanticRun
+
+
+def build(request: Request) -> Injection:
+    """The injection for ``request`` (semantic, or markdown when semantic is off or fails)."""
+    semantic = request.semantic_only or request.config.memory_semantic_enabled
+    if not semantic or never_written(request.home):
+        return markdown_injection(request)
+    try:
+        return SemanticRun(request).execute()
+    except (MemlogError, OSError, ValueError) as exc:
+        fallback = markdown_injection(request)
+        fallback.notes.append(f"semantic retrieval failed ({exc}); used markdown")
+        return fallback
+    except Exception as exc:  # noqa: BLE001 - sqlite3 errors among others
+        fallback = markdown_injection(request)
+        fallback.notes.append(f"semantic retrieval failed ({type(exc).__name__}: {exc})")
+        return fallback
+
+
+def never_written(home: Path) -> bool:
+    """No log and no view yet: an empty memory, not a failure to report."""
+    return not (home / "events").is_dir() and not (home / DB_NAME).exists()

@@ -1,0 +1,120 @@
+"""What to inject for, and what was chosen.
+
+A ``Request`` is a workspace plus the time available and the caller's
+wishes (a limit, a query of its own, categories).  Every caller builds one
+here: the hook with ``Request.hook`` (its budget, a bounded catch-up), the
+CLI and the MCP server with ``Request.interactive`` (a long deadline).
+``Injection`` is the answer: the block of text and every entry chosen with
+the components of its score.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import msgspec
+
+from memlog.config import Config
+from memlog.vocabulary import CATEGORIES, KB_CATEGORIES
+from memlog.workspace import Workspace
+
+#: seconds the CLI and the MCP server give a ranking, the query embedding included
+INTERACTIVE_SECONDS = 60.0
+#: a view further behind than this is caught up in the background, not in the hook
+HOOK_CATCH_UP_BYTES = 2 << 20
+
+
+@dataclass(frozen=True)
+class Request:
+    """What to inject for: a workspace, the time available, and the caller's choices."""
+
+    ws: Workspace
+    #: ``time.monotonic()`` by which the answer must be ready
+    deadline: float
+    limit: int | None = None
+    #: the caller's own query (search); ``None``: built from the project's context
+    query: str | None = None
+    catch_up: bool = True
+    #: search: only these categories, best first, no category balance
+    categories: tuple[str, ...] | None = None
+    #: a larger catch-up is left to a background process (None: no limit)
+    max_catch_up_bytes: int | None = None
+    #: seconds the query embedding may take (default: the configured budget)
+    embed_budget: float | None = None
+    #: read the SQLite view even when the configuration asks for the markdown pipeline
+    semantic_only: bool = False
+
+    @classmethod
+    def hook(cls, ws: Workspace, deadline: float) -> Request:
+        """The SessionStart hook's request: its deadline, a bounded catch-up."""
+        return cls(ws, deadline, max_catch_up_bytes=HOOK_CATCH_UP_BYTES)
+
+    @classmethod
+    def interactive(
+        cls,
+        ws: Workspace,
+        limit: int | None = None,
+        query: str | None = None,
+        categories: Sequence[str] | None = None,
+    ) -> Request:
+        """A request from a person or a client that can wait: the CLI, MCP, the page.
+
+        With a ``query`` it is a search: the SQLite view, the categories given
+        (all by default), best first.
+        """
+        search = query is not None
+        return cls(
+            ws, time.monotonic() + INTERACTIVE_SECONDS, limit=limit, query=query,
+            categories=tuple(categories or CATEGORIES) if search else None,
+            embed_budget=INTERACTIVE_SECONDS / 2, semantic_only=search,
+        )  # fmt: skip
+
+    @property
+    def config(self) -> Config:
+        return self.ws.config
+
+    @property
+    def home(self) -> Path:
+        return self.ws.home
+
+    @property
+    def embedding_budget(self) -> float:
+        if self.embed_budget is not None:
+            return self.embed_budget
+        return self.config.memory_query_embedding_budget_ms / 1000
+
+    @property
+    def effective_limit(self) -> int:
+        return self.config.memory_injection_limit if self.limit is None else self.limit
+
+    @property
+    def wanted_categories(self) -> tuple[str, ...]:
+        """The categories to rank: the caller's, else the injected ones."""
+        if self.categories is not None:
+            return self.categories
+        return CATEGORIES if self.config.memory_inject_facts else KB_CATEGORIES
+
+
+class Chosen(msgspec.Struct):
+    id: str
+    name: str
+    category: str
+    origin: str  # "local" (this project) or "global"
+    score: float
+    components: dict[str, float] = msgspec.field(default_factory=dict)
+
+
+class Injection(msgspec.Struct):
+    text: str
+    mode: str
+    chosen: list[Chosen] = msgspec.field(default_factory=list)
+    query: str | None = None
+    total: int = 0
+    vector_matches: int = 0
+    fts_matches: int = 0
+    model: str = ""
+    timings: dict[str, float] = msgspec.field(default_factory=dict)
+    notes: list[str] = msgspec.field(default_factory=list)

@@ -1,0 +1,81 @@
+"""Turning input into ``entry.observed`` events: fields, JSON lines and arrays, references."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from memlog.capture.observe import from_fields, parse_json_lines, to_event, with_references
+from memlog.errors import InvalidInput
+from memlog.eventlog.events import content_hash
+
+FIELDS = {
+    "name": " Pin  tools ",
+    "description": " Pin the versions of tools. ",
+    "category": "patterns",
+}
+
+
+def test_fields_are_trimmed_and_the_id_is_the_description_hash() -> None:
+    event = from_fields({**FIELDS, "keywords": ["Version Pinning", "tools_ci", "tools-ci", ""]})
+    assert event.name == "Pin tools"
+    assert event.description == "Pin the versions of tools."
+    assert event.entry_id == content_hash("pin the VERSIONS of   tools.")
+    assert event.keywords == ("version-pinning", "tools-ci")
+    assert (event.confidence, event.source) == ("medium", "manual")
+
+
+@pytest.mark.parametrize(
+    ("change", "message"),
+    [
+        ({"name": "  "}, "name is empty - at `$.name`"),
+        ({"description": "\n"}, "description is empty - at `$.description`"),
+        ({"category": "tips"}, "Invalid enum value 'tips' - at `$.category`"),
+        ({"confidence": "sure"}, "Invalid enum value 'sure' - at `$.confidence`"),
+        ({"keywords": [f"k{i}" for i in range(11)]}, "at most 10 keywords - at `$.keywords`"),
+        ({"name": "bad \udcff byte"}, "name is not valid UTF-8 - at `$.name`"),
+    ],
+)
+def test_bad_fields_are_one_clear_error(change: dict[str, object], message: str) -> None:
+    with pytest.raises(InvalidInput) as caught:
+        from_fields({**FIELDS, **change})
+    assert str(caught.value) == message
+
+
+def test_json_lines_and_a_json_array_give_the_same_events() -> None:
+    items = [dict(FIELDS), {**FIELDS, "description": "Another lesson.", "project": "other"}]
+    lines = "\n\n".join(json.dumps(i) for i in items).encode()
+    as_lines = parse_json_lines(lines, "here")
+    as_array = parse_json_lines(json.dumps(items).encode(), "here")
+    assert as_lines == as_array
+    assert [e.project for e in as_lines] == ["here", "other"]
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        (b"", "no entries in the input"),
+        (b"  \n ", "no entries in the input"),
+        (b'{"name": "x"', "line 1: malformed JSON"),
+        (b'{"name": "n", "description": "d", "category": "patterns", "extra": 1}', "line 1"),
+        (b'[{"name": "n", "description": "d"}]', "input: Object missing required field"),
+        (b'{"name": "n", "description": "d", "category": "patterns"}\n{"name": ""}', "line 2"),
+    ],
+)
+def test_bad_json_input_names_where(data: bytes, message: str) -> None:
+    with pytest.raises(InvalidInput, match=message):
+        parse_json_lines(data)
+
+
+def test_with_references_keeps_order_and_drops_repeats() -> None:
+    event = from_fields({**FIELDS, "references": ["a.py", " b.py "]})
+    assert event.references == ("a.py", "b.py")
+    assert with_references(event, ["b.py", "", "c.py"]).references == ("a.py", "b.py", "c.py")
+
+
+def test_to_event_names_the_place_in_errors() -> None:
+    from memlog.capture.observe import ObservationInput
+
+    with pytest.raises(InvalidInput, match="^line 4: name is empty"):
+        to_event(ObservationInput(name=" ", description="d", category="patterns"), "line 4")

@@ -1,0 +1,107 @@
+"""``memlog inject`` (with the iflow drop-in flags) and ``memlog search``."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from memlog.commands.cli import cli
+from memlog.eventlog.events import content_hash
+from memlog.retrieval import record as recording
+from memlog.tests.retrieval.helpers import (
+    HEADER,
+    PARSER,
+    entry,
+    entry_headers,
+    knowledge_bank,
+    mixed_bank,
+    project,
+    seed,
+)
+
+# -- commands ----------------------------------------------------------------------------------
+
+
+def test_iflow_drop_in_prints_the_markdown_block(memlog_home: Path, tmp_path: Path) -> None:
+    store_dir = tmp_path / "global-store"
+    mixed_bank(store_dir)
+    root = project(tmp_path, "project-b")
+    runner = CliRunner()
+    args = ["inject", "--project-root", str(root), "--limit", "5", "--global-store", str(store_dir)]
+    done = runner.invoke(cli, args)
+    assert done.exit_code == 0, done.output
+    assert done.output.startswith(HEADER + "\n")
+    assert len(entry_headers(done.output)) == 5
+    assert "\n---\n*Memory: 5 entries from 12 | semantic: active" in done.output
+    written = json.loads((store_dir / recording.LAST_INJECTION).read_text())
+    assert written["project"] == "project-b" and written["entries_injected"] == 5
+    assert not memlog_home.exists()  # the --global-store home, not MEMLOG_HOME
+
+    done = runner.invoke(cli, [*args[:4], "0", *args[5:]])
+    assert (done.exit_code, done.output) == (0, "")
+
+
+def test_iflow_drop_in_with_semantic_off(memlog_home: Path, tmp_path: Path) -> None:
+    root = project(tmp_path, "project-b", "memory_semantic_enabled: false")
+    knowledge_bank(root, memlog_home)
+    done = CliRunner().invoke(
+        cli,
+        [
+            "inject",
+            "--project-root",
+            str(root),
+            "--limit",
+            "20",
+            "--global-store",
+            str(memlog_home),
+        ],
+    )
+    assert done.exit_code == 0, done.output
+    assert done.output.endswith(
+        "\n---\n*Memory: 6 entries (4 local, 2 global) | semantic: disabled*\n"
+    )
+
+
+def test_search_command(memlog_home: Path) -> None:
+    mixed_bank(memlog_home)
+    seed(memlog_home, entry("Parser error handling", PARSER, "facts"))
+    runner = CliRunner()
+    done = runner.invoke(cli, ["search", "file parser error handling", "--limit", "3"])
+    assert done.exit_code == 0, done.output
+    lines = done.output.splitlines()
+    assert len(lines) == 3
+    assert lines[0].split()[1:3] == [content_hash(PARSER), "facts"]  # search includes facts
+    assert float(lines[0].split()[0]) >= float(lines[1].split()[0])
+
+    done = runner.invoke(cli, ["search", "parser", "--json", "--category", "anti-patterns"])
+    assert done.exit_code == 0, done.output
+    found = json.loads(done.output)
+    assert len(found) == 4 and {f["category"] for f in found} == {"anti-patterns"}
+    scores = [f["score"] for f in found]
+    assert scores == sorted(scores, reverse=True)
+    assert {"vector", "keyword", "prominence", "final"} <= set(found[0]["components"])
+
+    done = runner.invoke(cli, ["search", "file parser", "--explain", "--limit", "2"])
+    assert done.exit_code == 0, done.output
+    assert "mode: semantic; query: 'file parser'" in done.output
+    assert re.search(r"vector=\d\.\d{4}, .*keyword=\d\.\d{4}, .*final=\d\.\d{4}", done.output)
+
+    done = runner.invoke(cli, ["search", "   "])
+    assert done.exit_code != 0 and "empty" in done.output
+
+
+def test_inject_command_json_and_explain(memlog_home: Path, tmp_path: Path) -> None:
+    mixed_bank(memlog_home)
+    root = project(tmp_path, "project-b")
+    runner = CliRunner()
+    done = runner.invoke(cli, ["inject", str(root), "--json", "--limit", "4"])
+    assert done.exit_code == 0, done.output
+    data = json.loads(done.output)
+    assert data["mode"] == "prominence" and len(data["chosen"]) == 4
+    assert data["text"].startswith(HEADER)
+    assert not (memlog_home / recording.LAST_INJECTION).exists()  # no --record by default
+    done = runner.invoke(cli, ["inject", str(root), "--explain", "--limit", "2"])
+    assert done.exit_code == 0 and "mode: prominence; query: None" in done.output

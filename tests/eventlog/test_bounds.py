@@ -1,0 +1,44 @@
+"""``--since`` / ``--until`` bounds: a sequence number or an ISO time, both inclusive."""
+
+from __future__ import annotations
+
+import pytest
+
+from memlog.errors import InvalidInput
+from memlog.eventlog.bounds import Bound, parse_bound, within
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        ("42", Bound(42, None)),
+        (" 7 ", Bound(7, None)),
+        ("2026-03-01", Bound(None, "2026-03-01T00:00:00.000000Z")),
+        ("2026-03-01T10:20:30Z", Bound(None, "2026-03-01T10:20:30.000000Z")),
+        ("2026-03-01T12:20:30+02:00", Bound(None, "2026-03-01T10:20:30.000000Z")),
+        ("2026-03-01T10:20:30.5", Bound(None, "2026-03-01T10:20:30.500000Z")),
+    ],
+)
+def test_parse_bound(text: str, expected: Bound) -> None:
+    assert parse_bound(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "yesterday", "-3", "2026-13-01", "1.5"])
+def test_a_bad_bound_is_a_clear_input_error(text: str) -> None:
+    with pytest.raises(InvalidInput, match="neither a sequence number nor an ISO time"):
+        parse_bound(text)
+
+
+def test_within_is_inclusive_at_both_ends_by_sequence() -> None:
+    since, until = Bound(3, None), Bound(5, None)
+    stamp = "2026-01-01T00:00:00.000000Z"
+    assert [s for s in range(1, 8) if within(s, stamp, since, until)] == [3, 4, 5]
+    assert [s for s in range(1, 4) if within(s, stamp, None, None)] == [1, 2, 3]
+
+
+def test_within_is_inclusive_at_both_ends_by_time() -> None:
+    stamps = [f"2026-01-0{d}T00:00:00.000000Z" for d in range(1, 6)]
+    since, until = parse_bound("2026-01-02"), parse_bound("2026-01-04")
+    assert [t[:10] for t in stamps if within(0, t, since, until)] == [
+        "2026-01-02", "2026-01-03", "2026-01-04",
+    ]  # fmt: skip

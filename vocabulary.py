@@ -1,0 +1,75 @@
+"""The words every part of memlog shares: categories, confidence, sources, limits,
+embedding spaces and the headers of the injected block.
+
+Nothing here does anything; it is the one place these names and numbers are
+written, so the event schema, the views, capture and retrieval cannot drift
+apart.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, NamedTuple
+
+Category = Literal["anti-patterns", "patterns", "heuristics", "facts"]
+Confidence = Literal["high", "medium", "low"]
+Source = Literal["retro", "session-capture", "manual", "import", "extraction"]
+Scope = Literal["universal", "project"]
+KbCategory = Literal["anti-patterns", "heuristics", "patterns"]
+
+#: every category, in the order the injected block shows them
+CATEGORIES: tuple[Category, ...] = ("anti-patterns", "heuristics", "patterns", "facts")
+#: the knowledge-bank categories (the global store's), in injection priority
+KB_CATEGORIES: tuple[KbCategory, ...] = ("anti-patterns", "heuristics", "patterns")
+CONFIDENCES: tuple[Confidence, ...] = ("high", "medium", "low")
+SOURCES: tuple[Source, ...] = ("retro", "session-capture", "manual", "import", "extraction")
+
+#: the one confidence scale: higher is more confident
+CONFIDENCE_RANK: dict[str, int] = {"high": 3, "medium": 2, "low": 1}
+TOP_CONFIDENCE = 3
+
+#: keyword labels an entry keeps, and the fewest a generated list must have
+MAX_KEYWORDS = 10
+MIN_KEYWORDS = 3
+#: entries each non-empty category is guaranteed once the limit reaches ``BALANCE_FROM``
+MIN_PER_CATEGORY = 3
+BALANCE_FROM = 9
+
+#: ``### {Type}: {Name}`` of each category
+TYPE_NAMES: dict[str, str] = {
+    "anti-patterns": "Anti-Pattern",
+    "heuristics": "Heuristic",
+    "patterns": "Pattern",
+    "facts": "Fact",
+}
+#: the injected block: its title and the heading of each category's section
+BLOCK_HEADER = "## Engineering Memory (from knowledge bank)"
+SECTION_TITLES: dict[str, str] = {
+    "anti-patterns": "### Anti-Patterns to Avoid",
+    "heuristics": "### Heuristics",
+    "patterns": "### Patterns to Follow",
+    "facts": "### Facts",
+}
+
+
+class Space(NamedTuple):
+    """An embedding space: vectors of two spaces are never compared."""
+
+    provider: str
+    model: str
+    dimensions: int
+
+    @property
+    def key(self) -> str:
+        return f"{self.provider}/{self.model}"
+
+
+#: the model and dimensions of each provider when the configuration names none
+DEFAULT_SPACES: dict[str, Space] = {
+    "local": Space("local", "all-MiniLM-L6-v2", 384),
+    "gemini": Space("gemini", "gemini-embedding-001", 768),
+    "openai": Space("openai", "text-embedding-3-small", 1536),
+    "voyage": Space("voyage", "voyage-code-3", 1024),
+    "ollama": Space("ollama", "nomic-embed-text", 768),
+    "hashing": Space("hashing", "blake2b-words", 384),
+}
+DEFAULT_SPACE = DEFAULT_SPACES["local"]

@@ -1,0 +1,105 @@
+"""A workspace: the memlog home and one project's configuration, resolved once.
+
+Every interface (the CLI, the hook, the MCP server, the page) makes one
+``Workspace`` for the project it serves and hands it to the library; nothing
+below re-reads the configuration or the working directory.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memlog.config import Config, load_config
+from memlog.errors import MemlogError
+from memlog.eventlog.log import DamageHandler, EventLog
+from memlog.home import resolve_home
+from memlog.project import find_project_root
+from memlog.projections.runner import CatchUp, catch_up
+from memlog.vocabulary import Space
+
+if TYPE_CHECKING:
+    from memlog.embeddings.base import EmbeddingProvider
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """Where memories live (``home``) and the project they are read and written for."""
+
+    home: Path
+    root: Path | None
+    config: Config
+    #: what was wrong with the configuration (each value fell back to its default)
+    warnings: tuple[str, ...] = ()
+    #: the project name entries are recorded under (the root's name unless overridden)
+    project_name: str | None = None
+
+    @classmethod
+    def open(
+        cls,
+        where: Path | None = None,
+        *,
+        home: Path | None = None,
+        exact: bool = False,
+        env: Mapping[str, str] | None = None,
+    ) -> Workspace:
+        """The workspace of the project holding ``where`` (default: the working directory).
+
+        ``exact``: ``where`` is the project root itself, not a place inside it.
+        """
+        here = (where or Path.cwd()).resolve()
+        return cls.at(here if exact else find_project_root(here), home=home, env=env)
+
+    @classmethod
+    def at(
+        cls, root: Path | None, *, home: Path | None = None, env: Mapping[str, str] | None = None
+    ) -> Workspace:
+        """The workspace of the project at ``root`` (``None``: no project, settings from
+        the environment only)."""
+        environ = os.environ if env is None else env
+        config, warnings = load_config(root, environ)
+        return cls(home or resolve_home(dict(environ)), root, config, tuple(warnings))
+
+    @classmethod
+    def unconfigured(cls, home: Path) -> Workspace:
+        """The home alone, with default configuration: for reading the log only."""
+        return cls(home, None, Config())
+
+    @property
+    def project(self) -> str:
+        if self.project_name is not None:
+            return self.project_name
+        return self.root.name if self.root is not None else ""
+
+    @property
+    def space(self) -> Space:
+        """The embedding space in force."""
+        return self.config.space
+
+    def log(self, command: str = "", redact: bool = True) -> EventLog:
+        return EventLog(self.home, command=command, redact=redact)
+
+    def catch_up(self, on_damage: DamageHandler | None = None) -> CatchUp:
+        """Bring the views up to the end of the log before reading them."""
+        return catch_up(self.home, self.space, on_damage)
+
+    def refresh(self) -> list[str]:
+        """After an append: update the views; a failure is a note, the log has the data."""
+        try:
+            return self.catch_up().notes
+        except MemlogError as exc:
+            return [f"views not updated ({exc}); the next command retries"]
+        except OSError as exc:  # the markdown files (the global store among them)
+            return [
+                f"global store not written ({exc}); the log holds every event and the next "
+                "memlog command (or memlog replay) writes it"
+            ]
+
+    def provider(self) -> EmbeddingProvider:
+        """The configured embedding provider; ``ProviderUnavailable`` when it cannot run."""
+        from memlog.embeddings.registry import make_provider  # numpy only when embedding
+
+        return make_provider(self.config, self.home)
