@@ -101,6 +101,9 @@ class LoopbackServer:
             def do_GET(self) -> None:
                 self._serve()
 
+            def do_HEAD(self) -> None:
+                self._serve()
+
             def _serve(self) -> None:
                 length = int(self.headers.get("Content-Length") or 0)
                 headers = {k.lower(): v for k, v in self.headers.items()}
@@ -113,12 +116,14 @@ class LoopbackServer:
 
             def _send(self, status: int, extra: Mapping[str, str], body: bytes) -> None:
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                if not any(name.lower() == "content-type" for name in extra):
+                    self.send_header("Content-Type", "application/json")
                 for name, value in extra.items():
                     self.send_header(name, value)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
-                self.wfile.write(body)
+                if self.command != "HEAD":
+                    self.wfile.write(body)
 
             def log_message(self, format: str, *args: Any) -> None:
                 pass
