@@ -42,6 +42,8 @@ class Config(msgspec.Struct, frozen=True):
     memory_inject_facts: bool = False
     memory_hook_budget_ms: int = 2500
     memory_query_embedding_budget_ms: int = 1500
+    #: start ``memlog sync`` (detached) when a Claude Code session ends
+    memory_sync_at_session_end: bool = False
 
     @property
     def space(self) -> Space:
@@ -94,6 +96,7 @@ CHECKS: dict[str, tuple[Check, str]] = {
     "memory_inject_facts": (_is_bool, "true or false"),
     "memory_hook_budget_ms": (_is_int(100), "milliseconds ≥ 100"),
     "memory_query_embedding_budget_ms": (_is_int(0), "milliseconds ≥ 0"),
+    "memory_sync_at_session_end": (_is_bool, "true or false"),
 }
 
 

@@ -19,3 +19,12 @@ def session_start() -> None:
     from memlog.hooks.session_start import main
 
     main()
+
+
+@hook.command(name="session-end")
+def session_end() -> None:
+    """Read the SessionEnd JSON on stdin; start ``memlog sync`` detached when
+    ``memory_sync_at_session_end`` is on. Always exits 0 at once."""
+    from memlog.hooks.sync_at_end import main
+
+    main()

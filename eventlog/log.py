@@ -19,16 +19,17 @@ import socket
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NamedTuple, TypeVar
+from typing import NamedTuple, Protocol, TypeVar
 
 import msgspec
 
 from memlog import __version__
 from memlog.errors import HomeError, LogWriteError
+from memlog.eventlog import clock, devices
 from memlog.eventlog import segments as seg
 from memlog.eventlog.codec import BadLine, decode_line, encode_line
 from memlog.eventlog.events import Event, EventBase, Writer
-from memlog.eventlog.ids import utc_now, uuid7
+from memlog.eventlog.ids import uuid7
 from memlog.eventlog.secrets import redact_event
 from memlog.home import ensure_dir
 
@@ -40,13 +41,23 @@ E = TypeVar("E", bound=EventBase)
 
 
 class Position(NamedTuple):
-    """A place in the log: a segment file name and a byte offset in it."""
+    """A place in the log: a segment file name and a byte offset in it (kept per
+    device: a ``merged.Cursor`` as JSON and its ordinal, read by the log alone)."""
 
     segment: str
     offset: int
 
 
 START = Position("", 0)
+
+
+class Mark(Protocol):
+    """Where a record read from a log kept per device stands in the merged order."""
+
+    @property
+    def ordinal(self) -> int: ...
+
+    def position(self) -> Position: ...
 
 
 class Record(NamedTuple):
@@ -57,10 +68,16 @@ class Record(NamedTuple):
     offset: int
     end: int
     line: int | None
+    mark: Mark | None = None  # set when the log is kept per device
 
     @property
     def after(self) -> Position:
-        return Position(self.segment, self.end)
+        return self.mark.position() if self.mark is not None else Position(self.segment, self.end)
+
+    @property
+    def ordinal(self) -> int:
+        """The event's number in log order: its sequence, or its rank in the merged order."""
+        return self.mark.ordinal if self.mark is not None else self.event.seq
 
 
 class Damage(NamedTuple):
@@ -99,6 +116,7 @@ class EventLog:
     ) -> None:
         self.home = home
         self.events_dir = home / "events"
+        self.append_dir = self.events_dir  # or this device's directory (``_own_dir``)
         self.segment_bytes = segment_bytes
         self.redact = redact
         self.writer = default_writer(command)
@@ -111,19 +129,28 @@ class EventLog:
             return []
         prepared = [redact_event(e) if self.redact else e for e in events]
         with self._locked():
+            self.append_dir = self._own_dir()
             path, first = self._tail_segment()
             stamped = self._stamp(prepared, first)
             self._write(path, b"".join(encode_line(e) for e in stamped))
         return stamped
 
     def _stamp(self, events: Sequence[E], first: int) -> list[E]:
-        now, end = utc_now(), first + len(events) - 1 if len(events) > 1 else 0
+        reading = clock.next_reading(self.append_dir, self.events_dir)
+        times = [clock.iso(reading + i) for i in range(len(events))]
+        end = first + len(events) - 1 if len(events) > 1 else 0
         return [
             msgspec.structs.replace(
-                e, seq=first + i, id=uuid7(), ts=now, writer=self.writer, batch_end=end
+                e, seq=first + i, id=uuid7(), ts=times[i], writer=self.writer, batch_end=end
             )
             for i, e in enumerate(events)
         ]
+
+    def _own_dir(self) -> Path:
+        """``events/``, or this device's directory once the log is kept per device."""
+        if not devices.is_per_device(self.events_dir):
+            return self.events_dir
+        return ensure_dir(self.events_dir / devices.device_id(self.events_dir))
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -144,14 +171,15 @@ class EventLog:
 
     def _tail_segment(self) -> tuple[Path, int]:
         """The segment to append to (repaired, rolled if full) and the next sequence."""
-        paths = seg.list_segments(self.events_dir)
+        paths = seg.list_segments(self.append_dir)
         last = int(paths[-1].name.split(".")[0]) - 1 if paths else 0
         for path in reversed(paths):
             found = self._repaired_last_seq(path)
             if found is not None:
                 last = max(last, found)
                 break
-        if not paths or paths[-1].stat().st_size >= self.segment_bytes:
+        limit = self.segment_bytes if self.append_dir == self.events_dir else devices.ROLL_BYTES
+        if not paths or paths[-1].stat().st_size >= min(limit, self.segment_bytes):
             return self._new_segment(last + 1), last + 1
         return paths[-1], last + 1
 
@@ -170,7 +198,7 @@ class EventLog:
         torn = os.pread(fd, size - good, good)
         try:
             seg.quarantine(
-                self.home, path.name, good, torn, "torn tail left by an interrupted write"
+                self.home, self.name_of(path), good, torn, "torn tail left by an interrupted write"
             )
         except OSError as exc:
             raise LogWriteError(
@@ -181,9 +209,9 @@ class EventLog:
         os.fsync(fd)
 
     def _new_segment(self, first_seq: int) -> Path:
-        path = self.events_dir / seg.segment_name(first_seq)
+        path = self.append_dir / seg.segment_name(first_seq)
         os.close(self._open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
-        seg.fsync_dir(self.events_dir)
+        seg.fsync_dir(self.append_dir)
         return path
 
     def _open(self, path: Path, flags: int) -> int:
@@ -210,7 +238,15 @@ class EventLog:
     # -- reading -------------------------------------------------------------
 
     def segments(self) -> list[Path]:
-        return seg.list_segments(self.events_dir)
+        """Every segment: in log order when flat, by device then sequence when per device."""
+        names = devices.device_dirs(self.events_dir)
+        if not names:
+            return seg.list_segments(self.events_dir)
+        return [p for name in names for p in seg.list_segments(self.events_dir / name)]
+
+    def name_of(self, path: Path) -> str:
+        """A segment's name in reports and positions (``<device>/<file>`` per device)."""
+        return devices.relative_name(self.events_dir, path)
 
     def read(
         self,
@@ -218,7 +254,13 @@ class EventLog:
         on_damage: DamageHandler | None = None,
         include_torn_tail: bool = False,
     ) -> Iterator[Record]:
-        """Every good event from ``start`` on, in log order; bad lines go to ``on_damage``."""
+        """Every good event from ``start`` on, in log order (kept per device: the merged
+        order, see ``merged``); bad lines go to ``on_damage``."""
+        if devices.is_per_device(self.events_dir):
+            from memlog.eventlog.merged import read_merged  # it imports this module
+
+            yield from read_merged(self.events_dir, start, on_damage)
+            return
         for path in self.segments():
             if start.segment and path.name < start.segment:
                 continue
@@ -239,6 +281,7 @@ def read_segment(
     offset: int = 0,
     on_damage: DamageHandler | None = None,
     include_torn_tail: bool = False,
+    name: str = "",
 ) -> Iterator[Record]:
     """The good events of one segment from ``offset``; line numbers when ``offset`` is 0.
 
@@ -249,7 +292,7 @@ def read_segment(
     before left something unfinished (a held batch, a partial line): a writer
     may have cut those bytes meanwhile and appended others in their place.
     """
-    name, line_no, report = path.name, 1 if offset == 0 else None, _Once(on_damage)
+    name, line_no, report = name or path.name, 1 if offset == 0 else None, _Once(on_damage)
     size = _READ_CHUNK
     with open(path, "rb") as handle:
         while True:

@@ -22,7 +22,8 @@ from typing import NamedTuple
 from memlog.errors import ViewError
 from memlog.eventlog.bounds import Bound, within
 from memlog.eventlog.events import Reembedded
-from memlog.eventlog.log import START, DamageHandler, EventLog, Record
+from memlog.eventlog.log import START, DamageHandler, EventLog, Position, Record
+from memlog.eventlog.merged import Unfollowable, unread_bytes
 from memlog.projections import markdown_sync
 from memlog.projections.fold import Entry, State, apply
 from memlog.projections.markdown_view import render
@@ -114,30 +115,22 @@ def _current_seq(home: Path, space: Space) -> int | None:
 
 def _markdown_current(folder: Path) -> bool:
     state = load_state(folder)
-    return (state.segment, state.offset) == _log_end(folder)
-
-
-def _log_end(home: Path) -> tuple[str, int]:
-    segments = EventLog(home).segments()
-    return (segments[-1].name, segments[-1].stat().st_size) if segments else ("", 0)
+    return unread_bytes(folder / "events", Position(state.segment, state.offset)) == 0
 
 
 def lag_bytes(home: Path) -> int:
     """How many bytes of log the SQLite view has not applied yet (all of it without a view)."""
-    log = EventLog(home)
-    sizes = {p.name: p.stat().st_size for p in log.segments()}
+    events_dir = EventLog(home).events_dir
+    total = unread_bytes(events_dir, START) or 0
     if not db_path(home).exists():
-        return sum(sizes.values())
+        return total
     try:
         with store.opened(db_path(home), readonly=True) as db:
             stored = store.get_position(db)
     except sqlite3.DatabaseError:
         return 0  # unreadable: catch_up rebuilds it, whatever the size
-    segment, offset = stored.position
-    if segment and segment not in sizes:
-        return sum(sizes.values())
-    return sum(size - (offset if name == segment else 0) for name, size in sizes.items()
-               if name >= segment)  # fmt: skip
+    found = unread_bytes(events_dir, stored.position)
+    return total if found is None else found
 
 
 def _incremental(
@@ -157,14 +150,15 @@ def _records_after(
     log: EventLog, stored: store.Stored, on_damage: DamageHandler | None
 ) -> list[Record]:
     segment = stored.position.segment
-    if segment:
-        path = log.events_dir / segment
-        if not path.exists() or path.stat().st_size < stored.position.offset:
-            raise _NeedsRebuild
-    elif stored.seq:
+    if segment and unread_bytes(log.events_dir, stored.position) is None:
+        raise _NeedsRebuild  # the segment is gone or shorter: the log was rewritten
+    if not segment and stored.seq:
         raise _NeedsRebuild
-    records = list(log.read(stored.position, on_damage))
-    if records and records[0].event.seq <= stored.seq:
+    try:
+        records = list(log.read(stored.position, on_damage))
+    except Unfollowable:
+        raise _NeedsRebuild from None
+    if records and records[0].ordinal <= stored.seq:
         raise _NeedsRebuild
     return records
 
@@ -187,7 +181,7 @@ def _apply(
     if repack or any(_in_space(r, space) for r in records):
         write_packed(db, folder / VECTOR_DIR, space)
     last = records[-1]
-    store.set_meta(db, store.position_meta(store.Stored(last.after, last.event.seq)))
+    store.set_meta(db, store.position_meta(store.Stored(last.after, last.ordinal)))
     return markdown_sync.changed_files(touched, before)
 
 
@@ -228,7 +222,7 @@ def fold_log(
     state, last, applied = State(), None, 0
     for record in log.read():
         event = record.event
-        if until is not None and not within(event.seq, event.ts, None, until):
+        if until is not None and not within(record.ordinal, event.ts, None, until):
             break
         apply(state, event)
         last, applied = record, applied + 1
@@ -236,7 +230,7 @@ def fold_log(
             progress(1000)
     if progress is not None:
         progress(applied % 1000)
-    stored = store.Stored(last.after, last.event.seq) if last else store.Stored(START, 0)
+    stored = store.Stored(last.after, last.ordinal) if last else store.Stored(START, 0)
     return state, stored, applied
 
 

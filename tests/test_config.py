@@ -43,6 +43,7 @@ EVERY_FIELD = {
     "memory_inject_facts": True,
     "memory_hook_budget_ms": 1200,
     "memory_query_embedding_budget_ms": 800,
+    "memory_sync_at_session_end": True,
 }
 
 
@@ -78,6 +79,7 @@ BAD_VALUES = {
     "memory_inject_facts": "0",
     "memory_hook_budget_ms": "50",
     "memory_query_embedding_budget_ms": "-1",
+    "memory_sync_at_session_end": "nightly",
 }
 
 

@@ -39,6 +39,7 @@ def load_state(folder: Path) -> MarkdownState:
 
 
 def save_state(folder: Path, state: MarkdownState) -> None:
+    state.files = dict(sorted(state.files.items()))  # the same bytes whatever the history
     atomic_write(folder / STATE_NAME, msgspec.json.encode(state))
 
 

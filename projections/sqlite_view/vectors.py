@@ -1,7 +1,7 @@
 """The packed vector matrix of one provider+model space, memory-mapped by readers.
 
 Reading 10k vectors row by row out of SQLite costs ~14 ms; a packed file
-mapped into memory costs well under one.  The file (``vectors/<uuid>.f32``:
+mapped into memory costs well under one.  The file (``vectors/<sha256>.f32``:
 ``n`` 16-byte ASCII ids, then an ``n × d`` float32 matrix) is written and
 fsynced *before* the transaction that points ``vector_sets`` at it commits,
 and never changed afterwards, so a reader that follows the pointer it read
@@ -12,10 +12,10 @@ business (``reading.load_matrix``); this module only writes and sweeps.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import sqlite3
 import time
-import uuid
 from pathlib import Path
 
 from memlog.files import atomic_write
@@ -51,8 +51,8 @@ def write_packed(db: sqlite3.Connection, folder: Path, space: Space) -> None:
     """
     rows = space_rows(db, space)
     folder.mkdir(mode=0o700, exist_ok=True)
-    name = f"{uuid.uuid4().hex}.f32"
     data = b"".join(r[0].encode("ascii") for r in rows) + b"".join(r[1] for r in rows)
+    name = f"{hashlib.sha256(data).hexdigest()[:32]}.f32"  # named by content: same views, same name
     atomic_write(folder / name, data)
     db.execute("DELETE FROM vector_sets")  # only the space in force is packed
     db.execute(
