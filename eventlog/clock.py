@@ -32,14 +32,12 @@ _TAIL = 1 << 16
 
 
 def micros(ts: str) -> int:
-    """Microseconds since the epoch of an ISO 8601 UTC time (0 when unreadable)."""
+    """Microseconds since the epoch of an ISO 8601 time (UTC if naive; 0 when unreadable)."""
     try:
-        moment = datetime.fromisoformat(ts.replace("Z", "+00:00"))
+        moment = datetime.fromisoformat(ts)
     except ValueError:
         return 0
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    delta = moment - _EPOCH
+    delta = (moment if moment.tzinfo else moment.replace(tzinfo=UTC)) - _EPOCH
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 

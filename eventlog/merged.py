@@ -82,20 +82,26 @@ def decode(position: Position) -> Cursor:
 
 
 class Step(NamedTuple):
-    """One record's place: the step before it (or a whole cursor) and what it moved."""
+    """One record's place: the step before it (or a whole cursor) and the line it read."""
 
     prev: Step | Cursor
     device: str
-    mark: DeviceMark
-    ordinal: int
+    segment: str
+    start: int
+    end: int
+    seq: int
     stamp: int
     id: str
+    ordinal: int
 
     def cursor(self) -> Cursor:
         marks: dict[str, DeviceMark] = {}
         node: Step | Cursor = self
         while isinstance(node, Step):
-            marks.setdefault(node.device, node.mark)
+            if node.device not in marks:
+                marks[node.device] = DeviceMark(
+                    node.segment, node.start, node.end, node.seq, node.stamp
+                )
             node = node.prev
         for device, mark in node.devices.items():
             marks.setdefault(device, mark)
@@ -107,7 +113,8 @@ class Step(NamedTuple):
         return encode(self.cursor())
 
 
-_Item = tuple[tuple[int, str], str, Record, DeviceMark]
+#: a device's next record: its merge key, then what a ``Step`` needs
+_Item = tuple[tuple[int, str], str, str, Record]
 
 
 def read_merged(
@@ -122,16 +129,20 @@ def read_merged(
     streams = [
         _device_events(events_dir, name, base.devices.get(name), on_damage) for name in names
     ]
+    merged = streams[0] if len(streams) == 1 else heapq.merge(*streams, key=itemgetter(0))
     previous: Step | Cursor = base
-    for key, device, record, mark in heapq.merge(*streams, key=itemgetter(0)):
-        ordinal = (previous.ordinal if isinstance(previous, Step) else previous.n) + 1
+    ordinal = base.n
+    for key, device, segment, record in merged:
+        ordinal += 1
         if ordinal == base.n + 1 and base.n and key <= base.key:
             raise Unfollowable(f"{record.segment} holds an event that sorts before the position")
         if ordinal % _CHECKPOINT == 0 and isinstance(previous, Step):
             previous = previous.cursor()
-        step = Step(previous, device, mark, ordinal, key[0], key[1])
-        previous = step
-        yield record._replace(mark=step)
+        event = record.event
+        previous = Step(
+            previous, device, segment, record.offset, record.end, event.seq, key[0], key[1], ordinal
+        )  # fmt: skip
+        yield Record(event, record.segment, record.offset, record.end, record.line, previous)
 
 
 def _device_events(
@@ -148,10 +159,8 @@ def _device_events(
         offset = mark.end if mark is not None and path.name == mark.segment else 0
         name = f"{device}/{path.name}"
         for record in read_segment(path, offset, on_damage, name=name):
-            event = record.event
-            stamp = clock.advance(stamp, event.ts)
-            where = DeviceMark(path.name, record.offset, record.end, event.seq, stamp)
-            yield (stamp, event.id), device, record, where
+            stamp = clock.advance(stamp, record.event.ts)
+            yield (stamp, record.event.id), device, path.name, record
 
 
 def _check_mark(path: Path, mark: DeviceMark) -> None:

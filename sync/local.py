@@ -16,8 +16,7 @@ from typing import NamedTuple
 
 from memlog.eventlog import devices
 from memlog.eventlog import segments as seg
-from memlog.eventlog.log import Damage, read_segment
-from memlog.eventlog.secrets import redact_event
+from memlog.eventlog.codec import decode_line
 from memlog.sync import versions
 from memlog.sync.repo import LOCAL_REF, Git, TreeEntry
 
@@ -92,14 +91,18 @@ def offer(git: Git, files: Files, own: str) -> Offered:
 def _own_version(
     git: Git, files: Files, rel: str, entry: TreeEntry | None, tree: dict[str, str]
 ) -> list[str]:
-    """Commit one of this device's segments up to its last whole batch that checks out."""
+    """Commit one of this device's segments up to its last whole batch that checks out
+    (read once: appends going on meanwhile are left for the next sync)."""
     if entry is not None and files.blob_id(rel) == entry.oid:
         return []  # unchanged since it was committed
     data = files.read(rel) or b""
-    start = 0
+    start = previous = 0
     if entry is not None and versions.blob_id(data[: entry.size]) == entry.oid:
         start = entry.size  # only the lines appended since need checking
-    end, problem = _checked_end(files.events_dir / rel, rel, start)
+        previous = _last_seq(data[:start])
+    end, problem = versions.good_end(rel, data, start, previous)
+    if problem:
+        problem += "; it and what follows stay on this machine"
     if entry is not None and end < entry.size:
         return [problem] if problem else []  # never offer less than was offered before
     if end and versions.blob_id(data[:end]) != tree.get(rel):
@@ -107,22 +110,10 @@ def _own_version(
     return [problem] if problem else []
 
 
-def _checked_end(path: Path, rel: str, start: int) -> tuple[int, str]:
-    """Where the whole batches after ``start`` that pass checksum and secrets scan end,
-    and why they stop there (empty when they reach the end of the file)."""
-    damage: list[Damage] = []
-    end, problem = start, ""
-    for record in read_segment(path, start, damage.append, name=rel):
-        if damage:
-            break
-        if redact_event(record.event) is not record.event:
-            problem = f"{rel} seq {record.event.seq}: a secret"
-            break
-        if record.event.batch_end <= record.event.seq:
-            end = record.end  # a batch (or a lone event) ends here
-    if damage and not problem:
-        problem = f"{damage[0].describe()} (memlog verify --repair moves it out)"
-    return end, f"{problem}; it and what follows stay on this machine" if problem else ""
+def _last_seq(data: bytes) -> int:
+    """The sequence of the last line of ``data`` (which was committed, so it is good)."""
+    cut = data.rfind(b"\n", 0, len(data) - 1)
+    return decode_line(data[cut + 1 :]).seq if data else 0
 
 
 def _foreign_version(

@@ -13,6 +13,7 @@ sequence number mean the versions diverged: the other side's is refused.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Iterator
 from typing import NamedTuple
 
 from memlog.eventlog.codec import BadLine, decode_line
@@ -29,6 +30,8 @@ class Line(NamedTuple):
     id: str
     data: bytes
     event: Event
+    #: the offset just past the line in the version it was read from
+    end: int = 0
 
 
 def blob_id(data: bytes) -> str:
@@ -44,23 +47,47 @@ def parse(name: str, data: bytes) -> list[Line]:
     """
     if data and not data.endswith(b"\n"):
         raise Refused(f"{name}: torn last line")
-    first = _named_seq(name)
-    lines: list[Line] = []
-    batch_end = 0
-    for number, raw in enumerate(data.split(b"\n")[:-1], 1):
-        event = _decode(name, number, raw)
-        if not lines and event.seq < first:
-            raise Refused(f"{name}: starts at seq {event.seq}, before its name says")
-        previous = lines[-1].seq if lines else first - 1
-        if event.seq <= previous:
-            raise Refused(f"{name} line {number}: seq {event.seq} after {previous}")
-        if batch_end and (event.batch_end != batch_end or event.seq != previous + 1):
-            raise Refused(f"{name} line {number}: batch ending at {batch_end} cut short")
-        batch_end = event.batch_end if event.batch_end > event.seq else 0
-        lines.append(Line(event.seq, event.id, raw + b"\n", event))
-    if batch_end:
-        raise Refused(f"{name}: batch ending at {batch_end} cut short")
+    lines = [line for line, _ in walk(name, data)]
+    if lines and lines[-1].event.batch_end > lines[-1].seq:
+        raise Refused(f"{name}: batch ending at {lines[-1].event.batch_end} cut short")
     return lines
+
+
+def good_end(name: str, data: bytes, start: int = 0, previous: int = 0) -> tuple[int, str]:
+    """Where the whole batches of ``data`` after ``start`` that pass their checks and the
+    secrets scan end, and what stopped them ("" when only the end of the data did).
+    ``previous``: the sequence just before ``start``."""
+    end = start
+    try:
+        for line, closes in walk(name, data, start, previous):
+            if redact_event(line.event) is not line.event:
+                return end, f"{name} seq {line.seq}: a secret"
+            if closes:
+                end = line.end
+    except Refused as exc:
+        return end, str(exc)
+    return end, ""
+
+
+def walk(name: str, data: bytes, start: int = 0, previous: int = 0) -> Iterator[tuple[Line, bool]]:
+    """Each complete line from ``start`` and whether it ends its batch; ``Refused`` at the
+    first line that fails its checksum, its schema, the sequence or its batch."""
+    first = _named_seq(name)
+    previous = previous or first - 1
+    batch_end, at = 0, start
+    while (cut := data.find(b"\n", at)) >= 0:
+        raw, where = data[at:cut], at
+        at = cut + 1
+        event = _decode(name, where, raw)
+        if event.seq < first:
+            raise Refused(f"{name}: holds seq {event.seq}, before its name says")
+        if event.seq <= previous:
+            raise Refused(f"{name} byte {where}: seq {event.seq} after {previous}")
+        if batch_end and (event.batch_end != batch_end or event.seq != previous + 1):
+            raise Refused(f"{name} byte {where}: batch ending at {batch_end} cut short")
+        batch_end = event.batch_end if event.batch_end > event.seq else 0
+        previous = event.seq
+        yield Line(event.seq, event.id, raw + b"\n", event, at), batch_end == 0
 
 
 def _named_seq(name: str) -> int:
@@ -70,11 +97,11 @@ def _named_seq(name: str) -> int:
     return int(stem)
 
 
-def _decode(name: str, number: int, raw: bytes) -> Event:
+def _decode(name: str, where: int, raw: bytes) -> Event:
     try:
         return decode_line(raw)
     except BadLine as exc:
-        raise Refused(f"{name} line {number}: {exc.reason}") from None
+        raise Refused(f"{name} byte {where}: {exc.reason}") from None
 
 
 def secret_in(lines: list[Line]) -> Line | None:

@@ -89,3 +89,40 @@ def test_a_second_sync_waits_for_the_first(tmp_path: Path) -> None:
     with sync_lock(home), pytest.raises(SyncError, match="another sync"):
         with sync_lock(home, wait=0.2):
             pass
+
+
+WRITER = """
+import sys
+from pathlib import Path
+from memlog.eventlog.events import Observed
+from memlog.eventlog.log import EventLog
+log = EventLog(Path(sys.argv[1]))
+for i in range(int(sys.argv[3])):
+    size = 1 + i % 3  # lone events and batches
+    log.append([Observed(name=f"w{sys.argv[2]}-{i}-{k}", description=f"Writer {sys.argv[2]} "
+                         f"event {i} part {k}.", category="facts") for k in range(size)])
+"""
+
+
+@pytest.mark.slow
+def test_appends_while_syncing_lose_nothing(tmp_path: Path) -> None:
+    remote = str(bare_remote(tmp_path / "remote.git"))
+    a, b = tmp_path / "a", tmp_path / "b"
+    observe(a, "The first lesson.")
+    memlog_ok(a, "sync", "--init", remote)
+    memlog_ok(b, "sync", "--init", remote)
+    writers = [
+        subprocess.Popen([sys.executable, "-c", WRITER, str(a), str(n), "150"])
+        for n in range(2)
+    ]  # fmt: skip
+    while any(w.poll() is None for w in writers):
+        assert timed_sync(a) >= 0
+    assert all(w.returncode == 0 for w in writers)
+    for home in (a, b):
+        memlog_ok(home, "sync")
+    usable(a, remote)
+    usable(b, remote)
+    names = {getattr(r.event, "name", "") for r in EventLog(b).read()}
+    expected = {f"w{n}-{i}-{k}" for n in range(2) for i in range(150) for k in range(1 + i % 3)}
+    assert expected <= names
+    assert_same_views([a, b])

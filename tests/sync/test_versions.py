@@ -57,7 +57,8 @@ def lines(*events: Observed) -> list[versions.Line]:
 def test_the_longer_version_wins_either_way() -> None:
     short, long = lines(event(1)), lines(event(1), event(2))
     for ours, theirs in ((short, long), (long, short)):
-        assert versions.join(NAME, short, ours, theirs, own=False) == long
+        joined = versions.join(NAME, short, ours, theirs, own=False)
+        assert versions.joined_bytes(joined) == versions.joined_bytes(long)
 
 
 def test_a_rewritten_line_wins_over_the_old_one() -> None:
@@ -69,9 +70,9 @@ def test_a_rewritten_line_wins_over_the_old_one() -> None:
     assert versions.joined_bytes(versions.join(NAME, old, grown, new, own=True)) == data(
         redacted, event(2), event(3)
     )
-    assert versions.join(NAME, old, new, grown, own=False) == versions.join(
-        NAME, old, grown, new, own=False
-    )
+    one_way = versions.join(NAME, old, new, grown, own=False)
+    other_way = versions.join(NAME, old, grown, new, own=False)
+    assert versions.joined_bytes(one_way) == versions.joined_bytes(other_way)
 
 
 def test_two_rewrites_of_one_line_resolve_alike_on_both_sides() -> None:
@@ -80,8 +81,9 @@ def test_two_rewrites_of_one_line_resolve_alike_on_both_sides() -> None:
         msgspec.structs.replace(event(1), reasoning="[REDACTED] b", redacted=("reasoning",))
     )
     two = lines(event(1, reasoning="a c"))
-    assert versions.join(NAME, base, one, two, own=False) == one
-    assert versions.join(NAME, base, two, one, own=False) == one
+    for ours, theirs in ((one, two), (two, one)):
+        joined = versions.join(NAME, base, ours, theirs, own=False)
+        assert versions.joined_bytes(joined) == versions.joined_bytes(one)
 
 
 def test_another_event_under_the_same_seq_is_refused() -> None:
@@ -104,3 +106,20 @@ def test_overlapping_segments_are_found() -> None:
 def test_secrets_are_found() -> None:
     found = versions.secret_in(lines(event(1), event(2, reasoning="key AKIAABCDEFGHIJKLMNOP")))
     assert found is not None and found.seq == 2
+
+
+def test_the_good_end_stops_before_what_fails() -> None:
+    good = data(event(1), event(2, 3), event(3, 3))
+    assert versions.good_end(NAME, good) == (len(good), "")
+    torn = good + data(event(4, 5))  # a batch still being written
+    assert versions.good_end(NAME, torn) == (len(good), "")
+    bad = good + data(event(4)).replace(b"Lesson", b"Lesxon") + data(event(5))
+    end, why = versions.good_end(NAME, bad)
+    assert end == len(good) and "checksum mismatch" in why
+    cut = data(event(1), event(2, 3)) + data(event(4))  # a batch cut short by a later line
+    assert versions.good_end(NAME, cut) == (len(data(event(1))), versions.good_end(NAME, cut)[1])
+    assert "cut short" in versions.good_end(NAME, cut)[1]
+    secret = good + data(event(4, reasoning="AKIAABCDEFGHIJKLMNOP"))
+    assert versions.good_end(NAME, secret) == (len(good), f"{NAME} seq 4: a secret")
+    # from the middle: only the new lines are checked, after the sequence given
+    assert versions.good_end(NAME, torn, len(good), 3) == (len(good), "")
