@@ -7,7 +7,7 @@ import sys
 import click
 
 from memlog.api import syncing
-from memlog.commands.common import echo_json, open_workspace
+from memlog.commands.common import echo_json, open_workspace, warn
 from memlog.sync.state import Outcome
 from memlog.sync.status import Status
 
@@ -41,6 +41,7 @@ def _print(done: Outcome) -> None:
         click.echo(f"moved {done.migrated} segments into events/{done.device}/ (bytes unchanged)")
     click.echo(f"sent {done.sent} events, received {done.received} ({done.devices} devices)")
     click.echo(f"views: {done.views}")
+    warn(done.notes)
     for line in done.refused:
         click.echo(f"refused and quarantined: {line}", err=True)
     for line in done.held:

@@ -88,7 +88,7 @@ def sync(home: Path, space: Space, remote: str | None = None, init: bool = False
         offered = local.offer(git, files, own)
         outcome.held = offered.problems
         _exchange(git, log, files, own, url, state, outcome)
-        _raise_floor(log.events_dir, own)
+        outcome.notes += _raise_floor(log.events_dir, own)
         git.tidy()
         outcome.views = views.settle(home, space, state)  # a failure there is a note
         outcome.devices = len(devices.device_dirs(log.events_dir))
@@ -157,8 +157,8 @@ def _join(
     for refusal in joined.refused:
         outcome.refused.append(f"{refusal.path}: {refusal.reason}")
         state.refused.append(refusal.blob)
-        data = git.blobs([refusal.blob])[refusal.blob]
-        seg.quarantine(home, refusal.path, 0, data, f"from the remote: {refusal.reason}")
+        seg.quarantine(home, refusal.path, 0, _bytes_of(git, refusal.blob), f"from the remote: "
+                       f"{refusal.reason} (object {refusal.blob})")  # fmt: skip
     theirs_tree = {path: entry.oid for path, entry in git.tree(theirs).items()}
     if joined.tree == theirs_tree and not joined.refused:
         new = theirs
@@ -167,6 +167,14 @@ def _join(
         new = git.commit(git.write_tree(joined.tree), parents, "memlog: join")
     git.update_ref(LOCAL_REF, new, ours)
     return joined
+
+
+def _bytes_of(git: Git, oid: str) -> bytes:
+    """A refused object's bytes to keep (none when it is no blob, e.g. a submodule)."""
+    try:
+        return git.blobs([oid])[oid]
+    except SyncError:
+        return b""
 
 
 def _write(
@@ -253,15 +261,26 @@ def _push(git: Git, url: str, head: str) -> bool:
     raise SyncError(f"cannot push to {url}: {first_line(done.stderr, done.returncode)}")
 
 
-def _raise_floor(events_dir: Path, own: str) -> None:
-    """Events appended from now on sort after every event received."""
-    stamps = [
-        clock.last_stamp(seg.list_segments(events_dir / device))
+def _raise_floor(events_dir: Path, own: str) -> list[str]:
+    """Events appended from now on sort after every event received; a note when that
+    puts this machine's events ahead of its own clock (another clock runs fast)."""
+    stamps = {
+        device: clock.last_stamp(seg.list_segments(events_dir / device))
         for device in devices.device_dirs(events_dir)
         if device != own
+    }
+    if not stamps:
+        return []
+    newest = max(stamps.values())
+    clock.raise_floor(events_dir, newest)
+    ahead = (newest - clock.now_micros()) / 3.6e9
+    if ahead < 1:
+        return []
+    device = max(stamps, key=lambda d: stamps[d])
+    return [
+        f"device {device} stamps its events {ahead:.0f} h ahead of this machine's clock; "
+        "events written here will be stamped after them (check that machine's clock)"
     ]
-    if stamps:
-        clock.raise_floor(events_dir, max(stamps))
 
 
 def state_of(home: Path) -> SyncState | None:

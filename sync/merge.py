@@ -41,7 +41,9 @@ def merge(git: Git, own: str, ours: str | None, theirs: str, refused: Iterable[s
         path for path, entry in other.items()
         if entry.oid != _oid(mine, path) and entry.oid != _oid(common, path)
     )  # fmt: skip
-    wanted = [e.oid for t in (mine, other, common) for p, e in t.items() if p in todo]
+    wanted = [
+        e.oid for t in (mine, other, common) for p, e in t.items() if p in todo and e.kind == "blob"
+    ]
     blobs = git.blobs(wanted)
     tree = {path: entry.oid for path, entry in mine.items()}
     joined: dict[str, list[versions.Line]] = {}
@@ -94,7 +96,7 @@ def _joined(
     base: TreeEntry | None,
 ) -> list[versions.Line] | None:
     """This file's lines as the join makes them; None when that is this home's version."""
-    if not _is_segment(path):
+    if not _is_segment(path) or theirs.kind != "blob" or theirs.mode not in ("100644", "100755"):
         raise versions.Refused(f"{path}: not a segment of a device")
     other = versions.parse(path, blobs[theirs.oid])
     mine = versions.parse(path, blobs[ours.oid]) if ours is not None else []

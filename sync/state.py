@@ -33,6 +33,8 @@ class Outcome(msgspec.Struct, kw_only=True):
     held: list[str] = msgspec.field(default_factory=list)
     #: lock files a killed git had left, removed
     swept: list[str] = msgspec.field(default_factory=list)
+    #: anything else worth knowing (a fast clock elsewhere)
+    notes: list[str] = msgspec.field(default_factory=list)
     views: str = ""
     finished: str = ""
 

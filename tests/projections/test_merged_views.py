@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from memlog.eventlog import clock
 from memlog.eventlog.codec import encode_line
 from memlog.eventlog.events import Event
+from memlog.eventlog.log import EventLog
 from memlog.projections.markdown_view.writer import markdown_files
 from memlog.projections.runner import catch_up, db_path, rebuild
 from memlog.projections.sqlite_view.digest import sqlite_digest
@@ -102,3 +103,24 @@ def test_any_interleaving_folds_to_the_same_views(
         deliver(homes[2], logs, [], [False])
         rebuild(homes[2])
         assert views(homes[0]) == views(homes[1]) == views(homes[2])
+
+
+def test_time_travel_counts_events_in_the_merged_order(tmp_path: Path) -> None:
+    from memlog.eventlog.bounds import Bound
+    from memlog.tests.projections.test_views import SOME_EVENTS
+
+    logs = {
+        "d1": device_log("d1", SOME_EVENTS[:7], 0, [1_000_000], [1]),  # no batch to cut
+        "d2": device_log("d2", SOME_EVENTS[7:], 500_000, [1_000_000], [1]),
+    }
+    full = tmp_path / "full"
+    deliver(full, logs, [], [False])
+    for keep in (1, 4, 9, len(SOME_EVENTS)):
+        then = tmp_path / f"then-{keep}"
+        done = rebuild(full, until=Bound(keep, None), target=then)
+        merged = [r.segment.split("/")[0] for r in EventLog(full).read()][:keep]
+        cut = tmp_path / f"cut-{keep}"
+        deliver(cut, {d: lines[: merged.count(d)] for d, lines in logs.items()}, [], [False])
+        rebuild(cut)
+        assert done.seq == keep
+        assert views(then) == views(cut)

@@ -133,7 +133,11 @@ PYTHON = sys.executable
 
 
 def push_tampered(
-    remote: Path | str, path: str, transform: Callable[[bytes], bytes], new: bool = False
+    remote: Path | str,
+    path: str,
+    transform: Callable[[bytes], bytes],
+    new: bool = False,
+    mode: str = "100644",
 ) -> None:
     """Commit onto the remote's branch a version of ``path`` passed through ``transform``
     (what a damaged or hostile copy would push)."""
@@ -154,8 +158,10 @@ def push_tampered(
         ).stdout
     )
     new = run("hash-object", "-w", "--stdin", data=transform(blob))
+    if mode == "160000":
+        new = tip  # a submodule entry: a commit where a file should be
     run("read-tree", tip)
-    run("update-index", "--add", "--cacheinfo", f"100644,{new},{path}")
+    run("update-index", "--add", "--cacheinfo", f"{mode},{new},{path}")
     commit = run("commit-tree", run("write-tree"), "-p", tip, "-m", "tampered")
     run("update-ref", "refs/heads/memlog", commit)
     os.unlink(f"{remote}/tamper-index")

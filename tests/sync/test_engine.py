@@ -5,6 +5,7 @@ from __future__ import annotations
 import itertools
 import json
 import subprocess
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -30,7 +31,9 @@ LEAK = "hunter2hunter2"  # a password the secrets scan does not know: found late
 
 
 def entry(home: Path, description: str) -> dict[str, object]:
-    result = memlog_ok(home, "show", content_hash(description)[:10], "--json")
+    """The entry of ``description`` (or of an entry id) as ``memlog show`` gives it."""
+    key = description if len(description) == 16 and "." not in description else None
+    result = memlog_ok(home, "show", key or content_hash(description)[:10], "--json")
     found: dict[str, object] = json.loads(result.output)["entry"]
     return found
 
@@ -91,32 +94,42 @@ def check_converged(homes: list[Path], remote: str) -> None:
     assert LEAK not in tip
 
 
-@pytest.mark.parametrize("order", [(0, 1), (1, 0)])
-def test_two_homes_end_with_byte_identical_views(tmp_path: Path, order: tuple[int, ...]) -> None:
-    homes, remote = start(tmp_path, 2)
+def converge(tmp_path: Path, count: int, order: tuple[int, ...]) -> list[Path]:
+    """``count`` homes work apart, then sync in ``order`` (twice through) and match."""
+    homes, remote = start(tmp_path, count)
     project = tmp_path / "project"
     project.mkdir()
     work_apart(homes, project)
     sync_all(homes, order)
     check_converged(homes, remote)
+    return homes
+
+
+def recalls(home: Path) -> Counter[str]:
+    """How often each entry was recalled, counted from the log's events."""
+    lines = memlog_ok(home, "log", "--type", "entry.recalled", "--json").output.splitlines()
+    return Counter(i for line in lines for i in json.loads(line)["ids"])
+
+
+@pytest.mark.parametrize("order", [(0, 1), (1, 0)])
+def test_two_homes_end_with_byte_identical_views(tmp_path: Path, order: tuple[int, ...]) -> None:
+    homes = converge(tmp_path, 2, order)
     pin = entry(homes[0], PIN)
     assert pin["observation_count"] == 2  # counts add
     assert pin["status"] == "superseded"
     assert pin["superseded_by"] == content_hash(TEST_FIRST)  # the later supersede wins
     assert "[REDACTED]" in str(pin["reasoning"])
     assert entry(homes[1], TEST_FIRST)["status"] == "live"  # observed after the retire
-    assert int(str(entry(homes[1], SMALL)["recall_count"])) >= 0
+    counted = recalls(homes[0])
+    assert counted and max(counted.values()) == 2  # both homes' recalls add up
+    for entry_id, times in counted.items():
+        assert entry(homes[1], entry_id)["recall_count"] == times
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("order", list(itertools.permutations(range(3))))
 def test_three_homes_end_with_byte_identical_views(tmp_path: Path, order: tuple[int, ...]) -> None:
-    homes, remote = start(tmp_path, 3)
-    project = tmp_path / "project"
-    project.mkdir()
-    work_apart(homes, project)
-    sync_all(homes, order)
-    check_converged(homes, remote)
+    homes = converge(tmp_path, 3, order)
     assert entry(homes[2], PIN)["observation_count"] == 3
 
 
@@ -186,3 +199,22 @@ def test_git_runs_without_the_users_configuration(tmp_path: Path, monkeypatch) -
     ).stdout.split("\n")  # fmt: skip
     assert log[0].startswith("memlog <memlog@")
     assert not (tmp_path / "elsewhere").exists()
+
+
+def test_a_fast_clock_elsewhere_is_followed_and_noted(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memlog.eventlog import clock
+
+    homes, _ = start(tmp_path, 2)
+    future = clock.micros("2040-01-01T00:00:00Z")
+    with monkeypatch.context() as patched:
+        patched.setattr(clock, "now_micros", lambda: future)
+        observe(homes[1], PLAIN)
+    memlog_ok(homes[1], "sync")
+    result = memlog_ok(homes[0], "sync")
+    assert "h ahead of this machine's clock" in result.output
+    memlog_ok(homes[0], "retire", content_hash(PLAIN)[:10], "--reason", "seen, then retired")
+    assert entry(homes[0], PLAIN)["status"] == "retired"  # sorts after what it answers
+    last = json.loads(memlog_ok(homes[0], "log", "--json").output.splitlines()[-1])
+    assert clock.micros(last["ts"]) > future

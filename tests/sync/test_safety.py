@@ -110,7 +110,13 @@ def test_a_secret_stays_home_with_what_follows(tmp_path: Path) -> None:
 
 def test_files_that_are_not_segments_are_refused(tmp_path: Path) -> None:
     a, b, remote = two_homes(tmp_path)
+    other = device_of(a)
     push_tampered(remote, "README.md", lambda data: b"# notes\n", new=True)
+    push_tampered(remote, f"{other}/00000000000000000099.jsonl", lambda d: b"x", True, "120000")
+    push_tampered(remote, f"{other}/00000000000000000199.jsonl", lambda d: d, True, "160000")
     done = sync_json(b, code=1)
-    assert "README.md: not a segment of a device" in str(done["refused"])
+    refused = "\n".join(str(r) for r in done["refused"])  # type: ignore[union-attr]
+    assert refused.count("not a segment of a device") == 3, refused
     assert not (b / "events" / "README.md").exists()
+    assert sorted(p.name for p in (b / "events" / other).iterdir()) == [SEGMENT]
+    assert memlog(b, "verify").exit_code == 0
