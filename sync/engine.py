@@ -184,6 +184,7 @@ def _write(
     """Make ``events/`` hold the local branch's segments (this device's: only rewrites)."""
     head = git.ref(LOCAL_REF)
     tree = {path: entry.oid for path, entry in git.tree(head).items()}
+    joined_from = {path: entry.oid for path, entry in git.tree(ours).items()}
     changed = joined.changed if joined is not None else {}
     with log._locked():
         for path, oid in sorted(tree.items()):
@@ -202,7 +203,8 @@ def _write(
             data = changed.get(path)
             if data is None:
                 data = git.blobs([oid])[oid]
-            outcome.received += _replace_foreign(log, files, path, data)
+            joined_in = current is None or current == joined_from.get(path)
+            outcome.received += _replace_foreign(log, files, path, data, keep_old=not joined_in)
 
 
 def _rewrite_own(
@@ -219,11 +221,14 @@ def _rewrite_own(
     atomic_write(target, data + current[len(offered) :])
 
 
-def _replace_foreign(log: EventLog, files: local.Files, path: str, data: bytes) -> int:
-    """Write another device's segment; a local copy the new one does not extend is kept
-    in the quarantine file.  Returns how many events the file gained."""
+def _replace_foreign(
+    log: EventLog, files: local.Files, path: str, data: bytes, keep_old: bool
+) -> int:
+    """Write another device's segment; with ``keep_old``, a local copy that took no part
+    in the join (a damaged one) goes to the quarantine file, unless the new one extends
+    it.  Returns how many events the file gained."""
     old = files.read(path) or b""
-    if old and not data.startswith(old):
+    if keep_old and old and not data.startswith(old):
         seg.quarantine(log.home, path, 0, old, "this home's copy, replaced by the synced one")
     target = log.events_dir / path
     if not target.parent.is_dir():

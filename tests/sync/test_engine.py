@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import itertools
 import json
 import subprocess
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from memlog.eventlog import segments as seg
 from memlog.eventlog.events import Superseded, content_hash
 from memlog.eventlog.log import EventLog
 from memlog.tests.sync.helpers import (
@@ -89,6 +91,8 @@ def check_converged(homes: list[Path], remote: str) -> None:
         for path in home.rglob("*"):
             if path.is_file() and "sync.git" not in path.parts:
                 assert LEAK.encode() not in path.read_bytes(), path
+        kept = b"".join(base64.b64decode(r.data) for r in seg.read_quarantine(home))
+        assert LEAK.encode() not in kept  # a redacted copy is replaced, not quarantined
     assert git("--git-dir", remote, "fsck", "--strict").returncode == 0
     tip = git("--git-dir", remote, "archive", "memlog").stdout
     assert LEAK not in tip

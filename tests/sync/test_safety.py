@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 from pathlib import Path
@@ -119,4 +120,17 @@ def test_files_that_are_not_segments_are_refused(tmp_path: Path) -> None:
     assert refused.count("not a segment of a device") == 3, refused
     assert not (b / "events" / "README.md").exists()
     assert sorted(p.name for p in (b / "events" / other).iterdir()) == [SEGMENT]
+    assert memlog(b, "verify").exit_code == 0
+
+
+def test_a_damaged_copy_here_is_restored_and_kept(tmp_path: Path) -> None:
+    a, b, remote = two_homes(tmp_path)
+    path = b / "events" / device_of(a) / SEGMENT
+    good = path.read_bytes()
+    path.write_bytes(good.replace(b"Pin tool", b"Pin tocl"))  # bit rot on this machine
+    done = sync_json(b, code=1)
+    assert "checksum mismatch" in str(done["held"])  # never offered to the others
+    assert path.read_bytes() == good
+    kept = [r for r in seg.read_quarantine(b) if r.segment == f"{device_of(a)}/{SEGMENT}"]
+    assert kept and b"Pin tocl" in base64.b64decode(kept[0].data)
     assert memlog(b, "verify").exit_code == 0
