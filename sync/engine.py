@@ -130,8 +130,9 @@ def _exchange(
         head = git.ref(LOCAL_REF)
         if head is None or head == theirs:
             return
-        outcome.sent += _sent(git, log.events_dir, own, head, theirs)
+        sent = _sent(git, log.events_dir, own, head, theirs)
         if _push(git, url, head):
+            outcome.sent += sent
             return
     raise SyncError(f"the remote kept moving; {PUSH_ATTEMPTS} pushes were refused")
 
@@ -205,6 +206,7 @@ def _write(
                 data = git.blobs([oid])[oid]
             joined_in = current is None or current == joined_from.get(path)
             outcome.received += _replace_foreign(log, files, path, data, keep_old=not joined_in)
+            seen[path] = files.blob_id(path)  # written here: not a change made meanwhile
 
 
 def _rewrite_own(
@@ -235,7 +237,6 @@ def _replace_foreign(
         ensure_dir(target.parent)
         seg.fsync_dir(log.events_dir)
     atomic_write(target, data)
-    files.blob_id(path)  # remember the file as written
     return max(0, data.count(b"\n") - old.count(b"\n"))
 
 
@@ -261,9 +262,18 @@ def _push(git: Git, url: str, head: str) -> bool:
     if done.returncode == 0:
         git.run("update-ref", REMOTE_REF, head)
         return True
-    if b"[rejected]" in done.stdout or b"fetch first" in done.stderr:
+    if _moved_on(done.stdout + done.stderr):
         return False
     raise SyncError(f"cannot push to {url}: {first_line(done.stderr, done.returncode)}")
+
+
+def _moved_on(said: bytes) -> bool:
+    """Whether a push failed because the remote branch moved (or was being moved) meanwhile."""
+    return any(
+        sign in said
+        for sign in (b"[rejected]", b"fetch first", b"non-fast-forward", b"cannot lock ref",
+                     b"failed to update ref", b"incorrect old value")
+    )  # fmt: skip
 
 
 def _raise_floor(events_dir: Path, own: str) -> list[str]:

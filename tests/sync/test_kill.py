@@ -126,3 +126,21 @@ def test_appends_while_syncing_lose_nothing(tmp_path: Path) -> None:
     expected = {f"w{n}-{i}-{k}" for n in range(2) for i in range(150) for k in range(1 + i % 3)}
     assert expected <= names
     assert_same_views([a, b])
+
+
+@pytest.mark.slow
+def test_homes_syncing_at_once_both_get_through(tmp_path: Path) -> None:
+    remote = str(bare_remote(tmp_path / "remote.git"))
+    homes = [tmp_path / "a", tmp_path / "b", tmp_path / "c"]
+    for home in homes:
+        observe(home, f"Lesson of {home.name}.")
+        memlog_ok(home, "sync", "--init", remote)
+    for step in range(3):
+        for home in homes:
+            observe(home, f"Step {step} of {home.name}.")
+        children = [start_sync(home) for home in homes]  # pushes race: the losers join again
+        assert [child.wait(timeout=180) for child in children] == [0, 0, 0]
+    for home in homes:
+        memlog_ok(home, "sync")
+    assert_same_views(homes)
+    assert all(f"Step 2 of {h.name}." in memlog_ok(homes[0], "log").output for h in homes)
