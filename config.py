@@ -21,6 +21,7 @@ from memlog.vocabulary import DEFAULT_SPACES, Space
 CONFIG_FILE = Path(".claude") / "iflow-dev.local.md"
 PROVIDERS = tuple(DEFAULT_SPACES)
 KEYWORD_PROVIDERS = ("auto", "caller", "haiku", "ollama", "local", "off")
+RANKINGS = ("fused", "d3")
 
 
 class Config(msgspec.Struct, frozen=True):
@@ -42,6 +43,12 @@ class Config(msgspec.Struct, frozen=True):
     memory_inject_facts: bool = False
     memory_hook_budget_ms: int = 2500
     memory_query_embedding_budget_ms: int = 1500
+    #: ``fused`` (z-scored signals and neighbours, retrieval/fusion.py) or ``d3`` (spec #024)
+    memory_ranking: str = "fused"
+    memory_fusion_lexical_weight: float = 1.0
+    memory_fusion_vector_weight: float = 1.0
+    memory_fusion_prominence_weight: float = 0.05
+    memory_neighbour_weight: float = 1.0
 
     @property
     def space(self) -> Space:
@@ -94,6 +101,11 @@ CHECKS: dict[str, tuple[Check, str]] = {
     "memory_inject_facts": (_is_bool, "true or false"),
     "memory_hook_budget_ms": (_is_int(100), "milliseconds ≥ 100"),
     "memory_query_embedding_budget_ms": (_is_int(0), "milliseconds ≥ 0"),
+    "memory_ranking": (_one_of(RANKINGS), " | ".join(RANKINGS)),
+    "memory_fusion_lexical_weight": (_is_weight, "a number ≥ 0"),
+    "memory_fusion_vector_weight": (_is_weight, "a number ≥ 0"),
+    "memory_fusion_prominence_weight": (_is_weight, "a number ≥ 0"),
+    "memory_neighbour_weight": (_is_weight, "a number ≥ 0"),
 }
 
 

@@ -1,0 +1,63 @@
+"""The ranking indexes beside the rows: the lexical index and the neighbour lists.
+
+The runner calls ``refresh`` in the transaction of every catch-up, after the
+rows are written, and ``rebuild`` when it builds the view from zero; both
+leave the same files (see ``lexicon`` and ``neighbours``).  Only what the
+events changed is redone: the terms of touched entries whose text or
+liveness changed, the neighbour lists around vectors that came or went.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Iterable
+from pathlib import Path
+
+from memlog.projections.fold import Entry
+from memlog.projections.sqlite_view import lexicon, neighbours, packed, store
+from memlog.vocabulary import Space
+
+Signature = dict[str, tuple[bool, bytes | None]]
+
+
+def signature(entries: Iterable[Entry], space: Space) -> Signature:
+    """What of each entry the neighbour graph depends on: liveness and its vector."""
+    found: Signature = {}
+    for entry in entries:
+        vector = entry.vectors.get(space.key)
+        data = vector.data if vector is not None and vector.dimensions == space.dimensions else None
+        found[entry.id] = (entry.live, data)
+    return found
+
+
+def refresh(
+    db: sqlite3.Connection, folder: Path, space: Space, touched: list[Entry], before: Signature
+) -> None:
+    """Update the indexes for the ``touched`` entries (``before``: their signature before)."""
+    if packed.pointer(db, lexicon.KIND) is None:
+        lexicon.write_terms(db, store.load_entries(db).values())
+        lexicon.build(db, folder)
+    elif lexicon.write_terms(db, touched):
+        lexicon.build(db, folder)
+    after = signature(touched, space)
+    changed = [i for i, sig in after.items() if before.get(i, (False, None)) != sig]
+    if changed or _stale(db, space):
+        neighbours.build(db, folder, space, changed)
+    packed.sweep(db, folder)
+
+
+def _stale(db: sqlite3.Connection, space: Space) -> bool:
+    current = store.get_meta(db, "neighbour_space")
+    return packed.pointer(db, neighbours.KIND) is None or current != neighbours.space_tag(space)
+
+
+def rebuild(db: sqlite3.Connection, folder: Path, space: Space, entries: list[Entry]) -> None:
+    """Build both indexes from zero for ``entries`` (the whole view)."""
+    lexicon.write_terms(db, entries)
+    lexicon.build(db, folder)
+    db.execute("DELETE FROM _metadata WHERE key = 'neighbour_space'")
+    neighbours.build(db, folder, space)
+
+
+def sweep(db: sqlite3.Connection, folder: Path) -> None:
+    packed.sweep(db, folder)
