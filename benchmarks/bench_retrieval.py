@@ -89,7 +89,9 @@ def load_qrels(path: Path) -> dict[str, list[dict[str, object]]]:
     return found
 
 
-def resolve(rows: list[dict[str, object]], ids: set[str], names: dict[tuple[str, str], str]) -> dict[str, int]:
+def resolve(
+    rows: list[dict[str, object]], ids: set[str], names: dict[tuple[str, str], str]
+) -> dict[str, int]:
     """Graded ids; a label whose id memlog's parser gives otherwise (inline HTML comments
     are dropped from descriptions) is found by category and name."""
     grades: dict[str, int] = {}
@@ -131,7 +133,9 @@ def prepare_home(home: Path, bank: Path) -> Workspace:
 # -- signals ------------------------------------------------------------------------------------
 
 
-def signals(ws: Workspace, queries: list[Query]) -> tuple[Candidates, Floats, np.ndarray | None, list[Signal]]:
+def signals(
+    ws: Workspace, queries: list[Query]
+) -> tuple[Candidates, Floats, np.ndarray | None, list[Signal]]:
     provider = ws.provider()
     texts = [q.d3 for q in queries] + [q.fused[w] for q in queries for w in PROSE_CHOICES]
     vectors = iter(provider.embed_batch(texts, "query"))
@@ -305,8 +309,14 @@ def report(
           f"{table[best, :, 0].mean():.3f}")  # fmt: skip
     for pick in picks:
         print(f"  a fold chose {points[pick]}")
-    figures["fused, leave-one-query-out"] = {"ndcg@10": loo[:, 0].mean(), "recall@20": loo[:, 1].mean()}
-    figures[f"fused, {FOLDS}-fold"] = {"ndcg@10": kfold[:, 0].mean(), "recall@20": kfold[:, 1].mean()}
+    figures["fused, leave-one-query-out"] = {
+        "ndcg@10": loo[:, 0].mean(),
+        "recall@20": loo[:, 1].mean(),
+    }
+    figures[f"fused, {FOLDS}-fold"] = {
+        "ndcg@10": kfold[:, 0].mean(),
+        "recall@20": kfold[:, 1].mean(),
+    }
     if out is not None:
         out.write_text(json.dumps(figures, indent=2, default=float) + "\n")
 

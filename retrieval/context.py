@@ -76,10 +76,10 @@ def feature_of(folder: Path, meta: dict[str, object] | None = None) -> Feature:
     meta = meta if meta is not None else (_meta(folder / ".meta.json") or {})
     slug = str(meta.get("slug") or folder.name)
     phase = str(meta.get("lastCompletedPhase") or "")
-    text = spec_of(folder)
-    return Feature(
-        slug, phase, feature_description(folder), spec_text.title(text), spec_text.prose(text)
-    )
+    texts = spec_texts(folder)
+    title = next((t for t in map(spec_text.title, texts) if t), "")
+    summary = next((p for p in map(spec_text.prose, texts) if p), "")
+    return Feature(slug, phase, feature_description(folder), title, summary)
 
 
 def first_paragraph(text: str, max_words: int = MAX_WORDS) -> str:
@@ -104,14 +104,15 @@ def feature_description(folder: Path) -> str:
     return ""
 
 
-def spec_of(folder: Path) -> str:
-    """The text of the feature's spec.md (else prd.md); empty when neither can be read."""
+def spec_texts(folder: Path) -> list[str]:
+    """The texts of the feature's spec.md and prd.md that can be read, in that order."""
+    texts = []
     for name in ("spec.md", "prd.md"):
         try:
-            return (folder / name).read_text(encoding="utf-8", errors="replace")
+            texts.append((folder / name).read_text(encoding="utf-8", errors="replace"))
         except OSError:
             continue
-    return ""
+    return texts
 
 
 def changed_files(root: Path, timeout: float = GIT_TIMEOUT) -> tuple[str, ...]:

@@ -220,7 +220,8 @@ class SemanticRun:
         )
         self._parts = parts
         around = view.neighbours(found.ids) if weights.neighbours > 0 else None
-        return fusion.fuse(lexical, vector, sum(parts) / 4.0, around, weights)
+        prominence = (parts[0] + parts[1] + parts[2] + parts[3]) / 4.0
+        return fusion.fuse(lexical, vector, prominence, around, weights)
 
     def _result(
         self,

@@ -23,6 +23,7 @@ MIN_PARAGRAPH_WORDS = 6
 _LABEL = re.compile(
     r"^(?:spec(?:ification)?|prd|design|feature(?:\s+[\w.-]+)?)\s*[:\-—–]\s*", re.IGNORECASE
 )
+_BARE = re.compile(r"^(?:spec(?:ification)?|prd|design)$", re.IGNORECASE)
 _META = re.compile(r"^\*\*[^*]{1,40}:\*\*")
 _NOT_PROSE = ("#", "|", "- ", "* ", "+ ", ">", "<!--", "---", "===")
 _NUMBERED = re.compile(r"^\d+[.)]\s")
@@ -32,7 +33,8 @@ def title(text: str) -> str:
     """The first ``# `` heading, without its document-kind label."""
     for line in text.splitlines():
         if line.startswith("# "):
-            return _LABEL.sub("", line[2:].strip()).strip()
+            found = _LABEL.sub("", line[2:].strip()).strip()
+            return "" if _BARE.match(found) else found
     return ""
 
 

@@ -14,8 +14,10 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from memlog.projections.fold import Entry
-from memlog.projections.sqlite_view import lexicon, neighbours, packed, store
+from memlog.projections.sqlite_view import packed, store
 from memlog.vocabulary import Space
+
+LEXICON, NEIGHBOURS = "lex", "nbr"  # the kinds of lexicon.py and neighbours.py
 
 Signature = dict[str, tuple[bool, bytes | None]]
 
@@ -34,7 +36,9 @@ def refresh(
     db: sqlite3.Connection, folder: Path, space: Space, touched: list[Entry], before: Signature
 ) -> None:
     """Update the indexes for the ``touched`` entries (``before``: their signature before)."""
-    if packed.pointer(db, lexicon.KIND) is None:
+    from memlog.projections.sqlite_view import lexicon, neighbours  # numpy: only when writing
+
+    if packed.pointer(db, LEXICON) is None:
         lexicon.write_terms(db, store.load_entries(db).values())
         lexicon.build(db, folder)
     elif lexicon.write_terms(db, touched):
@@ -47,12 +51,16 @@ def refresh(
 
 
 def _stale(db: sqlite3.Connection, space: Space) -> bool:
+    from memlog.projections.sqlite_view import neighbours
+
     current = store.get_meta(db, "neighbour_space")
-    return packed.pointer(db, neighbours.KIND) is None or current != neighbours.space_tag(space)
+    return packed.pointer(db, NEIGHBOURS) is None or current != neighbours.space_tag(space)
 
 
 def rebuild(db: sqlite3.Connection, folder: Path, space: Space, entries: list[Entry]) -> None:
     """Build both indexes from zero for ``entries`` (the whole view)."""
+    from memlog.projections.sqlite_view import lexicon, neighbours
+
     lexicon.write_terms(db, entries)
     lexicon.build(db, folder)
     db.execute("DELETE FROM _metadata WHERE key = 'neighbour_space'")

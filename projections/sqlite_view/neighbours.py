@@ -130,7 +130,7 @@ def update(
     position = {entry_id: n for n, entry_id in enumerate(ids)}
     gone = np.array([i not in position or i in changed for i in old.ids] + [False], dtype=bool)
     remap = np.array([position.get(i, -1) for i in old.ids] + [-1], dtype=np.int64)
-    lost = gone[old.index].any(axis=1)  # index −1 reads the appended False
+    lost = np.asarray(gone[old.index].any(axis=1), dtype=bool)  # −1 reads the appended False
     redo = fresh.copy()
     for n, entry_id in enumerate(old.ids):
         if entry_id in position and lost[n]:

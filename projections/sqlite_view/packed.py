@@ -21,19 +21,21 @@ import sqlite3
 import struct
 import time
 from pathlib import Path
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING
 
 from memlog.files import atomic_write
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Bytes = npt.NDArray[np.uint8]
 
 INDEX_DIR = "index"
 GRACE_SECONDS = 60.0
 ID_WIDTH = 16
 #: header of every packed file: magic (8 bytes), then three unsigned 64-bit counts
 HEADER = struct.Struct("<8sQQQ")
-
-Bytes = npt.NDArray[np.uint8]
 
 
 def write(folder: Path, kind: str, data: bytes) -> str:
@@ -86,6 +88,8 @@ def sweep(db: sqlite3.Connection, folder: Path) -> int:
 
 def pack(magic: bytes, counts: tuple[int, int, int], ids: list[str], *arrays: np.ndarray) -> bytes:
     """Header, the 16-byte ids, then each array's little-endian bytes in order."""
+    import numpy as np
+
     parts = [HEADER.pack(magic, *counts), "".join(ids).encode("ascii")]
     parts += [np.ascontiguousarray(a).tobytes() for a in arrays]
     return b"".join(parts)
@@ -95,6 +99,8 @@ def open_mapped(
     folder: Path, name: str, magic: bytes
 ) -> tuple[tuple[int, int, int], list[str], Bytes] | None:
     """Map a packed file: its counts, its ids and the bytes after them (None if unusable)."""
+    import numpy as np
+
     try:
         raw = np.memmap(folder / INDEX_DIR / name, dtype=np.uint8, mode="r")
     except (OSError, ValueError):
@@ -112,6 +118,8 @@ def open_mapped(
 
 def take(raw: Bytes, offset: int, dtype: str, count: int) -> tuple[np.ndarray, int]:
     """``count`` items of ``dtype`` from ``raw`` at byte ``offset``, and the offset after them."""
+    import numpy as np
+
     size = np.dtype(dtype).itemsize * count
     if offset + size > raw.size:
         raise ValueError("packed file is shorter than its header says")
