@@ -54,7 +54,10 @@ SPEC = (
     "provider times out and keep memory flat with more than ten thousand rows."
 )
 CONFIGS = {
-    "a": "memory_embedding_provider: hashing\nmemory_vector_weight: 0\n",
+    "a": (
+        "memory_embedding_provider: hashing\nmemory_vector_weight: 0\n"
+        "memory_fusion_vector_weight: 0\n"
+    ),
     "b": "memory_embedding_provider: hashing\n",
 }
 

@@ -120,7 +120,7 @@ def encode(ids: list[str], docs: list[npt.NDArray[np.void]]) -> bytes:
 class Lexicon:
     """A mapped lexical index."""
 
-    ids: list[str]
+    ids: npt.NDArray[np.bytes_]
     hashes: npt.NDArray[np.uint64]
     starts: npt.NDArray[np.uint64]
     docs: npt.NDArray[np.uint32]

@@ -54,7 +54,7 @@ def scale(dimensions: int) -> int:
 
 @dataclass(frozen=True)
 class Graph:
-    ids: list[str]
+    ids: npt.NDArray[np.bytes_]  # S16
     index: npt.NDArray[np.int32]
     dots: npt.NDArray[np.int32]
 
@@ -125,14 +125,15 @@ def update(
     old: Graph, ids: list[str], matrix: Matrix, changed: set[str]
 ) -> tuple[np.ndarray, np.ndarray]:
     """The new lists from the old ones: see the module's docstring."""
-    before = {entry_id: n for n, entry_id in enumerate(old.ids)}
+    old_ids = [i.decode("ascii") for i in old.ids.tolist()]
+    before = {entry_id: n for n, entry_id in enumerate(old_ids)}
     fresh = np.array([i not in before or i in changed for i in ids], dtype=bool)
     position = {entry_id: n for n, entry_id in enumerate(ids)}
-    gone = np.array([i not in position or i in changed for i in old.ids] + [False], dtype=bool)
-    remap = np.array([position.get(i, -1) for i in old.ids] + [-1], dtype=np.int64)
+    gone = np.array([i not in position or i in changed for i in old_ids] + [False], dtype=bool)
+    remap = np.array([position.get(i, -1) for i in old_ids] + [-1], dtype=np.int64)
     lost = np.asarray(gone[old.index].any(axis=1), dtype=bool)  # −1 reads the appended False
     redo = fresh.copy()
-    for n, entry_id in enumerate(old.ids):
+    for n, entry_id in enumerate(old_ids):
         if entry_id in position and lost[n]:
             redo[position[entry_id]] = True
     index, dots = np.full((len(ids), K), -1, np.int32), np.zeros((len(ids), K), np.int32)

@@ -97,8 +97,9 @@ def pack(magic: bytes, counts: tuple[int, int, int], ids: list[str], *arrays: np
 
 def open_mapped(
     folder: Path, name: str, magic: bytes
-) -> tuple[tuple[int, int, int], list[str], Bytes] | None:
-    """Map a packed file: its counts, its ids and the bytes after them (None if unusable)."""
+) -> tuple[tuple[int, int, int], np.ndarray, Bytes] | None:
+    """Map a packed file: its counts, its ids (a ``S16`` array over the mapping, nothing
+    decoded) and the bytes after them; None if unusable."""
     import numpy as np
 
     try:
@@ -111,8 +112,9 @@ def open_mapped(
     if found != magic:
         return None
     end = HEADER.size + counts[0] * ID_WIDTH
-    text = raw[HEADER.size : end].tobytes().decode("ascii", "replace")
-    ids = [text[i : i + ID_WIDTH] for i in range(0, len(text), ID_WIDTH)]
+    if end > raw.size:
+        return None
+    ids = raw[HEADER.size : end].view(f"S{ID_WIDTH}")
     return (counts[0], counts[1], counts[2]), ids, raw[end:]
 
 

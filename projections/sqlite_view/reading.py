@@ -158,7 +158,7 @@ class Snapshot:
         index = lexicon.load(self.db, self.folder)
         if index is None:
             return None
-        where = align(index.ids, ids)
+        where = align(index.ids, np.asarray(ids, dtype="S16"))
         scores = index.score(term_counts([query]))
         return np.where(where >= 0, scores[np.maximum(where, 0)], 0.0)
 
@@ -167,8 +167,9 @@ class Snapshot:
         graph = neighbours.load(self.db, self.folder)
         if graph is None:
             return None
-        rows = align(graph.ids, ids)
-        to_ids = np.append(align(ids, graph.ids), -1)
+        keys = np.asarray(ids, dtype="S16")
+        rows = align(graph.ids, keys)
+        to_ids = np.append(align(keys, graph.ids), -1)
         found = np.full((len(ids), graph.index.shape[1]), -1, dtype=np.int64)
         have = rows >= 0
         found[have] = to_ids[graph.index[rows[have]]]
@@ -179,7 +180,9 @@ class Snapshot:
         return store.load_ids(self.db, ids, vectors)
 
 
-def align(source: Sequence[str], target: Sequence[str]) -> npt.NDArray[np.int64]:
+def align(
+    source: Sequence[str] | npt.NDArray[np.bytes_], target: Sequence[str] | npt.NDArray[np.bytes_]
+) -> npt.NDArray[np.int64]:
     """For each id of ``target``, its position in ``source`` (both ascending), or −1."""
     if not len(source) or not len(target):
         return np.full(len(target), -1, dtype=np.int64)
