@@ -58,11 +58,15 @@ def blocks(text: str) -> Iterator[list[str]]:
 
 def paragraph_words(block: list[str]) -> list[str]:
     """The words of a block of running text (metadata lines dropped); none if it is not prose."""
-    first = block[0]
-    if first.startswith(_NOT_PROSE) or _NUMBERED.match(first):
+    lines = [line for line in block if not _META.match(line)]
+    if not lines or _not_prose(lines[0]):
         return []
-    words = " ".join(line for line in block if not _META.match(line)).split()
+    words = " ".join(line for line in lines if not _not_prose(line)).split()
     return words if len(words) >= MIN_PARAGRAPH_WORDS else []
+
+
+def _not_prose(line: str) -> bool:
+    return line.startswith(_NOT_PROSE) or _NUMBERED.match(line) is not None
 
 
 def prose(text: str, max_words: int = PROSE_WORDS) -> str:
