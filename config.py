@@ -47,7 +47,7 @@ class Config(msgspec.Struct, frozen=True):
     #: ``fused`` (z-scored signals and neighbours, retrieval/fusion.py) or ``d3`` (spec #024)
     memory_ranking: str = "fused"
     memory_fusion_lexical_weight: float = 1.0
-    memory_fusion_vector_weight: float = 1.0
+    memory_fusion_vector_weight: float = 0.25
     memory_fusion_prominence_weight: float = 0.05
     memory_neighbour_weight: float = 1.0
 
