@@ -40,6 +40,25 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return built
 
 
+def installed(wheel: Path, tmp_path: Path) -> tuple[Path, Path]:
+    """A venv holding only the wheel, and its site-packages.
+
+    Dependencies come from the environment running the tests, appended after
+    the wheel's own site-packages (so its .pth files, editable ones among
+    them, are not processed and cannot shadow the wheel).
+    """
+    venv = tmp_path / "venv"
+    run(sys.executable, "-m", "venv", "--without-pip", venv, cwd=tmp_path)
+    python = venv / "bin" / "python"
+    run(sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", wheel,
+        cwd=tmp_path)  # fmt: skip
+    site = Path(run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])",
+                    cwd=tmp_path).strip())  # fmt: skip
+    paths = dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib"))
+    (site / "test-dependencies.pth").write_text("\n".join(paths) + "\n")
+    return venv, site
+
+
 @pytest.mark.slow
 def test_wheel_contents(wheel: Path) -> None:
     names = zipfile.ZipFile(wheel).namelist()
@@ -59,18 +78,8 @@ def test_wheel_contents(wheel: Path) -> None:
 
 @pytest.mark.slow
 def test_wheel_installs_and_runs_outside_the_checkout(wheel: Path, tmp_path: Path) -> None:
-    venv = tmp_path / "venv"
-    run(sys.executable, "-m", "venv", "--without-pip", venv, cwd=tmp_path)
+    venv, site = installed(wheel, tmp_path)
     python = venv / "bin" / "python"
-    run(sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", wheel,
-        cwd=tmp_path)  # fmt: skip
-    # dependencies come from the environment running the tests, appended after
-    # the wheel's own site-packages (so its .pth files, editable ones among
-    # them, are not processed and cannot shadow the wheel)
-    site = Path(run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])",
-                    cwd=tmp_path).strip())  # fmt: skip
-    paths = dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib"))
-    (site / "test-dependencies.pth").write_text("\n".join(paths) + "\n")
 
     outside = tmp_path / "elsewhere"
     outside.mkdir()
@@ -111,15 +120,8 @@ def test_installed_wheel_embeds_offline_with_its_own_model(wheel: Path, tmp_path
     may hold other model packages: they are blocked) embeds with the weights it carries."""
     from memlog.tests.support import FIXTURES
 
-    venv = tmp_path / "venv"
-    run(sys.executable, "-m", "venv", "--without-pip", venv, cwd=tmp_path)
+    venv, site = installed(wheel, tmp_path)
     python = venv / "bin" / "python"
-    run(sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", wheel,
-        cwd=tmp_path)  # fmt: skip
-    site = Path(run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])",
-                    cwd=tmp_path).strip())  # fmt: skip
-    paths = dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib"))
-    (site / "test-dependencies.pth").write_text("\n".join(paths) + "\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHON", "HF_", "XDG_"))}
     env["HF_HOME"] = str(tmp_path / "no-hugging-face-cache")
     reference = FIXTURES / "embeddings" / "minilm-l6-v2-reference.json"

@@ -143,16 +143,13 @@ class Lexicon:
 
 def load(db: sqlite3.Connection, folder: Path) -> Lexicon | None:
     """The index this snapshot points at, mapped; None when there is none or it is unusable."""
-    found = packed.pointer(db, KIND)
-    opened = packed.open_mapped(folder, found[0], MAGIC) if found else None
-    if opened is None:
+    found = packed.load(db, folder, KIND, MAGIC, _parts)
+    if found is None:
         return None
-    (count, terms, postings), ids, raw = opened
-    try:
-        hashes, at = packed.take(raw, 0, "<u8", terms)
-        starts, at = packed.take(raw, at, "<u8", terms + 1)
-        docs, at = packed.take(raw, at, "<u4", postings)
-        weights, _ = packed.take(raw, at, "<f4", postings)
-    except ValueError:
-        return None
+    _, ids, (hashes, starts, docs, weights) = found
     return Lexicon(ids, hashes, starts, docs, weights)
+
+
+def _parts(counts: packed.Counts) -> list[tuple[str, int]]:
+    _, terms, postings = counts
+    return [("<u8", terms), ("<u8", terms + 1), ("<u4", postings), ("<f4", postings)]

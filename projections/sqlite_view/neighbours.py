@@ -170,14 +170,8 @@ def _merge(
 
 def load(db: sqlite3.Connection, folder: Path) -> Graph | None:
     """The graph this snapshot points at, mapped; None when there is none or it is unusable."""
-    found = packed.pointer(db, KIND)
-    opened = packed.open_mapped(folder, found[0], MAGIC) if found else None
-    if opened is None:
+    found = packed.load(db, folder, KIND, MAGIC, lambda c: [("<i4", c[0] * c[1])] * 2)
+    if found is None:
         return None
-    (count, k, _), ids, raw = opened
-    try:
-        index, at = packed.take(raw, 0, "<i4", count * k)
-        dots, _ = packed.take(raw, at, "<i4", count * k)
-    except ValueError:
-        return None
+    (count, k, _), ids, (index, dots) = found
     return Graph(ids, index.reshape(count, k), dots.reshape(count, k))

@@ -20,6 +20,7 @@ import os
 import sqlite3
 import struct
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -126,3 +127,30 @@ def take(raw: Bytes, offset: int, dtype: str, count: int) -> tuple[np.ndarray, i
     if offset + size > raw.size:
         raise ValueError("packed file is shorter than its header says")
     return raw[offset : offset + size].view(dtype), offset + size
+
+
+Counts = tuple[int, int, int]
+
+
+def load(
+    db: sqlite3.Connection,
+    folder: Path,
+    kind: str,
+    magic: bytes,
+    parts: Callable[[Counts], list[tuple[str, int]]],
+) -> tuple[Counts, np.ndarray, list[np.ndarray]] | None:
+    """The file this snapshot points at for ``kind``, mapped: its counts, ids and the arrays
+    ``parts(counts)`` describes (dtype, items); None when there is none or it is unusable."""
+    found = pointer(db, kind)
+    opened = open_mapped(folder, found[0], magic) if found else None
+    if opened is None:
+        return None
+    counts, ids, raw = opened
+    arrays, at = [], 0
+    try:
+        for dtype, items in parts(counts):
+            array, at = take(raw, at, dtype, items)
+            arrays.append(array)
+    except ValueError:
+        return None
+    return counts, ids, arrays

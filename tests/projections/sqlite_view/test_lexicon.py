@@ -22,15 +22,11 @@ def rows(*docs: dict[str, float]) -> list[np.ndarray]:
 
 
 def mapped(tmp_path: Path, data: bytes) -> lexicon.Lexicon:
-    name = packed.write(tmp_path, lexicon.KIND, data)
-    opened = packed.open_mapped(tmp_path, name, lexicon.MAGIC)
-    assert opened is not None
-    (count, terms, postings), ids, raw = opened
-    hashes, at = packed.take(raw, 0, "<u8", terms)
-    starts, at = packed.take(raw, at, "<u8", terms + 1)
-    docs, at = packed.take(raw, at, "<u4", postings)
-    weights, _ = packed.take(raw, at, "<f4", postings)
-    return lexicon.Lexicon(ids, hashes, starts, docs, weights)
+    with store.opened(tmp_path / store.DB_NAME) as db:
+        packed.point(db, tmp_path, lexicon.KIND, packed.write(tmp_path, lexicon.KIND, data), 3)
+        index = lexicon.load(db, tmp_path)
+    assert index is not None
+    return index
 
 
 def test_bm25_by_hand(tmp_path: Path) -> None:
