@@ -22,7 +22,8 @@ in a stamp file in the caller's cache directory, keyed by the resolved path,
 size, inode, mtime_ns and ctime_ns: a rewritten file changes its ctime even
 when size and mtime are put back, and is hashed again.
 
-Inference is ``bert.Encoder`` (plain numpy over the mapped weights),
+Inference is ``bert.Encoder`` (plain numpy over the mapped weights; the
+dequantised float32 layers are kept in the cache directory too, ``runtime``),
 tokenisation ``wordpiece`` (pure Python, equal to the model's tokenizer.json).
 """
 
@@ -43,6 +44,7 @@ import numpy.typing as npt
 
 from memlog.embeddings.base import EmbeddingProvider, TaskType
 from memlog.embeddings.bert import MAX_TOKENS, Encoder, build_weights, map_safetensors
+from memlog.embeddings.runtime import cached_weights
 from memlog.embeddings.wordpiece import WordPieceTokenizer
 from memlog.errors import ProviderUnavailable
 
@@ -267,7 +269,17 @@ def _open_verified(model_dir: Path, cache_dir: Path | None) -> Encoder:
     layout = layout_of(model_dir)
     layers, heads, eps = _read_config(model_dir / "config.json")
     tokenizer = _load_tokenizer(model_dir / layout.tokenizer)
-    weights = build_weights(map_safetensors(model_dir / layout.weights), layers, heads)
+    tensors = map_safetensors(model_dir / layout.weights)
+    stamp = _Stamp.load(cache_dir)  # the digests verify_model_dir just stamped
+    try:
+        source = stamp.digest(model_dir / layout.weights)
+        weights = cached_weights(
+            cache_dir, source, tensors, lambda: build_weights(tensors, layers, heads), stamp.digest
+        )
+    except OSError as exc:
+        raise ProviderUnavailable(f"cannot read {model_dir / layout.weights}: {exc}") from None
+    finally:
+        stamp.save()
     return Encoder(tokenizer, weights, heads, eps)
 
 

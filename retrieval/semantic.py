@@ -70,15 +70,27 @@ class SemanticRun:
         self._parts: tuple[ranking.Floats, ...] = ()
 
     def execute(self) -> Injection:
+        """Rank; the query embedding starts before the catch-up when the view already
+        holds vectors of the space, so the two overlap."""
+        request = self.request
+        self.query = request.query if request.query is not None else self._context_query()
+        embedding = self._start_embedding() if self._had_vectors() else None
         started = time.perf_counter()
         if self.request.catch_up:
             self._catch_up()
         self.timings["catch_up_ms"] = _ms(started)
-        request = self.request
-        self.query = request.query if request.query is not None else self._context_query()
         with Snapshot(request.home) as view:
-            embedding = self._start_embedding() if view.has_vectors(self.space) else None
+            if embedding is None and view.has_vectors(self.space):
+                embedding = self._start_embedding()
             return self._rank(view, embedding)
+
+    def _had_vectors(self) -> bool:
+        """Whether the view, as it stands before catching up, holds vectors of the space."""
+        try:
+            with Snapshot(self.request.home) as view:
+                return view.has_vectors(self.space)
+        except (MemlogError, sqlite3.Error, OSError):
+            return False
 
     @property
     def d3(self) -> bool:
