@@ -11,9 +11,12 @@ index), vector the cosine of the query with the entry's vector, prominence
 D3's mean of observations, confidence, recency and recalls (``ranking``).
 A signal that is missing or constant has z-scores of 0.  Then every
 candidate is raised by the mean fused score of its nearest neighbours among
-the candidates (lists kept by the projection):
+the candidates (lists kept by the projection), when that mean is above the
+average (0): neighbours that score well pull an entry up, neighbours that
+score badly never push it down (in a small view, where everyone is
+everyone's neighbour, the mean would otherwise cancel the scores out):
 
-    final = fused + wn · mean(fused[neighbours])
+    final = fused + wn · max(0, mean(fused[neighbours]))
 
 Ties keep candidate (id) order, as in D3.  The weights' defaults were
 chosen on the retrieval benchmark by cross-validation (README).
@@ -63,13 +66,15 @@ def zscores(raw: Floats | None, size: int) -> Floats:
 
 
 def neighbour_means(scores: Floats, neighbours: Positions | None) -> Floats:
-    """For each candidate, the mean score of its neighbours among the candidates (−1: none)."""
+    """For each candidate, the mean score of its neighbours among the candidates (−1: none),
+    or 0 when that mean is negative."""
     if neighbours is None or neighbours.size == 0:
         return np.zeros_like(scores)
     present = neighbours >= 0
     taken = np.where(present, scores[np.maximum(neighbours, 0)], 0.0)
     counts = present.sum(axis=1)
-    return np.where(counts > 0, taken.sum(axis=1) / np.maximum(counts, 1), 0.0)
+    means = np.where(counts > 0, taken.sum(axis=1) / np.maximum(counts, 1), 0.0)
+    return np.maximum(means, 0.0)
 
 
 def fuse(

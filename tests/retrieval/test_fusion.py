@@ -35,6 +35,15 @@ def test_neighbour_means_by_hand() -> None:
     neighbours = np.array([[1, 2], [0, -1], [-1, -1], [0, 1]])
     assert neighbour_means(scores, neighbours).tolist() == [3.0, 1.0, 0.0, 1.5]
     assert neighbour_means(scores, None).tolist() == [0.0] * 4
+    # below-average neighbours never pull an entry down
+    signed = np.array([1.0, -3.0, 1.0])
+    assert neighbour_means(signed, np.array([[1, 2], [0, 2], [1, -1]])).tolist() == [0.0, 1.0, 0.0]
+
+
+def test_two_entries_that_neighbour_each_other_keep_their_order() -> None:
+    weights = FusionWeights(1.0, 0.25, 0.05, 1.0)
+    got = fuse(np.array([2.0, 0.0]), None, np.array([0.5, 0.5]), np.array([[1], [0]]), weights)
+    assert got.final[0] > got.final[1]
 
 
 def test_fused_score_by_hand() -> None:
@@ -47,8 +56,9 @@ def test_fused_score_by_hand() -> None:
     r2, r15 = math.sqrt(2), math.sqrt(1.5)
     fused = [r2 - 0.1 / r2, -1 / r2 + 0.5 * r15 - 0.1 / r2, -1 / r2 - 0.5 * r15 + 0.1 * r2]
     assert got.fused.tolist() == pytest.approx(fused)
-    assert got.neighbours.tolist() == pytest.approx([fused[1], fused[0], 0.0])
-    final = [fused[0] + 0.5 * fused[1], fused[1] + 0.5 * fused[0], fused[2]]
+    assert fused[1] < 0 < fused[0]  # so entry 0 is not raised by entry 1, but 1 is by 0
+    assert got.neighbours.tolist() == pytest.approx([0.0, fused[0], 0.0])
+    final = [fused[0], fused[1] + 0.5 * fused[0], fused[2]]
     assert got.final.tolist() == pytest.approx(final)
     assert got.lexical_raw is lexical and got.weights == weights
 
