@@ -85,12 +85,13 @@ class SemanticRun:
             return self._rank(view, embedding)
 
     def _had_vectors(self) -> bool:
-        """Whether the view, as it stands before catching up, holds vectors of the space."""
+        """Whether the view, as it stands before catching up, holds vectors of the space
+        (no view yet: perhaps, the log may hold some)."""
         try:
             with Snapshot(self.request.home) as view:
                 return view.has_vectors(self.space)
         except (MemlogError, sqlite3.Error, OSError):
-            return False
+            return True
 
     @property
     def d3(self) -> bool:
