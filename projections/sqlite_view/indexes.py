@@ -19,16 +19,22 @@ from memlog.vocabulary import Space
 
 LEXICON, NEIGHBOURS = "lex", "nbr"  # the kinds of lexicon.py and neighbours.py
 
-Signature = dict[str, tuple[bool, bytes | None]]
+Signature = dict[str, tuple[bool, bytes | None, tuple[str, ...]]]
+
+
+def indexed_text(entry: Entry) -> tuple[str, ...]:
+    """The fields of an entry the lexical index holds."""
+    keywords = " ".join(entry.keywords)
+    return (entry.name, entry.description, keywords, entry.reasoning, *entry.details)
 
 
 def signature(entries: Iterable[Entry], space: Space) -> Signature:
-    """What of each entry the neighbour graph depends on: liveness and its vector."""
+    """What of each entry the indexes depend on: liveness, its vector, its indexed text."""
     found: Signature = {}
     for entry in entries:
         vector = entry.vectors.get(space.key)
         data = vector.data if vector is not None and vector.dimensions == space.dimensions else None
-        found[entry.id] = (entry.live, data)
+        found[entry.id] = (entry.live, data, indexed_text(entry))
     return found
 
 
@@ -38,16 +44,27 @@ def refresh(
     """Update the indexes for the ``touched`` entries (``before``: their signature before)."""
     from memlog.projections.sqlite_view import lexicon, neighbours  # numpy: only when writing
 
-    if packed.pointer(db, LEXICON) is None:
+    after = signature(touched, space)
+    if packed.pointer(db, LEXICON) is None:  # a new or migrated view: index everything
         lexicon.write_terms(db, store.load_entries(db).values())
         lexicon.build(db, folder)
-    elif lexicon.write_terms(db, touched):
-        lexicon.build(db, folder)
-    after = signature(touched, space)
-    changed = [i for i, sig in after.items() if before.get(i, (False, None)) != sig]
+    else:  # a recall or a count changes nothing indexed: no tokenising, no rebuild
+        worded = [e for e in touched if _differs(before.get(e.id), after[e.id], 0, 2)]
+        if worded and lexicon.write_terms(db, worded):
+            lexicon.build(db, folder)
+    changed = [i for i, sig in after.items() if _differs(before.get(i), sig, 0, 1)]
     if changed or _stale(db, space):
         neighbours.build(db, folder, space, changed)
     packed.sweep(db, folder)
+
+
+def _differs(
+    old: tuple[bool, bytes | None, tuple[str, ...]] | None,
+    new: tuple[bool, bytes | None, tuple[str, ...]],
+    *parts: int,
+) -> bool:
+    """Whether the signature ``parts`` changed (an entry not there before has changed)."""
+    return old is None or any(old[n] != new[n] for n in parts)
 
 
 def _stale(db: sqlite3.Connection, space: Space) -> bool:

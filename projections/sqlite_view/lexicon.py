@@ -34,6 +34,7 @@ import numpy.typing as npt
 
 from memlog.projections.fold import Entry
 from memlog.projections.sqlite_view import packed
+from memlog.projections.sqlite_view.indexes import indexed_text
 from memlog.projections.terms import term_counts
 
 KIND = "lex"
@@ -49,12 +50,6 @@ def term_hash(term: str) -> int:
     return int.from_bytes(hashlib.blake2b(term.encode(), digest_size=8).digest(), "little")
 
 
-def entry_text(entry: Entry) -> list[str]:
-    """The fields of an entry that are indexed."""
-    keywords = " ".join(entry.keywords)
-    return [entry.name, entry.description, keywords, entry.reasoning, *entry.details]
-
-
 def term_row(counts: Counter[str]) -> bytes:
     """Term hashes ascending with their counts, as stored in ``lexical_terms``."""
     row = np.array(sorted((term_hash(t), n) for t, n in counts.items()), dtype=_TERM)
@@ -66,7 +61,7 @@ def write_terms(db: sqlite3.Connection, entries: Iterable[Entry]) -> bool:
     batch = list(entries)
     ids = [e.id for e in batch]
     old = dict(_select_terms(db, ids))
-    rows = {e.id: term_row(term_counts(entry_text(e))) for e in batch if e.live}
+    rows = {e.id: term_row(term_counts(indexed_text(e))) for e in batch if e.live}
     gone = [(i,) for i in ids if i in old and i not in rows]
     new = [(i, blob) for i, blob in rows.items() if old.get(i) != blob]
     db.executemany("DELETE FROM lexical_terms WHERE entry_id = ?", gone)
