@@ -194,10 +194,7 @@ def rankings(
     d3w = ranking.Weights(
         config.memory_vector_weight, config.memory_keyword_weight, config.memory_prominence_weight
     )
-    defaults = fusion.FusionWeights(
-        config.memory_fusion_lexical_weight, config.memory_fusion_vector_weight,
-        config.memory_fusion_prominence_weight, config.memory_neighbour_weight,
-    )  # fmt: skip
+    defaults = fusion.weights_of(config)
     parts = (
         candidates.observation_count, candidates.confidence,
         ranking.days_since(candidates.updated_at, datetime.now(UTC)), candidates.recall_count,

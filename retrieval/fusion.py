@@ -29,6 +29,8 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from memlog.config import Config
+
 Floats = npt.NDArray[np.float64]
 Positions = npt.NDArray[np.int64]
 
@@ -38,6 +40,16 @@ class FusionWeights(NamedTuple):
     vector: float
     prominence: float
     neighbours: float
+
+
+def weights_of(config: Config) -> FusionWeights:
+    """The fused recipe's weights in a configuration."""
+    return FusionWeights(
+        config.memory_fusion_lexical_weight,
+        config.memory_fusion_vector_weight,
+        config.memory_fusion_prominence_weight,
+        config.memory_neighbour_weight,
+    )
 
 
 class Fused(NamedTuple):

@@ -220,13 +220,7 @@ class SemanticRun:
         vector: ranking.Floats | None,
         lexical: ranking.Floats | None,
     ) -> fusion.Fused:
-        config = self.request.config
-        weights = fusion.FusionWeights(
-            config.memory_fusion_lexical_weight,
-            config.memory_fusion_vector_weight,
-            config.memory_fusion_prominence_weight,
-            config.memory_neighbour_weight,
-        )
+        weights = fusion.weights_of(self.request.config)
         days = ranking.days_since(found.updated_at, datetime.now(UTC))
         parts = ranking.prominence_parts(
             found.observation_count, found.confidence, days, found.recall_count
