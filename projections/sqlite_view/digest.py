@@ -19,6 +19,8 @@ _TABLES = (
     ("entries", "id"),
     ("vectors", "provider, model, entry_id"),
     ("vector_sets", "provider, model"),
+    ("sessions", "id"),
+    ("spend", "day"),
 )
 
 
