@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ),
     ("eventlog", ("memlog.eventlog",)),
     ("projections", ("memlog.projections",)),
-    ("providers", ("memlog.embeddings", "memlog.keywords")),
+    ("providers", ("memlog.embeddings", "memlog.keywords", "memlog.llm")),
     ("workspace", ("memlog.workspace",)),
     ("capture", ("memlog.capture",)),
     ("retrieval", ("memlog.retrieval",)),
