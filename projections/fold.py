@@ -98,6 +98,8 @@ class Session(msgspec.Struct, kw_only=True):
     transcript: str = ""
     #: open (started, not ended), pending, extracted, skipped, error
     status: str = "open"
+    #: the outcome of the last extraction run ("" before the first)
+    done: str = ""
     trigger: str = ""
     reason: str = ""
     #: transcript bytes when last reported, and bytes read so far
@@ -333,8 +335,10 @@ def _pending(state: State, event: SessionPending) -> None:
     session.size = max(session.size, event.size)
     if event.trigger == "SessionStart":
         session.status = "pending" if session.status == "pending" else "open"
-    elif session.status in ("open", "pending") or event.size > session.offset:
+    elif event.size > session.offset or not session.done:
         session.status = "pending"
+    elif session.status == "open":  # ended with nothing new since the last run
+        session.status = session.done
 
 
 def _progress(state: State, event: SessionProgress) -> None:
@@ -342,6 +346,8 @@ def _progress(state: State, event: SessionProgress) -> None:
     session.offset = max(session.offset, event.offset)
     session.status, session.reason = event.status, event.reason
     session.attempts = session.attempts + 1 if event.status == "pending" else 0
+    if event.status != "pending":
+        session.done = event.status
     session.turns += event.turns
     _spent(state, event.ts, event.usage, session)
 

@@ -175,6 +175,11 @@ def process(
         if report.stopped:
             report.deferred.append((session.id, report.stopped))
             continue
+        if session.status != "pending" and _size(session) <= session.offset:
+            report.outcomes.append(
+                Outcome(session.id, session.status, "nothing new since the last extraction")
+            )
+            continue
         ws = workspace_of(home, session, env)
         run = Run(chain_for(ws), budget_for(ws), deadline, similar=similar_for(ws))
         try:
@@ -215,6 +220,13 @@ def sweep(
             break
         wait = 0.0  # another extractor that took the lock meanwhile carries on
     return report
+
+
+def _size(session: Session) -> int:
+    try:
+        return os.stat(session.transcript).st_size if session.transcript else 0
+    except OSError:
+        return 0
 
 
 def similar_for(ws: Workspace) -> Similar:

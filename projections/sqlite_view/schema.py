@@ -128,6 +128,7 @@ def m003_branch_memory(db: sqlite3.Connection) -> None:
             cwd TEXT NOT NULL DEFAULT '',
             transcript TEXT NOT NULL DEFAULT '',
             status TEXT NOT NULL,
+            done TEXT NOT NULL DEFAULT '',
             trigger TEXT NOT NULL DEFAULT '',
             reason TEXT NOT NULL DEFAULT '',
             size INTEGER NOT NULL DEFAULT 0,
