@@ -122,7 +122,10 @@ def main() -> None:
     log = os.environ.get("FAKE_CLAUDE_LOG")
     if log:
         seen = {k: os.environ[k] for k in ENV_SEEN if k in os.environ}
-        entry = {"argv": sys.argv[1:], "stdin": prompt, "env": seen, "cwd": os.getcwd()}
+        entry = {
+            "argv": sys.argv[1:], "stdin": prompt, "env": seen, "cwd": os.getcwd(),
+            "pid": os.getpid(),
+        }  # fmt: skip
         with open(log, "a", encoding="utf-8") as handle:
             handle.write(json.dumps(entry) + "\n")
     if mode == "hang":
