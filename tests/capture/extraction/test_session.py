@@ -63,7 +63,8 @@ def test_a_session_becomes_entries_audits_and_progress(ws: Workspace) -> None:
     assert len(model.calls) == 1  # one call per session, not per turn
     log = events(ws)
     observed = [e for e in log if isinstance(e, Observed)]
-    assert [(o.category, o.section, o.branch, o.project, o.source, o.confidence) for o in observed] == [
+    found = [(o.category, o.section, o.branch, o.project, o.source, o.confidence) for o in observed]
+    assert found == [
         ("patterns", "conventions", "feature/x", "shop", "extraction", "high"),
         ("anti-patterns", "bug-patterns", "feature/x", "shop", "extraction", "medium"),
     ]  # fmt: skip
