@@ -138,10 +138,12 @@ def keep_claude_md(ws: Workspace) -> list[str]:
     return [f"{done.path}: branch memory block updated"] if done.changed else []
 
 
-def background(ws: Workspace, env: Mapping[str, str] | None = None) -> list[str]:
+def background(
+    ws: Workspace, seconds: float = BACKGROUND_SECONDS, env: Mapping[str, str] | None = None
+) -> list[str]:
     """The detached worker: pending sessions, then the maintenance that is due."""
-    deadline = time.monotonic() + BACKGROUND_SECONDS
-    report = memorize(ws, seconds=BACKGROUND_SECONDS, wait=0.0, env=env)
+    deadline = time.monotonic() + seconds
+    report = memorize(ws, seconds=seconds, wait=0.0, env=env)
     notes = report.notes + [f"session {s}: {why}" for s, why in report.deferred]
     tasks = maintenance.due(ws.home, datetime.now(UTC))
     if tasks and time.monotonic() < deadline - 60:

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import os
+import signal
 from pathlib import Path
 
 import click
 
 from memlog.api import memorize as api
 from memlog.commands.common import echo_json, open_workspace, warn
+
+#: what a background worker may overrun its deadline by before it is ended
+GRACE_SECONDS = 60
 
 
 @click.command()
@@ -20,6 +24,8 @@ from memlog.commands.common import echo_json, open_workspace, warn
               "estimate; send nothing, record nothing.")  # fmt: skip
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
 @click.option("--background", is_flag=True, hidden=True, help="The detached worker of the hooks.")
+@click.option("--deadline", type=click.FloatRange(min=1), default=api.BACKGROUND_SECONDS,
+              hidden=True, help="Seconds the background worker may run.")  # fmt: skip
 def memorize(
     session_id: str | None,
     branch: str | None,
@@ -27,6 +33,7 @@ def memorize(
     dry_run: bool,
     as_json: bool,
     background: bool,
+    deadline: float,
 ) -> None:
     """Extract facts, decisions, conventions and bug patterns from sessions.
 
@@ -38,7 +45,7 @@ def memorize(
     if sum(bool(x) for x in (session_id, branch is not None, pending)) > 1:
         raise click.UsageError("give one of --session, --branch and --pending")
     if background:
-        _background()
+        _background(deadline)
         return
     ws = open_workspace()
     if dry_run:
@@ -75,18 +82,20 @@ def _dry(runs: list[api.DryRun], as_json: bool) -> None:
         click.echo(f"-- system --\n{run.system}\n-- prompt --\n{run.prompt}")
 
 
-def _background() -> None:
-    """The worker the hooks start: quiet, bounded, never failing loudly."""
+def _background(seconds: float) -> None:
+    """The worker the hooks start: quiet, bounded, never failing loudly.  Past its
+    deadline (and a grace period) the kernel ends it, whatever it is doing."""
     from memlog.home import resolve_home
     from memlog.hooks.session_start import log_error
     from memlog.hooks.sessions import guarded
 
     if guarded():
         return
+    signal.alarm(int(seconds + GRACE_SECONDS))
     home = resolve_home()
     try:
         ws = open_workspace(Path(os.getcwd()))
-        for note in api.background(ws):
+        for note in api.background(ws, seconds):
             log_error(home, f"extraction: {note}")
     except BaseException as exc:  # noqa: BLE001 - a detached worker reports, never raises
         log_error(home, f"extraction failed: {type(exc).__name__}: {exc}", exc)

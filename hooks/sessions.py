@@ -9,12 +9,12 @@ memorize --background`` detached, prints ``{}`` and exits 0, whatever fails
 (failures go to ``hook-errors.log``).  Only the event log is imported on this
 path: no click, no SQLite, no numpy, no HTTP.
 
-After its output, the SessionStart hook records the session's start (so a
-session Claude Code never ends, because it crashed or was killed, is still
+Beside its injection, the SessionStart hook records the session's start (so
+a session Claude Code never ends, because it crashed or was killed, is still
 found) and starts ``memlog memorize --background`` for what is pending, at
 most once every ``SWEEP_INTERVAL`` seconds; both only for a home already in
-use, and in a thread given a fraction of a second: a held log lock can
-never keep the hook past its budget.
+use, in a thread that is waited for only within the hook's budget: a held
+log lock can never keep the hook past it.
 
 Every memlog hook exits at once with valid empty output when
 ``MEMLOG_EXTRACTING`` is set: that is the environment of the ``claude`` an
@@ -38,7 +38,7 @@ EVENTS = {"session-end": "SessionEnd", "pre-compact": "PreCompact"}
 REASONS = {"SessionEnd": "reason", "PreCompact": "trigger", "SessionStart": "source"}
 SWEEP_STAMP = ".sweep-started"
 SWEEP_INTERVAL = 300.0
-#: what the SessionStart hook gives recording and starting the sweep after its output
+#: the longest the SessionStart hook waits, after its output, for the start to be recorded
 AFTER_START_SECONDS = 0.5
 
 
@@ -127,16 +127,16 @@ def start_sweep(home: Path, now: float) -> bool:
     return True
 
 
-def after_start(payload: dict[str, Any], home: Path, seconds: float = AFTER_START_SECONDS) -> None:
-    """Record the session's start and start a sweep, in a home already in use; give up
-    waiting after ``seconds`` (the thread dies with the hook)."""
+def begin_start(payload: dict[str, Any], home: Path) -> Any:
+    """Record the session's start and start a sweep, in a thread (for a home already in
+    use); the caller gives it what time is left with ``end_start``."""
     import threading
     import time
 
     from memlog.hooks.session_start import log_error
 
-    if guarded() or not (home / "events").is_dir():
-        return
+    if guarded() or not payload or not (home / "events").is_dir():
+        return None
 
     def work() -> None:
         try:
@@ -147,7 +147,13 @@ def after_start(payload: dict[str, Any], home: Path, seconds: float = AFTER_STAR
 
     worker = threading.Thread(target=work, name="memlog-session", daemon=True)
     worker.start()
-    worker.join(seconds)
+    return worker
+
+
+def end_start(worker: Any, seconds: float) -> None:
+    """Wait for ``begin_start``'s thread at most ``seconds`` (it dies with the hook)."""
+    if worker is not None:
+        worker.join(max(0.0, min(seconds, AFTER_START_SECONDS)))
 
 
 def main(name: str) -> None:
