@@ -130,7 +130,7 @@ def claude_md(
     ws.catch_up()
     path = where / CLAUDE_MD
     try:
-        current: str | None = path.read_text(encoding="utf-8")
+        current: str | None = path.read_bytes().decode("utf-8")  # every byte, CRs too
     except FileNotFoundError:
         current = None
     text = splice_claude_md(current, branch_memory.block(ws.home, ws.project, branch))

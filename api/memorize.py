@@ -16,7 +16,8 @@ import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import NamedTuple
+
+import msgspec
 
 from memlog.api.branches import claude_md
 from memlog.capture.extraction import maintenance, prompts, sweep
@@ -35,7 +36,7 @@ BACKGROUND_SECONDS = 900.0
 INTERACTIVE_SECONDS = 3600.0
 
 
-class DryRun(NamedTuple):
+class DryRun(msgspec.Struct, frozen=True):
     session_id: str
     #: why nothing would be sent ("" when something would)
     skipped: str = ""

@@ -18,7 +18,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import NamedTuple
+
+import msgspec
 
 from memlog.capture.extraction import answers, evolve, prompts
 from memlog.capture.extraction.prompts import Scope
@@ -37,7 +38,7 @@ INTERVALS = {"weekly": timedelta(days=7), "monthly": timedelta(days=30)}
 MAX_BRANCHES = 20
 
 
-class Done(NamedTuple):
+class Done(msgspec.Struct):
     task: str
     branches: list[str]
     entries: int

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
+import msgspec
+
 from memlog.capture.extraction import answers, evolve, prompts
 from memlog.capture.extraction.prompts import Scope
 from memlog.capture.extraction.transcript import Transcript, Turn, read_transcript
@@ -52,7 +54,9 @@ class Stopped(Deferred):
     """The run stops here: the provider is rate limiting."""
 
 
-class Outcome(NamedTuple):
+class Outcome(msgspec.Struct, frozen=True):
+    """What became of one session."""
+
     session_id: str
     status: str
     reason: str
