@@ -18,6 +18,10 @@ is one JSON object per line.  What is kept, as real files have it:
 * system reminders and command tags are dropped, ``<private>…</private>``
   is replaced by ``[private]`` and secrets by ``[REDACTED]``, piece by
   piece before anything is cut, so nothing private ever leaves the machine;
+  a response is cleaned only when it is read (most of a long session never
+  is: the prompt keeps 80,000 characters), and a piece's redaction looks at
+  what the prompt can keep of it plus ``SECRET_SLACK`` characters, so no
+  secret shorter than that can be cut in half into what is sent;
 * each turn keeps the ``cwd`` and ``gitBranch`` of the prompt that opened it;
 * a session whose ``entrypoint`` is the Agent SDK (``sdk-ts``, ``sdk-py``) is
   marked, and only complete lines are read: ``end`` is the byte after the last
@@ -26,8 +30,9 @@ is one JSON object per line.  What is kept, as real files have it:
 
 from __future__ import annotations
 
+import functools
 import re
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -48,6 +53,10 @@ _SUMMARY_START = re.compile(r"\bSummary:\s*", re.IGNORECASE)
 _SUMMARY_END = "\n\nIf you need specific details from before compaction"
 #: how much of a tool's input or result a turn keeps
 TOOL_CHARS = 300
+#: what a turn's prompt or response keeps (the prompt's cap, Puffin's)
+TURN_CHARS = 2000
+#: how far past what is kept redaction looks (longer than any secret it knows)
+SECRET_SLACK = 16_384
 
 
 class _Inner(msgspec.Struct):
@@ -98,15 +107,44 @@ class _ToolInput(msgspec.Struct):
     prompt: str = ""
 
 
-class Turn(msgspec.Struct):
-    """A prompt and everything answered to it, as text, where it happened."""
+Piece = Callable[[], str]
 
-    user: str
-    response: str = ""
-    cwd: str = ""
-    branch: str = ""
-    #: the summary of compacted turns, standing for them
-    summary: bool = False
+
+class Turn:
+    """A prompt and everything answered to it, as text, where it happened.  The
+    response is made of pieces cleaned when it is first read."""
+
+    __slots__ = ("cwd", "branch", "summary", "_user", "_pieces", "_response")
+
+    def __init__(
+        self, user: str | Piece, response: str = "", cwd: str = "", branch: str = "",
+        summary: bool = False,
+    ) -> None:  # fmt: skip
+        self._user = user
+        self.cwd, self.branch = cwd, branch
+        #: the summary of compacted turns, standing for them
+        self.summary = summary
+        self._pieces: list[Piece] = [functools.partial(str, response)] if response else []
+        self._response: str | None = response
+
+    def add(self, piece: Piece) -> None:
+        self._pieces.append(piece)
+        self._response = None
+
+    @property
+    def user(self) -> str:
+        if not isinstance(self._user, str):
+            self._user = self._user()
+        return self._user
+
+    @property
+    def response(self) -> str:
+        if self._response is None:
+            self._response = "\n".join(p for p in (piece() for piece in self._pieces) if p)
+        return self._response
+
+    def __repr__(self) -> str:
+        return f"Turn({self.user!r}, {self.response!r}, {self.cwd!r}, {self.branch!r})"
 
 
 class Transcript(NamedTuple):
@@ -123,12 +161,15 @@ _DECODER = msgspec.json.Decoder(_Line)
 _INPUT = msgspec.json.Decoder(_ToolInput)
 
 
-def clean(text: str) -> str:
-    """``text`` without system reminders or command tags, private parts or secrets."""
-    text = _TAGGED.sub("", text)
-    text = _PRIVATE.sub("[private]", text)
+def clean(text: str, keep: int | None = None) -> str:
+    """``text`` without system reminders or command tags, private parts or secrets
+    (of which only the first ``keep`` characters will be used, when given)."""
+    if "<" in text:
+        text = _PRIVATE.sub("[private]", _TAGGED.sub("", text))
     if text.lstrip().startswith(_CAVEAT):
         return ""
+    if keep is not None and len(text) > keep + SECRET_SLACK:
+        text = text[: keep + SECRET_SLACK]
     return redact_text(text).strip()
 
 
@@ -231,7 +272,8 @@ def _tool_use(block: _Block) -> str:
     except msgspec.DecodeError:
         given = _ToolInput()
     fields = (given.description, given.command, given.file_path or given.path, given.pattern)
-    detail = " | ".join(clean(f) for f in (*fields, given.url, given.query, given.prompt) if f)
+    found = (*fields, given.url, given.query, given.prompt)
+    detail = " | ".join(clean(f, TOOL_CHARS) for f in found if f)
     return f"[{block.name or 'tool'}] {detail[:TOOL_CHARS]}".rstrip()
 
 
@@ -241,33 +283,57 @@ def _tool_result(block: _Block) -> str:
         text = content
     else:
         text = "\n".join(c if isinstance(c, str) else c.text for c in content)
-    text = clean(text)
+    text = clean(text, TOOL_CHARS)
     label = "[error]" if block.is_error else "[result]"
     return f"{label} {text[:TOOL_CHARS]}" if text else ""
 
 
-def _pieces(content: str | list[_Block | str]) -> Iterator[tuple[str, str]]:
-    """(kind, text) of each block: kind is the block's key for de-duplication."""
+def _text(raw: str) -> Piece:
+    return lambda: clean(raw, TURN_CHARS)
+
+
+def _pieces(content: str | list[_Block | str]) -> Iterator[tuple[str, Piece]]:
+    """(key, piece) of each block: the key names the block for de-duplication, the
+    piece makes its text when called."""
     if isinstance(content, str):
-        yield "text", clean(content)
+        yield f"text:{content}", _text(content)
         return
     for block in content:
         if isinstance(block, str):
-            yield "text", clean(block)
+            yield f"text:{block}", _text(block)
         elif block.type == "text":
-            yield "text", clean(block.text)
+            yield f"text:{block.text}", _text(block.text)
         elif block.type == "tool_use":
-            yield f"tool_use:{block.id}", _tool_use(block)
+            yield f"tool_use:{block.id}", functools.partial(_tool_use, block)
         elif block.type == "tool_result":
-            yield "tool_result", _tool_result(block)
+            yield f"tool_result:{id(block)}", functools.partial(_tool_result, block)
         elif block.type == "image":
-            yield "image", "[image]"
+            yield f"image:{id(block)}", lambda: "[image]"
+
+
+def _says_something(content: str | list[_Block | str]) -> bool:
+    """Whether a prompt holds more than tags, a command caveat and whitespace (without
+    paying for redaction, which never empties a text)."""
+    texts = [content] if isinstance(content, str) else [
+        b if isinstance(b, str) else b.text for b in content
+        if isinstance(b, str) or b.type in ("text", "image")
+    ]  # fmt: skip
+    for text in texts:
+        left = _PRIVATE.sub("[private]", _TAGGED.sub("", text)) if "<" in text else text
+        if left.strip() and not left.lstrip().startswith(_CAVEAT):
+            return True
+    if isinstance(content, str):
+        return False
+    return any(isinstance(b, _Block) and b.type == "image" for b in content)
+
+
+def _read(content: str | list[_Block | str]) -> str:
+    return "\n".join(t for t in (piece() for _, piece in _pieces(content)) if t)
 
 
 def summary_text(line: _Line) -> str:
     """The summary a compaction left, without the framing Claude Code puts around it."""
-    pieces = [text for _, text in _pieces(line.message.content if line.message else "")]
-    text = "\n".join(p for p in pieces if p)
+    text = _read(line.message.content if line.message else "")
     found = _SUMMARY_START.search(text)
     if found is not None:
         text = text[found.end() :]
@@ -281,30 +347,25 @@ class _Builder:
         self.turns: list[Turn] = []
         self.seen: dict[str, set[str]] = {}
 
-    def prompt(self, line: _Line, text: str) -> None:
+    def prompt(self, line: _Line, text: Piece) -> None:
         self.turns.append(Turn(text, cwd=line.cwd, branch=line.git_branch))
 
-    def respond(self, line: _Line, text: str) -> None:
-        if not text:
-            return
+    def respond(self, line: _Line, piece: Piece) -> None:
         if not self.turns:
             self.turns.append(Turn("", cwd=line.cwd, branch=line.git_branch))
-        turn = self.turns[-1]
-        turn.response = f"{turn.response}\n{text}" if turn.response else text
+        self.turns[-1].add(piece)
 
     def add(self, line: _Line) -> None:
         assert line.message is not None
         if _is_prompt(line):
-            text = "\n".join(t for _, t in _pieces(line.message.content) if t)
-            if text:
-                self.prompt(line, text)
+            if _says_something(line.message.content):
+                self.prompt(line, functools.partial(_read, line.message.content))
             return
         seen = self.seen.setdefault(line.message.id or line.uuid, set())
-        for kind, text in _pieces(line.message.content):
-            key = kind if kind.startswith("tool_use:") else f"{kind}:{text}"
+        for key, piece in _pieces(line.message.content):
             if key not in seen:
                 seen.add(key)
-                self.respond(line, text)
+                self.respond(line, piece)
 
 
 def _compaction(lines: list[_Line]) -> tuple[list[_Line], Turn | None]:
