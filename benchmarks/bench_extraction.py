@@ -52,43 +52,55 @@ def sentence(rng: random.Random, words: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(words)).capitalize() + "."
 
 
+BASE = {
+    "isSidechain": False, "userType": "external", "entrypoint": "cli", "cwd": "/w/shop",
+    "sessionId": "bench", "version": "2.1.197", "gitBranch": "feature/x",
+}  # fmt: skip
+
+
+def user(uid: str, parent: str | None, content: object, **more: object) -> dict[str, object]:
+    message = {"role": "user", "content": content}
+    return {**BASE, "type": "user", "uuid": uid, "parentUuid": parent, "message": message, **more}
+
+
+def assistant(uid: str, parent: str, mid: str, block: dict[str, object]) -> dict[str, object]:
+    message = {"id": mid, "role": "assistant", "model": "claude-sonnet-5", "content": [block]}
+    return {**BASE, "type": "assistant", "uuid": uid, "parentUuid": parent, "message": message}
+
+
+def blocks(rng: random.Random, tool_id: str) -> list[dict[str, object]]:
+    command = {"command": f"grep -rn {rng.choice(WORDS)} .", "description": "look"}
+    return [
+        {"type": "thinking", "thinking": sentence(rng, 40)},
+        {"type": "text", "text": sentence(rng, rng.randint(10, 120))},
+        {"type": "tool_use", "id": tool_id, "name": "Bash", "input": command},
+    ]
+
+
 def synthetic_transcript(path: Path, lines: int = 5000, seed: int = 7) -> None:
     """A long session in Claude Code 2.1's shape, ``lines`` lines."""
     rng = random.Random(seed)
-    base = {"isSidechain": False, "userType": "external", "entrypoint": "cli", "cwd": "/w/shop",
-            "sessionId": "bench", "version": "2.1.197", "gitBranch": "feature/x"}  # fmt: skip
-    out, parent, n = [], None, 0
+    out: list[dict[str, object]] = []
+    parent: str | None = None
+    n = 0
     while len(out) < lines:
         n += 1
-        uid = f"u{n}"
-        out.append({**base, "type": "user", "uuid": uid, "parentUuid": parent,
-                    "message": {"role": "user", "content": sentence(rng, rng.randint(8, 60))}})  # fmt: skip
-        parent = uid
+        out.append(user(f"u{n}", parent, sentence(rng, rng.randint(8, 60))))
+        parent = f"u{n}"
         for step in range(rng.randint(1, 4)):
-            mid = f"msg_{n}_{step}"
-            blocks = [{"type": "thinking", "thinking": sentence(rng, 40)},
-                      {"type": "text", "text": sentence(rng, rng.randint(10, 120))},
-                      {"type": "tool_use", "id": f"t{n}_{step}", "name": "Bash",
-                       "input": {"command": f"grep -rn {rng.choice(WORDS)} .", "description": "look"}}]  # fmt: skip
-            for k, block in enumerate(blocks):
-                uid = f"a{n}_{step}_{k}"
-                out.append({**base, "type": "assistant", "uuid": uid, "parentUuid": parent,
-                            "message": {"id": mid, "role": "assistant", "model": "claude-sonnet-5",
-                                        "content": [block]}})  # fmt: skip
-                parent = uid
-            uid = f"r{n}_{step}"
+            tool_id = f"t{n}_{step}"
+            for k, block in enumerate(blocks(rng, tool_id)):
+                out.append(assistant(f"a{n}_{step}_{k}", parent, f"msg_{n}_{step}", block))
+                parent = f"a{n}_{step}_{k}"
             result = "\n".join(sentence(rng, 12) for _ in range(rng.randint(3, 40)))
-            out.append({**base, "type": "user", "uuid": uid, "parentUuid": parent,
-                        "message": {"role": "user", "content": [
-                            {"type": "tool_result", "tool_use_id": f"t{n}_{step}", "content": result}]},
-                        "toolUseResult": {"stdout": result}})  # fmt: skip
-            parent = uid
-        if n % 25 == 0:
-            out.append({**base, "type": "user", "uuid": f"m{n}", "parentUuid": parent, "isMeta": True,
-                        "message": {"role": "user", "content": "<local-command-caveat>x</local-command-caveat>"}})  # fmt: skip
-            out.append({**base, "type": "assistant", "uuid": f"s{n}", "parentUuid": parent,
-                        "isSidechain": True, "message": {"id": f"side{n}", "role": "assistant",
-                                                         "content": [{"type": "text", "text": "side"}]}})  # fmt: skip
+            content = [{"type": "tool_result", "tool_use_id": tool_id, "content": result}]
+            out.append(user(f"r{n}_{step}", parent, content, toolUseResult={"stdout": result}))
+            parent = f"r{n}_{step}"
+        if n % 25 == 0:  # a meta line and a side chain now and then
+            out.append(user(f"m{n}", parent, "<local-command-caveat>x</local-command-caveat>",
+                            isMeta=True))  # fmt: skip
+            side = assistant(f"s{n}", parent, f"side{n}", {"type": "text", "text": "side"})
+            out.append({**side, "isSidechain": True})
     path.write_text("".join(json.dumps(line) + "\n" for line in out[:lines]))
 
 
@@ -133,9 +145,12 @@ def reading(transcript: Path, repeats: int) -> None:
         request = prepare(session)
         times.append(time.perf_counter() - started)
     assert isinstance(request, Request)
-    print(f"2. read + truncate a {sum(1 for _ in open(transcript))}-line transcript "
-          f"({transcript.stat().st_size / 1e6:.1f} MB): median {statistics.median(times) * 1000:.0f} ms, "
-          f"{len(request.transcript.turns)} turns, prompt {len(request.prompt)} characters")  # fmt: skip
+    count = sum(1 for _ in open(transcript))
+    size = transcript.stat().st_size / 1e6
+    turns, chars = len(request.transcript.turns), len(request.prompt)
+    print(f"2. read + truncate a {count}-line transcript ({size:.1f} MB): "
+          f"median {statistics.median(times) * 1000:.0f} ms over {len(times)} runs, "
+          f"{turns} turns, prompt {chars} characters")  # fmt: skip
 
 
 def costs(paths: list[Path]) -> None:
