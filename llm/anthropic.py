@@ -29,6 +29,7 @@ from memlog.embeddings.transport import one_line, retry_after_seconds
 from memlog.errors import ProviderError, ProviderUnavailable, RateLimited
 from memlog.eventlog.events import Usage
 from memlog.llm.base import Answer, StructuredModel, cost_micros
+from memlog.llm.http import post
 
 DEFAULT_BASE_URL = "https://api.anthropic.com"
 DEFAULT_MODEL = "claude-haiku-4-5"
@@ -92,19 +93,8 @@ class AnthropicMessages(StructuredModel):
 
     def ask(self, system: str, prompt: str, schema: dict[str, Any], timeout: float) -> Answer:
         headers = {"x-api-key": self.key, "anthropic-version": API_VERSION}
-        try:
-            response = self.client.post(
-                self._url(), json=self.request(system, prompt, schema), headers=headers,
-                timeout=timeout,
-            )  # fmt: skip
-        except httpx.ConnectError as exc:
-            raise ProviderUnavailable(
-                f"anthropic: cannot connect to {self.base_url}: {one_line(str(exc))}"
-            ) from None
-        except httpx.TimeoutException:
-            raise ProviderError(f"anthropic: no answer within {timeout:.0f} s") from None
-        except httpx.TransportError as exc:
-            raise ProviderError(f"anthropic: connection failed: {one_line(str(exc))}") from None
+        body = self.request(system, prompt, schema)
+        response = post(self.client, self.name, self._url(), body, timeout, headers)
         if response.status_code != 200:
             raise self._refusal(response)
         return self._answer(response.content)

@@ -24,6 +24,7 @@ from memlog.embeddings.transport import one_line
 from memlog.errors import ProviderError, ProviderUnavailable
 from memlog.eventlog.events import Usage
 from memlog.llm.base import Answer, StructuredModel
+from memlog.llm.http import post
 
 DEFAULT_BASE_URL = "http://localhost:11434"
 DEFAULT_MODEL = "llama3.2"
@@ -64,19 +65,8 @@ class OllamaChat(StructuredModel):
         }
 
     def ask(self, system: str, prompt: str, schema: dict[str, Any], timeout: float) -> Answer:
-        url = f"{self.base_url}/api/chat"
-        try:
-            response = self.client.post(
-                url, json=self.request(system, prompt, schema), timeout=timeout
-            )
-        except httpx.ConnectError as exc:
-            raise ProviderUnavailable(
-                f"ollama: cannot connect to {self.base_url}: {one_line(str(exc))}"
-            ) from None
-        except httpx.TimeoutException:
-            raise ProviderError(f"ollama: no answer within {timeout:.0f} s") from None
-        except httpx.TransportError as exc:
-            raise ProviderError(f"ollama: connection failed: {one_line(str(exc))}") from None
+        body = self.request(system, prompt, schema)
+        response = post(self.client, self.name, f"{self.base_url}/api/chat", body, timeout)
         if response.status_code == 404:
             raise ProviderUnavailable(f"ollama: {self.model} not found at {self.base_url}")
         if response.status_code != 200:
