@@ -145,5 +145,5 @@ def main() -> None:
         log_error(home, f"failed: {type(exc).__name__}: {exc}", exc)
     sys.stdout.write(envelope(context) + "\n")
     sys.stdout.flush()
-    end_start(session, started + DEFAULT_BUDGET - time.monotonic())
+    end_start(session, home, started + DEFAULT_BUDGET - time.monotonic())
     os._exit(0)  # a late worker thread must not hold the exit

@@ -128,10 +128,9 @@ def start_sweep(home: Path, now: float) -> bool:
 
 
 def begin_start(payload: dict[str, Any], home: Path) -> Any:
-    """Record the session's start and start a sweep, in a thread (for a home already in
-    use); the caller gives it what time is left with ``end_start``."""
+    """Record the session's start in a thread (for a home already in use); the caller
+    gives it what time is left, and starts the sweep, with ``end_start``."""
     import threading
-    import time
 
     from memlog.hooks.session_start import log_error
 
@@ -141,7 +140,6 @@ def begin_start(payload: dict[str, Any], home: Path) -> Any:
     def work() -> None:
         try:
             record(payload, home, "SessionStart")
-            start_sweep(home, time.time())
         except BaseException as exc:  # noqa: BLE001 - the hook must never fail
             log_error(home, f"SessionStart: {type(exc).__name__}: {exc}", exc)
 
@@ -150,10 +148,20 @@ def begin_start(payload: dict[str, Any], home: Path) -> Any:
     return worker
 
 
-def end_start(worker: Any, seconds: float) -> None:
-    """Wait for ``begin_start``'s thread at most ``seconds`` (it dies with the hook)."""
-    if worker is not None:
-        worker.join(max(0.0, min(seconds, AFTER_START_SECONDS)))
+def end_start(worker: Any, home: Path, seconds: float) -> None:
+    """After the hook's output: wait for ``begin_start``'s thread at most ``seconds``
+    (it dies with the hook), then start the sweep when one is due; never raises."""
+    import time
+
+    from memlog.hooks.session_start import log_error
+
+    if worker is None:
+        return
+    worker.join(max(0.0, min(seconds, AFTER_START_SECONDS)))
+    try:
+        start_sweep(home, time.time())
+    except BaseException as exc:  # noqa: BLE001 - the hook must never fail
+        log_error(home, f"SessionStart: sweep not started: {type(exc).__name__}: {exc}", exc)
 
 
 def main(name: str) -> None:
