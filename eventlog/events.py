@@ -241,6 +241,12 @@ class MemoryEvolved(EventBase, frozen=True, kw_only=True, tag="memory.evolved"):
     note: str = ""
     usage: Usage = Usage()
 
+    @property
+    def entry_ids(self) -> tuple[str, ...]:
+        """The entries its operations name (the audit joins their history)."""
+        named = (i for op in self.operations for i in (op.entry_id, op.by) if i)
+        return tuple(dict.fromkeys(named))
+
 
 class MaintenanceRan(EventBase, frozen=True, kw_only=True, tag="maintenance.ran"):
     """A periodic maintenance task ran (``weekly`` consolidation, ``monthly`` reindex)."""

@@ -131,19 +131,18 @@ def _budget(box: dict[str, str]) -> float:
 
 def main() -> None:
     """Entry point of ``memlog hook session-start``: always prints valid JSON, exits 0."""
-    from memlog.hooks.sessions import begin_start, end_start, guarded
+    from memlog.hooks.sessions import after_start, guarded
 
     started = time.monotonic()
     home = resolve_home()
-    context, session = "", None
+    context, payload = "", {}
     try:
         if not guarded():  # not inside memlog's own extraction
             payload = read_payload()
-            session = begin_start(payload, home)
             context = run(payload, home, started)
     except BaseException as exc:  # noqa: BLE001 - the hook must never fail
         log_error(home, f"failed: {type(exc).__name__}: {exc}", exc)
     sys.stdout.write(envelope(context) + "\n")
     sys.stdout.flush()
-    end_start(session, home, started + DEFAULT_BUDGET - time.monotonic())
+    after_start(payload, home)
     os._exit(0)  # a late worker thread must not hold the exit

@@ -9,12 +9,13 @@ memorize --background`` detached, prints ``{}`` and exits 0, whatever fails
 (failures go to ``hook-errors.log``).  Only the event log is imported on this
 path: no click, no SQLite, no numpy, no HTTP.
 
-Beside its injection, the SessionStart hook records the session's start (so
-a session Claude Code never ends, because it crashed or was killed, is still
+After its output, the SessionStart hook records the session's start (so a
+session Claude Code never ends, because it crashed or was killed, is still
 found) and starts ``memlog memorize --background`` for what is pending, at
 most once every ``SWEEP_INTERVAL`` seconds; both only for a home already in
-use, in a thread that is waited for only within the hook's budget: a held
-log lock can never keep the hook past it.
+use, never beside the injection (they would compete with it for time), and
+in a thread waited for ``AFTER_START_SECONDS`` at most: a held log lock can
+never keep the hook.
 
 Every memlog hook exits at once with valid empty output when
 ``MEMLOG_EXTRACTING`` is set: that is the environment of the ``claude`` an
@@ -71,7 +72,6 @@ def tail_branch(path: Path) -> str:
 def pending_event(payload: dict[str, Any], hook: str) -> Any:
     """The ``session.pending`` event for a hook's payload (None without a session id)."""
     from memlog.eventlog.events import SessionPending
-    from memlog.git import current_branch
     from memlog.project import find_project_root
 
     session_id = str(payload.get("session_id") or "")
@@ -82,6 +82,8 @@ def pending_event(payload: dict[str, Any], hook: str) -> Any:
     root = find_project_root(Path(cwd)) if Path(cwd).is_dir() else None
     branch = tail_branch(Path(transcript)) if transcript else ""
     if not branch and root is not None:
+        from memlog.git import current_branch  # (git.py loads subprocess: only when needed)
+
         branch = current_branch(root)
     try:
         size = os.stat(transcript).st_size if transcript else 0
@@ -127,41 +129,28 @@ def start_sweep(home: Path, now: float) -> bool:
     return True
 
 
-def begin_start(payload: dict[str, Any], home: Path) -> Any:
-    """Record the session's start in a thread (for a home already in use); the caller
-    gives it what time is left, and starts the sweep, with ``end_start``."""
+def after_start(payload: dict[str, Any], home: Path) -> None:
+    """After the SessionStart hook's output: record the session's start and start the
+    sweep when one is due, for a home already in use; wait for it ``AFTER_START_SECONDS``
+    at most (the thread dies with the hook).  Never raises."""
     import threading
+    import time
 
     from memlog.hooks.session_start import log_error
 
     if guarded() or not payload or not (home / "events").is_dir():
-        return None
+        return
 
     def work() -> None:
         try:
             record(payload, home, "SessionStart")
+            start_sweep(home, time.time())
         except BaseException as exc:  # noqa: BLE001 - the hook must never fail
             log_error(home, f"SessionStart: {type(exc).__name__}: {exc}", exc)
 
     worker = threading.Thread(target=work, name="memlog-session", daemon=True)
     worker.start()
-    return worker
-
-
-def end_start(worker: Any, home: Path, seconds: float) -> None:
-    """After the hook's output: wait for ``begin_start``'s thread at most ``seconds``
-    (it dies with the hook), then start the sweep when one is due; never raises."""
-    import time
-
-    from memlog.hooks.session_start import log_error
-
-    if worker is None:
-        return
-    worker.join(max(0.0, min(seconds, AFTER_START_SECONDS)))
-    try:
-        start_sweep(home, time.time())
-    except BaseException as exc:  # noqa: BLE001 - the hook must never fail
-        log_error(home, f"SessionStart: sweep not started: {type(exc).__name__}: {exc}", exc)
+    worker.join(AFTER_START_SECONDS)
 
 
 def main(name: str) -> None:

@@ -43,6 +43,10 @@ EVERY_FIELD = {
     "memory_inject_facts": True,
     "memory_hook_budget_ms": 1200,
     "memory_query_embedding_budget_ms": 800,
+    "memory_extraction_provider": "anthropic",
+    "memory_extraction_daily_budget_usd": 0.25,
+    "memory_extraction_max_input_tokens": 20000,
+    "memory_claude_md": True,
 }
 
 

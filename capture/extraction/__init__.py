@@ -1,6 +1,6 @@
 """Extraction: what Claude Code sessions teach, as events.
 
-``transcript`` reads a session's transcript from where the last run
+``records`` and ``transcript`` read a session's transcript from where the last run
 stopped, ``prompts`` and ``answers`` are what the model is asked and what
 it may say back, ``evolve`` turns its answers into events without ever
 letting them destroy memory, ``session`` runs one session end to end,

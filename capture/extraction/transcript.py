@@ -38,6 +38,16 @@ from typing import NamedTuple
 
 import msgspec
 
+from memlog.capture.extraction.records import (
+    Block,
+    Line,
+    ToolInput,
+    active_path,
+    decoded_lines,
+    is_prompt,
+    kept,
+    read_complete,
+)
 from memlog.eventlog.secrets import redact_text
 
 #: entry points of the Agent SDK (``sdk-cli`` is ``claude -p``, a person's own session)
@@ -57,54 +67,6 @@ TOOL_CHARS = 300
 TURN_CHARS = 2000
 #: how far past what is kept redaction looks (longer than any secret it knows)
 SECRET_SLACK = 16_384
-
-
-class _Inner(msgspec.Struct):
-    type: str = ""
-    text: str = ""
-
-
-class _Block(msgspec.Struct):
-    type: str = ""
-    text: str = ""
-    id: str = ""
-    name: str = ""
-    input: msgspec.Raw = msgspec.Raw(b"{}")
-    content: str | list[_Inner | str] = ""
-    is_error: bool = False
-
-
-class _Message(msgspec.Struct):
-    id: str = ""
-    model: str = ""
-    content: str | list[_Block | str] = ""
-
-
-class _Line(msgspec.Struct, rename="camel"):
-    type: str = ""
-    uuid: str = ""
-    parent_uuid: str | None = None
-    logical_parent_uuid: str | None = None
-    is_sidechain: bool = False
-    is_meta: bool = False
-    is_compact_summary: bool = False
-    is_api_error_message: bool = False
-    subtype: str = ""
-    cwd: str = ""
-    git_branch: str = ""
-    entrypoint: str = ""
-    message: _Message | None = None
-
-
-class _ToolInput(msgspec.Struct):
-    command: str = ""
-    description: str = ""
-    file_path: str = ""
-    path: str = ""
-    pattern: str = ""
-    url: str = ""
-    query: str = ""
-    prompt: str = ""
 
 
 Piece = Callable[[], str]
@@ -157,8 +119,7 @@ class Transcript(NamedTuple):
     compacted: bool
 
 
-_DECODER = msgspec.json.Decoder(_Line)
-_INPUT = msgspec.json.Decoder(_ToolInput)
+_INPUT = msgspec.json.Decoder(ToolInput)
 
 
 def clean(text: str, keep: int | None = None) -> str:
@@ -173,111 +134,18 @@ def clean(text: str, keep: int | None = None) -> str:
     return redact_text(text).strip()
 
 
-def read_complete(path: Path, offset: int) -> tuple[bytes, int]:
-    """The complete lines of ``path`` from ``offset`` and the offset after them: a last
-    line without its newline counts only when it is a whole JSON object already."""
-    with open(path, "rb") as handle:
-        handle.seek(offset)
-        data = handle.read()
-    cut = data.rfind(b"\n") + 1
-    if cut < len(data) and _whole(data[cut:]):
-        cut = len(data)
-    return data[:cut], offset + cut
-
-
-def _whole(tail: bytes) -> bool:
-    try:
-        return isinstance(msgspec.json.decode(tail), dict)
-    except msgspec.DecodeError:
-        return False
-
-
-def _lines(data: bytes) -> Iterator[_Line]:
-    seen: set[str] = set()
-    for raw in data.split(b"\n"):
-        if not raw.strip():
-            continue
-        try:
-            line = _DECODER.decode(raw)
-        except msgspec.DecodeError:
-            continue  # a torn, foreign or malformed line
-        if line.uuid:
-            if line.uuid in seen:
-                continue
-            seen.add(line.uuid)
-        yield line
-
-
-def _kept(line: _Line) -> bool:
-    if line.is_sidechain or line.is_meta:
-        return False
-    if line.type == "system":
-        return line.subtype == "compact_boundary"
-    if line.type not in ("user", "assistant") or line.message is None:
-        return False
-    return not (line.is_api_error_message or line.message.model == "<synthetic>")
-
-
-def _is_prompt(line: _Line) -> bool:
-    """A user line a person wrote (not a tool result, not a summary)."""
-    if line.type != "user" or line.message is None or line.is_compact_summary:
-        return False
-    content = line.message.content
-    return isinstance(content, str) or not any(
-        isinstance(b, _Block) and b.type == "tool_result" for b in content
-    )
-
-
-def _parent(line: _Line) -> str | None:
-    return line.parent_uuid or line.logical_parent_uuid
-
-
-def active_path(lines: list[_Line]) -> list[_Line]:
-    """``lines`` without the prompts a rewind abandoned (and all that followed them)."""
-    by_id = {ln.uuid: ln for ln in lines if ln.uuid}
-    children: dict[str, list[str]] = {}
-    for line in lines:
-        parent = _parent(line)
-        if line.uuid and parent:
-            children.setdefault(parent, []).append(line.uuid)
-    leaf = next((ln for ln in reversed(lines) if ln.uuid and ln.type != "system"), None)
-    active: set[str] = set()
-    node = leaf
-    while node is not None and node.uuid not in active:
-        active.add(node.uuid)
-        parent = _parent(node)
-        node = by_id.get(parent) if parent else None
-    dropped: set[str] = set()
-    for uuid in active:
-        prompts = [c for c in children.get(uuid, []) if _is_prompt(by_id[c])]
-        if len(prompts) > 1:
-            for child in prompts:
-                if child not in active:
-                    _subtree(child, children, dropped)
-    return [ln for ln in lines if ln.uuid not in dropped]
-
-
-def _subtree(root: str, children: dict[str, list[str]], into: set[str]) -> None:
-    stack = [root]
-    while stack:
-        uuid = stack.pop()
-        if uuid not in into:
-            into.add(uuid)
-            stack += children.get(uuid, [])
-
-
-def _tool_use(block: _Block) -> str:
+def _tool_use(block: Block) -> str:
     try:
         given = _INPUT.decode(block.input)
     except msgspec.DecodeError:
-        given = _ToolInput()
+        given = ToolInput()
     fields = (given.description, given.command, given.file_path or given.path, given.pattern)
     found = (*fields, given.url, given.query, given.prompt)
     detail = " | ".join(clean(f, TOOL_CHARS) for f in found if f)
     return f"[{block.name or 'tool'}] {detail[:TOOL_CHARS]}".rstrip()
 
 
-def _tool_result(block: _Block) -> str:
+def _tool_result(block: Block) -> str:
     content = block.content
     if isinstance(content, str):
         text = content
@@ -292,7 +160,7 @@ def _text(raw: str) -> Piece:
     return lambda: clean(raw, TURN_CHARS)
 
 
-def _pieces(content: str | list[_Block | str]) -> Iterator[tuple[str, Piece]]:
+def _pieces(content: str | list[Block | str]) -> Iterator[tuple[str, Piece]]:
     """(key, piece) of each block: the key names the block for de-duplication, the
     piece makes its text when called."""
     if isinstance(content, str):
@@ -311,7 +179,7 @@ def _pieces(content: str | list[_Block | str]) -> Iterator[tuple[str, Piece]]:
             yield f"image:{id(block)}", lambda: "[image]"
 
 
-def _says_something(content: str | list[_Block | str]) -> bool:
+def _says_something(content: str | list[Block | str]) -> bool:
     """Whether a prompt holds more than tags, a command caveat and whitespace (without
     paying for redaction, which never empties a text)."""
     texts = [content] if isinstance(content, str) else [
@@ -324,14 +192,14 @@ def _says_something(content: str | list[_Block | str]) -> bool:
             return True
     if isinstance(content, str):
         return False
-    return any(isinstance(b, _Block) and b.type == "image" for b in content)
+    return any(isinstance(b, Block) and b.type == "image" for b in content)
 
 
-def _read(content: str | list[_Block | str]) -> str:
+def _read(content: str | list[Block | str]) -> str:
     return "\n".join(t for t in (piece() for _, piece in _pieces(content)) if t)
 
 
-def summary_text(line: _Line) -> str:
+def summary_text(line: Line) -> str:
     """The summary a compaction left, without the framing Claude Code puts around it."""
     text = _read(line.message.content if line.message else "")
     found = _SUMMARY_START.search(text)
@@ -347,17 +215,17 @@ class _Builder:
         self.turns: list[Turn] = []
         self.seen: dict[str, set[str]] = {}
 
-    def prompt(self, line: _Line, text: Piece) -> None:
+    def prompt(self, line: Line, text: Piece) -> None:
         self.turns.append(Turn(text, cwd=line.cwd, branch=line.git_branch))
 
-    def respond(self, line: _Line, piece: Piece) -> None:
+    def respond(self, line: Line, piece: Piece) -> None:
         if not self.turns:
             self.turns.append(Turn("", cwd=line.cwd, branch=line.git_branch))
         self.turns[-1].add(piece)
 
-    def add(self, line: _Line) -> None:
+    def add(self, line: Line) -> None:
         assert line.message is not None
-        if _is_prompt(line):
+        if is_prompt(line):
             if _says_something(line.message.content):
                 self.prompt(line, functools.partial(_read, line.message.content))
             return
@@ -368,7 +236,7 @@ class _Builder:
                 self.respond(line, piece)
 
 
-def _compaction(lines: list[_Line]) -> tuple[list[_Line], Turn | None]:
+def _compaction(lines: list[Line]) -> tuple[list[Line], Turn | None]:
     """The lines after the last compaction and its summary (None when the turns it
     stands for were all read before), or ``lines`` when there was none."""
     boundary = max((i for i, ln in enumerate(lines) if ln.type == "system"), default=-1)
@@ -387,10 +255,9 @@ def _compaction(lines: list[_Line]) -> tuple[list[_Line], Turn | None]:
     return rest, turn
 
 
-def turns_of(lines: Iterable[_Line]) -> tuple[list[Turn], bool]:
+def turns_of(lines: Iterable[Line]) -> tuple[list[Turn], bool]:
     """The turns of kept lines, and whether a compaction summary stands for some."""
-    kept = active_path([ln for ln in lines if _kept(ln)])
-    rest, summary = _compaction(kept)
+    rest, summary = _compaction(active_path([ln for ln in lines if kept(ln)]))
     builder = _Builder()
     if summary is not None:
         builder.turns.append(summary)
@@ -402,7 +269,7 @@ def turns_of(lines: Iterable[_Line]) -> tuple[list[Turn], bool]:
 def read_transcript(path: Path, offset: int = 0) -> Transcript:
     """The turns of ``path`` from byte ``offset`` on (complete lines only)."""
     data, end = read_complete(path, offset)
-    lines = list(_lines(data))
+    lines = list(decoded_lines(data))
     sdk = any(ln.entrypoint in SDK_ENTRYPOINTS for ln in lines)
     turns, compacted = turns_of(lines)
     return Transcript(turns, end, sdk, compacted)

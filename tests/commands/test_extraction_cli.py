@@ -111,6 +111,8 @@ def test_branches_show_and_clear(shop: Path, memlog_home: Path) -> None:
     assert {(e.reason, e.branch) for e in retired} == {
         ("the importer was rewritten", "shop/feature/x")
     }
+    history = invoke("show", retired[0].entry_id[:10]).output  # the audits join its history
+    assert history.count("memory.evolved") == 2 and "entry.retired the importer was" in history
     assert "_No entries yet._\n\n## Architectural" in invoke("branch", "show", "feature/x").output
     again = CliRunner().invoke(cli, ["branch", "clear", "feature/x", "--reason", "x"])
     assert again.exit_code == 2 and "is empty" in again.output

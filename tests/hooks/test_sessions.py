@@ -197,11 +197,11 @@ def test_the_background_worker_ends_by_its_deadline(
     env = hook_env(memlog_home, tmp_path, FAKE_CLAUDE_MODE="hang")
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "memlog", "memorize", "--background", "--deadline", "8"],
+        [sys.executable, "-m", "memlog", "memorize", "--background", "--deadline", "20"],
         env=env, cwd=root, capture_output=True, timeout=120,
     )  # fmt: skip
     assert done.returncode == 0
-    assert time.monotonic() - started < 30
+    assert time.monotonic() - started < 60  # the call was cut off at the deadline
     (progress,) = wait_for(memlog_home, SessionProgress, 1)
     assert progress.status == "pending" and "no answer within" in progress.reason
 
