@@ -192,8 +192,10 @@ def test_the_background_worker_ends_by_its_deadline(
     memlog_home: Path, tmp_path: Path, project: tuple[Path, Path]
 ) -> None:
     root, transcript = project
-    env = hook_env(memlog_home, tmp_path, MEMLOG_EXTRACTION_PROVIDER="off")
-    run("session-end", payload("s-7", transcript, root), env, root)
+    size = transcript.stat().st_size
+    pend = SessionPending(session_id="s-7", transcript=str(transcript), cwd=str(root),
+                          project="shop", trigger="SessionEnd", size=size)  # fmt: skip
+    EventLog(memlog_home).append([pend])  # (a hook would start a worker of its own)
     env = hook_env(memlog_home, tmp_path, FAKE_CLAUDE_MODE="hang")
     started = time.monotonic()
     done = subprocess.run(
