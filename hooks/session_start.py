@@ -17,7 +17,6 @@ import select
 import sys
 import threading
 import time
-import traceback
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -56,6 +55,8 @@ def read_payload(stream: Any = None) -> dict[str, Any]:
 def log_error(home: Path, message: str, exc: BaseException | None = None) -> None:
     """Append to the hook's error log (stderr when the home cannot be written)."""
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    import traceback  # (only when something failed)
+
     detail = "".join(traceback.format_exception(exc)) if exc is not None else ""
     text = f"{stamp} {message}\n{detail}"
     try:
