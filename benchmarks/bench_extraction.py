@@ -137,10 +137,19 @@ def hook_ratio(work: Path, transcript: Path, repeats: int, pause: float) -> None
           f"   (max {max(runs['memlog hook session-end']) * 1000:.0f} ms)")  # fmt: skip
 
 
+def parse_only(transcript: Path) -> float:
+    """The baseline: read the file and ``json.loads`` every line, nothing else."""
+    started = time.perf_counter()
+    for line in transcript.read_bytes().splitlines():
+        json.loads(line)
+    return time.perf_counter() - started
+
+
 def reading(transcript: Path, repeats: int) -> None:
     session = Session(id="bench", transcript=str(transcript), project="shop", branch="feature/x")
-    times = []
+    times, baseline = [], []
     for _ in range(repeats):
+        baseline.append(parse_only(transcript))
         started = time.perf_counter()
         request = prepare(session)
         times.append(time.perf_counter() - started)
@@ -148,9 +157,10 @@ def reading(transcript: Path, repeats: int) -> None:
     count = sum(1 for _ in open(transcript))
     size = transcript.stat().st_size / 1e6
     turns, chars = len(request.transcript.turns), len(request.prompt)
-    print(f"2. read + truncate a {count}-line transcript ({size:.1f} MB): "
-          f"median {statistics.median(times) * 1000:.0f} ms over {len(times)} runs, "
-          f"{turns} turns, prompt {chars} characters")  # fmt: skip
+    ours, floor = statistics.median(times) * 1000, statistics.median(baseline) * 1000
+    print(f"2. read + truncate a {count}-line transcript ({size:.1f} MB), {len(times)} runs: "
+          f"median {ours:.0f} ms ({turns} turns, prompt {chars} characters); "
+          f"json.loads of every line alone: {floor:.0f} ms (ratio {ours / floor:.2f})")  # fmt: skip
 
 
 def costs(paths: list[Path]) -> None:

@@ -124,8 +124,22 @@ def parent_of(line: Line) -> str | None:
     return line.parent_uuid or line.logical_parent_uuid
 
 
+def _forks(lines: list[Line]) -> bool:
+    """Whether two prompts share a parent anywhere (a rewind happened)."""
+    seen: set[str] = set()
+    for line in lines:
+        parent = parent_of(line)
+        if parent and line.type == "user" and is_prompt(line):
+            if parent in seen:
+                return True
+            seen.add(parent)
+    return False
+
+
 def active_path(lines: list[Line]) -> list[Line]:
     """``lines`` without the prompts a rewind abandoned (and all that followed them)."""
+    if not _forks(lines):
+        return lines
     by_id = {ln.uuid: ln for ln in lines if ln.uuid}
     children: dict[str, list[str]] = {}
     for line in lines:

@@ -101,8 +101,18 @@ class Turn:
 
     @property
     def response(self) -> str:
+        """The response as far as a turn keeps it: pieces are cleaned in order until
+        there is more than ``TURN_CHARS`` (the rest would be cut anyway)."""
         if self._response is None:
-            self._response = "\n".join(p for p in (piece() for piece in self._pieces) if p)
+            parts, total = [], 0
+            for piece in self._pieces:
+                text = piece()
+                if text:
+                    parts.append(text)
+                    total += len(text) + 1
+                if total > TURN_CHARS:
+                    break
+            self._response = "\n".join(parts)
         return self._response
 
     def __repr__(self) -> str:
