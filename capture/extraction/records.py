@@ -25,7 +25,8 @@ class Block(msgspec.Struct):
     id: str = ""
     name: str = ""
     input: msgspec.Raw = msgspec.Raw(b"{}")
-    content: str | list[Inner | str] = ""
+    #: a tool result's content, decoded only when its turn is read (most never are)
+    content: msgspec.Raw = msgspec.Raw(b'""')
     is_error: bool = False
 
 
@@ -63,6 +64,7 @@ class ToolInput(msgspec.Struct):
 
 
 DECODER = msgspec.json.Decoder(Line)
+RESULT = msgspec.json.Decoder(str | list[Inner | str])
 
 
 def read_complete(path: Path, offset: int) -> tuple[bytes, int]:

@@ -39,6 +39,7 @@ from typing import NamedTuple
 import msgspec
 
 from memlog.capture.extraction.records import (
+    RESULT,
     Block,
     Line,
     ToolInput,
@@ -156,7 +157,10 @@ def _tool_use(block: Block) -> str:
 
 
 def _tool_result(block: Block) -> str:
-    content = block.content
+    try:
+        content = RESULT.decode(block.content)
+    except msgspec.DecodeError:
+        content = ""
     if isinstance(content, str):
         text = content
     else:
