@@ -7,7 +7,7 @@ that fails validation raises ``InvalidInput`` before anything is appended.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -144,15 +144,20 @@ def _live(ws: Workspace, prefix: str) -> Entry:
 
 
 def import_files(
-    ws: Workspace, paths: Iterable[Path], project: str | None = None, dry_run: bool = False
+    ws: Workspace,
+    paths: Iterable[Path],
+    project: str | None = None,
+    dry_run: bool = False,
+    progress: Callable[[int], None] | None = None,
 ) -> Imported:
-    """Import knowledge-bank files; importing the same files again appends nothing."""
+    """Import knowledge-bank files; importing the same files again appends nothing
+    (``progress`` is told of every batch of entries embedded)."""
     ws.catch_up()
     existing = {e.id: e for e in queries.entries(ws.home)}
     plan = plan_import(markdown_files(paths), existing, project)
     if not plan.events or dry_run:
         return Imported(plan, [])
-    done = capture(ws, plan.events, "import")
+    done = capture(ws, plan.events, "import", progress=progress)
     return Imported(plan, done.notes)
 
 

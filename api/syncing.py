@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from memlog.spawn import spawn_memlog
 from memlog.sync import engine
 from memlog.sync.state import Outcome
 from memlog.sync.status import Status, status
@@ -18,9 +17,8 @@ def sync_status(ws: Workspace) -> Status:
     return status(ws.home)
 
 
-def sync_after_session(ws: Workspace) -> bool:
-    """Start ``memlog sync`` detached when configured and set up; whether it was started."""
+def sync_at_session_end(ws: Workspace) -> Outcome | None:
+    """Sync when the project asks for it at session end (and the home is set up for it)."""
     if not ws.config.memory_sync_at_session_end or engine.state_of(ws.home) is None:
-        return False
-    spawn_memlog(["sync"], ws.home)
-    return True
+        return None
+    return sync(ws)

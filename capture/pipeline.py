@@ -14,7 +14,7 @@ recorded, so a failure there is a note for the caller, never an error.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Generic, NamedTuple, TypeVar
 
 from memlog.capture.embed import embed_entries
@@ -34,29 +34,44 @@ class Captured(NamedTuple, Generic[E]):
     notes: list[str]
 
 
-def capture(ws: Workspace, events: Sequence[E], command: str, redact: bool = True) -> Captured[E]:
-    """Append ``events`` (one batch), then bring the new entries to full strength."""
+Progress = Callable[[int], None]
+
+
+def capture(
+    ws: Workspace,
+    events: Sequence[E],
+    command: str,
+    redact: bool = True,
+    progress: Progress | None = None,
+) -> Captured[E]:
+    """Append ``events`` (one batch), then bring the new entries to full strength
+    (``progress`` is told of every batch of entries embedded)."""
     stored = ws.log(command, redact=redact).append(events)
     observed = [e for e in stored if isinstance(e, Observed)]
     supplied = {e.entry_id: e.keywords for e in observed}
-    return Captured(stored, settle(ws, supplied.keys(), supplied))
+    return Captured(stored, settle(ws, supplied.keys(), supplied, progress))
 
 
 def settle(
-    ws: Workspace, entry_ids: Iterable[str], supplied: Mapping[str, Sequence[str]] | None = None
+    ws: Workspace,
+    entry_ids: Iterable[str],
+    supplied: Mapping[str, Sequence[str]] | None = None,
+    progress: Progress | None = None,
 ) -> list[str]:
     """Update the views, embed and label ``entry_ids``; update again if anything was added."""
     ids = set(entry_ids)
     notes = ws.refresh()
     if not ids:
         return notes
-    embedded, more_vectors = _embed(ws, ids)
+    embedded, more_vectors = _embed(ws, ids, progress)
     labelled, more_labels = _label(ws, ids, supplied or {})
     notes += embedded + labelled
     return notes + (ws.refresh() if more_vectors or more_labels else [])
 
 
-def _embed(ws: Workspace, entry_ids: set[str]) -> tuple[list[str], bool]:
+def _embed(
+    ws: Workspace, entry_ids: set[str], progress: Progress | None = None
+) -> tuple[list[str], bool]:
     """Embed the entries now if the provider can; otherwise they stay pending."""
     try:
         entries = queries.pending_entries(ws.home, ws.space, ids=entry_ids)
@@ -64,7 +79,7 @@ def _embed(ws: Workspace, entry_ids: set[str]) -> tuple[list[str], bool]:
             return [], False
         provider = ws.provider()
         try:
-            outcome = embed_entries(ws.log("embed"), entries, provider, ws.space)
+            outcome = embed_entries(ws.log("embed"), entries, provider, ws.space, progress)
         finally:
             provider.close()
     except (MemlogError, sqlite3.Error) as exc:

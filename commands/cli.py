@@ -33,6 +33,11 @@ COMMANDS = {
     "setup": ("memlog.commands.setup", "setup"),
     "serve-mcp": ("memlog.commands.serve_mcp", "serve_mcp"),
     "catch-up": ("memlog.commands.catch_up", "catch_up"),
+    "memorize": ("memlog.commands.memorize", "memorize"),
+    "branches": ("memlog.commands.branches", "branches"),
+    "branch": ("memlog.commands.branches", "branch"),
+    "maintenance": ("memlog.commands.maintenance_cmd", "maintenance"),
+    "claude-md": ("memlog.commands.claude_md", "claude_md"),
     "sync": ("memlog.commands.sync", "sync"),
 }
 

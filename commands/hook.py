@@ -23,8 +23,21 @@ def session_start() -> None:
 
 @hook.command(name="session-end")
 def session_end() -> None:
-    """Read the SessionEnd JSON on stdin; start ``memlog sync`` detached when
-    ``memory_sync_at_session_end`` is on. Always exits 0 at once."""
-    from memlog.hooks.sync_at_end import main
+    """Read the SessionEnd JSON on stdin, record the session and start its extraction.
 
-    main()
+    Never calls a model: prints {} and exits 0 at once, whatever fails.
+    """
+    from memlog.hooks.sessions import main
+
+    main("session-end")
+
+
+@hook.command(name="pre-compact")
+def pre_compact() -> None:
+    """Read the PreCompact JSON on stdin, record the session and start its extraction.
+
+    Never calls a model: prints {} and exits 0 at once, whatever fails.
+    """
+    from memlog.hooks.sessions import main
+
+    main("pre-compact")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -20,7 +21,13 @@ def import_(paths: tuple[Path, ...], project: str | None, dry_run: bool) -> None
     Reads project docs/knowledge-bank/*.md and global store files; importing
     the same files again appends nothing.
     """
-    done = capturing.import_files(open_workspace(), paths, project, dry_run)
+    ws = open_workspace()
+    if dry_run or not sys.stderr.isatty():
+        done = capturing.import_files(ws, paths, project, dry_run)
+    else:  # a terminal: show the embedding's progress, sized by a first dry run
+        count = capturing.import_files(ws, paths, project, dry_run=True).plan.new_entries
+        with click.progressbar(length=count, label="embedding", file=sys.stderr) as bar:
+            done = capturing.import_files(ws, paths, project, progress=bar.update)
     plan = done.plan
     warn(plan.warnings)
     warn(done.notes)

@@ -17,8 +17,9 @@ from memlog.commands.common import open_workspace, warn
 def reembed(everything: bool) -> None:
     """Embed live entries lacking a vector for the configured provider+model.
 
-    Works in batches of 50, one entry.reembedded event per entry; a rate
-    limit stops it cleanly and the next run continues where it stopped.
+    Works in batches (50 entries, 256 with the local model), one entry.reembedded
+    event per entry; a rate limit stops it cleanly and the next run continues
+    where it stopped.
     """
     ws = open_workspace()
     space = ws.space

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 import click
 
@@ -17,7 +18,18 @@ from memlog.sync.status import Status
 @click.option("--init", is_flag=True, help="Make REMOTE (a git URL or path) this home's remote.")
 @click.option("--status", "show_status", is_flag=True, help="What sync knows; no network.")
 @click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
-def sync(remote: str | None, init: bool, show_status: bool, as_json: bool) -> None:
+@click.option(
+    "--at-session-end", is_flag=True, hidden=True, help="Only if memory_sync_at_session_end is on."
+)
+@click.option("--project-dir", type=click.Path(path_type=Path), hidden=True, help="Its config.")
+def sync(
+    remote: str | None,
+    init: bool,
+    show_status: bool,
+    as_json: bool,
+    at_session_end: bool,
+    project_dir: Path | None,
+) -> None:
     """Sync events/ with a git remote: send this machine's new events, take every other
     machine's, and rebuild the views so every machine shows the same memory.
 
@@ -25,12 +37,14 @@ def sync(remote: str | None, init: bool, show_status: bool, as_json: bool) -> No
     is committed, and a remote version that fails is quarantined, never applied."""
     if init and not remote:
         raise click.UsageError("--init needs REMOTE (a git URL or path)")
-    ws = open_workspace()
+    ws = open_workspace(project_dir if project_dir is not None and project_dir.is_dir() else None)
     if show_status:
         found = syncing.sync_status(ws)
         echo_json(found) if as_json else _print_status(found)
         return
-    done = syncing.sync(ws, remote, init)
+    done = syncing.sync_at_session_end(ws) if at_session_end else syncing.sync(ws, remote, init)
+    if done is None:
+        return  # not asked for at session end
     echo_json(done) if as_json else _print(done)
     if done.refused or done.held:
         sys.exit(1)

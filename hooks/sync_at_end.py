@@ -1,34 +1,27 @@
-"""At the end of a Claude Code session: start ``memlog sync`` detached, when configured.
+"""At the end of a Claude Code session: start ``memlog sync`` detached, when it may apply.
 
-``memory_sync_at_session_end: true`` in the project's configuration (or
-``MEMLOG_SYNC_AT_SESSION_END=true``) and a home set up with ``memlog sync
---init`` are both needed.  The hook itself only starts the process and
-returns: it never waits on the network and never fails the session; what
-goes wrong is logged to the hook error log.
+The SessionEnd hook (``hooks/sessions.py``) calls ``start_sync`` after it has
+recorded the session.  Like extraction, the decision that needs the
+project's configuration is left to the detached process (``memlog sync
+--at-session-end`` syncs only when ``memory_sync_at_session_end`` is on), so
+this path reads no configuration: it only looks whether the home was ever
+set up for sync, and starts nothing otherwise.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
-from memlog.home import resolve_home
-from memlog.hooks.session_start import log_error, read_payload
-
-
-def after_session(payload: dict[str, Any], home: Path) -> bool:
-    """Start the sync if configured; whether it was started."""
-    from memlog.api.syncing import sync_after_session
-    from memlog.workspace import Workspace
-
-    cwd = payload.get("cwd")
-    where = Path(cwd) if isinstance(cwd, str) and cwd else None
-    return sync_after_session(Workspace.open(where, home=home))
+#: what ``memlog sync --init`` leaves in the home (``sync/repo.py``)
+SYNC_REPOSITORY = Path("sync.git") / "HEAD"
 
 
-def main() -> None:
-    home = resolve_home()
-    try:
-        after_session(read_payload(), home)
-    except Exception as exc:  # noqa: BLE001 - a hook never breaks the session
-        log_error(home, f"session-end sync not started: {exc}", exc)
+def start_sync(home: Path, cwd: str) -> bool:
+    """Start ``memlog sync --at-session-end`` detached, for the project at ``cwd``, if
+    sync is set up; whether it was started."""
+    if not (home / SYNC_REPOSITORY).is_file():
+        return False
+    from memlog.spawn import spawn_memlog
+
+    spawn_memlog(["sync", "--at-session-end", "--project-dir", cwd or "."], home)
+    return True

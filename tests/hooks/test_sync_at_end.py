@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from memlog.tests.sync.helpers import bare_remote, git, memlog_ok, observe
+from memlog.tests.sync.helpers import bare_remote, git, memlog, memlog_ok, observe
 
 
 def session_end(home: Path, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
@@ -48,7 +48,7 @@ def test_configured_it_syncs_in_the_background(set_up: tuple[Path, str], tmp_pat
     )
     began = time.monotonic()
     done = session_end(home, project)
-    assert done.returncode == 0 and done.stdout == ""
+    assert done.returncode == 0 and done.stdout == "{}\n"
     assert time.monotonic() - began < 10
     deadline = time.monotonic() + 60
     while not remote_has(remote, "Learned during the session") and time.monotonic() < deadline:
@@ -69,6 +69,26 @@ def test_configured_but_not_set_up_it_does_nothing(tmp_path: Path) -> None:
     done = session_end(home, tmp_path, MEMLOG_SYNC_AT_SESSION_END="true")
     assert done.returncode == 0 and not (home / "sync.git").exists()
     assert not (home / "hook-errors.log").exists()
+    asked = memlog_ok(home, "sync", "--at-session-end")  # what the hook would have started
+    assert asked.output == "" and not (home / "sync.git").exists()
+
+
+def test_the_detached_sync_follows_the_project_configuration(
+    set_up: tuple[Path, str], tmp_path: Path
+) -> None:
+    home, remote = set_up
+    assert memlog_ok(home, "sync", "--at-session-end").output == ""  # not asked for
+    assert not remote_has(remote, "Learned during the session")
+    done = memlog(home, "sync", "--at-session-end", env={"MEMLOG_SYNC_AT_SESSION_END": "true"})
+    assert done.exit_code == 0 and remote_has(remote, "Learned during the session")
+
+
+def test_inside_an_extraction_it_starts_nothing(set_up: tuple[Path, str], tmp_path: Path) -> None:
+    home, remote = set_up
+    done = session_end(home, tmp_path, MEMLOG_SYNC_AT_SESSION_END="true", MEMLOG_EXTRACTING="1")
+    assert done.returncode == 0
+    time.sleep(1.0)
+    assert not remote_has(remote, "Learned during the session")
 
 
 def test_it_never_fails_the_session(tmp_path: Path) -> None:

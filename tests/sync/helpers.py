@@ -22,7 +22,7 @@ from memlog.files import atomic_write
 MACHINE_LOCAL = {
     ".sync.lock", ".markdown.lock", "memory.db", "memory.db-wal", "memory.db-shm",
     "quarantine.jsonl", "errors.log", "hook-errors.log", ".last-injection.json",
-    "events/.device", "events/.lock", "events/.clock",
+    "events/.device", "events/.lock", "events/.clock", ".sweep-started", "extraction.lock",
 }  # fmt: skip
 
 
@@ -31,9 +31,11 @@ def bare_remote(where: Path) -> Path:
     return where
 
 
-def memlog(home: Path, *args: str, cwd: Path | None = None) -> Result:
+def memlog(
+    home: Path, *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> Result:
     """Run the real command line against ``home`` (in-process)."""
-    env = {"MEMLOG_HOME": str(home)}
+    env = {"MEMLOG_HOME": str(home), **(env or {})}
     here = Path.cwd()
     try:
         if cwd is not None:
@@ -62,21 +64,27 @@ def sqlite_dump(path: Path) -> str:
         db.close()
 
 
+#: packed files beside memory.db: only those the database points at are the view (older
+#: ones wait out a grace period for readers that may still map them)
+POINTED = {"vectors": "SELECT file FROM vector_sets", "index": "SELECT file FROM packed_sets"}
+
+
 def views_of(home: Path) -> dict[str, bytes]:
     """Every file of the home but the machine's own ones; memory.db as its dump; of the
-    packed vectors only the file the database points at."""
+    packed files only those the database points at."""
     found: dict[str, bytes] = {}
     for path in sorted(home.rglob("*")):
         rel = path.relative_to(home).as_posix()
-        if not path.is_file() or rel in MACHINE_LOCAL or rel.startswith(("sync.git/", "vectors/")):
+        skipped = ("sync.git/", *(f"{folder}/" for folder in POINTED))
+        if not path.is_file() or rel in MACHINE_LOCAL or rel.startswith(skipped):
             continue
         found[rel] = path.read_bytes()
     found["memory.db (.dump)"] = sqlite_dump(home / "memory.db").encode()
     db = sqlite3.connect(home / "memory.db")
-    packed = [row[0] for row in db.execute("SELECT file FROM vector_sets")]
+    for folder, query in POINTED.items():
+        for (name,) in db.execute(query):
+            found[f"{folder}/{name}"] = (home / folder / name).read_bytes()
     db.close()
-    for name in packed:
-        found[f"vectors/{name}"] = (home / "vectors" / name).read_bytes()
     return found
 
 
