@@ -13,6 +13,7 @@ import pytest
 
 from memlog.eventlog.log import EventLog
 from memlog.eventlog.verify import verify_log
+from memlog.sync.engine import sync_lock
 from memlog.tests.sync.helpers import assert_same_views, bare_remote, git, memlog_ok, observe
 
 
@@ -54,7 +55,8 @@ def test_kill_9_during_sync_leaves_everything_usable(tmp_path: Path) -> None:
         time.sleep(took * fraction)
         os.killpg(child.pid, signal.SIGKILL)  # memlog dies; the git it started runs on
         child.wait()
-        usable(home, remote)
+        with sync_lock(home):  # held until the last git of the killed sync has ended
+            usable(home, remote)
         EventLog(home).append([])  # appending still works
     for home in (a, b, a):
         memlog_ok(home, "sync")
