@@ -14,7 +14,7 @@ from typing import NamedTuple
 from memlog.capture import promote as promotion
 from memlog.capture.importer import ImportPlan, markdown_files, plan_import
 from memlog.capture.observe import from_fields, parse_json_lines, with_references
-from memlog.capture.pipeline import Captured, capture
+from memlog.capture.pipeline import Captured, Meter, capture
 from memlog.errors import InvalidInput
 from memlog.eventlog.events import Observed, Retired
 from memlog.git import changed_since
@@ -26,6 +26,7 @@ from memlog.workspace import Workspace
 __all__ = [
     "Captured",
     "Imported",
+    "Meter",
     "Promotion",
     "import_files",
     "observation",
@@ -42,10 +43,12 @@ Named = list[tuple[str, promotion.Verdict]]
 
 
 class Promotion(NamedTuple):
-    """The report lines of a promotion, and what could not be done after it."""
+    """The report lines of a promotion, what could not be done after it, and each
+    entry's name with the scope it was given and why."""
 
     report: list[str]
     notes: list[str]
+    named: Named = []
 
 
 class Imported(NamedTuple):
@@ -60,6 +63,7 @@ def observe(
     references_base: str | None = None,
     redact: bool = True,
     command: str = "observe",
+    meter: Meter | None = None,
 ) -> Captured[Observed]:
     """Record observations as one batch (with the files changed since a git base)."""
     notes: list[str] = []
@@ -70,7 +74,7 @@ def observe(
                 f"no files changed between {references_base} and HEAD; no references added"
             )
         events = [with_references(e, changed) for e in events]
-    done = capture(ws, events, command, redact=redact)
+    done = capture(ws, events, command, redact=redact, meter=meter)
     return Captured(done.stored, notes + done.notes)
 
 
@@ -81,6 +85,7 @@ def promote_input(
     reason: str = "",
     feature: str = "",
     references_base: str | None = None,
+    meter: Meter | None = None,
 ) -> Promotion:
     """Observe and promote the entries of a retrospective's JSON lines."""
     candidates = promotion.parse_candidates(data, ws.project, feature.strip())
@@ -95,8 +100,8 @@ def promote_input(
         promotion.promotion(c.event.entry_id, verdict, c.event.project, c.event.feature)
         for c, (_, verdict) in zip(filled, named, strict=True)
     ]
-    done = capture(ws, [*(c.event for c in filled), *promotions], "promote")
-    return Promotion(promotion.report(named), notes + done.notes)
+    done = capture(ws, [*(c.event for c in filled), *promotions], "promote", meter=meter)
+    return Promotion(promotion.report(named), notes + done.notes, named)
 
 
 def _filled(
@@ -125,7 +130,7 @@ def promote_entries(
         for e, (_, v) in zip(entries, named, strict=True)
     ]
     done = capture(ws, events, "promote")
-    return Promotion(promotion.report(named), notes + done.notes)
+    return Promotion(promotion.report(named), notes + done.notes, named)
 
 
 def _verdict(
@@ -144,7 +149,11 @@ def _live(ws: Workspace, prefix: str) -> Entry:
 
 
 def import_files(
-    ws: Workspace, paths: Iterable[Path], project: str | None = None, dry_run: bool = False
+    ws: Workspace,
+    paths: Iterable[Path],
+    project: str | None = None,
+    dry_run: bool = False,
+    meter: Meter | None = None,
 ) -> Imported:
     """Import knowledge-bank files; importing the same files again appends nothing."""
     ws.catch_up()
@@ -152,7 +161,7 @@ def import_files(
     plan = plan_import(markdown_files(paths), existing, project)
     if not plan.events or dry_run:
         return Imported(plan, [])
-    done = capture(ws, plan.events, "import")
+    done = capture(ws, plan.events, "import", meter=meter)
     return Imported(plan, done.notes)
 
 

@@ -14,9 +14,16 @@ from memlog.eventlog.events import Event
 from memlog.eventlog.log import Damage
 from memlog.home import hook_errors
 from memlog.projections.fold import Entry
-from memlog.projections.sqlite_view import queries
+from memlog.projections.sqlite_view import listing, queries
+from memlog.projections.sqlite_view.listing import Filters as Filters
 from memlog.projections.sqlite_view.queries import Listing
 from memlog.workspace import Workspace
+
+#: what every reading command says on a home with nothing in it yet
+NO_MEMORIES = (
+    "no memories yet: memlog import PATH… or memlog observe --name … --description … "
+    "--category … adds some"
+)
 
 
 def tag(event: Event) -> str:
@@ -62,6 +69,13 @@ def history(ws: Workspace, entry_id: str) -> list[Event]:
     return [r.event for r in ws.log("show").read() if entry_id in r.event.entry_ids]
 
 
+def public(entry: Entry) -> dict[str, object]:
+    """An entry as plain data for JSON: every field, vectors as their dimensions only."""
+    fields = {f: getattr(entry, f) for f in entry.__struct_fields__ if f != "vectors"}
+    fields["vectors"] = {k: v.dimensions for k, v in entry.vectors.items()}
+    return fields
+
+
 def entries(ws: Workspace, ids: Sequence[str], vectors: bool = False) -> list[Entry]:
     """The entries of ``ids`` that exist, in id order."""
     return queries.entries(ws.home, ids, vectors)
@@ -72,9 +86,31 @@ def list_live(
 ) -> tuple[Listing, list[str]]:
     """Live entries, most recently updated first; and notes from bringing the views up."""
     notes = ws.refresh()
-    if not (ws.home / "memory.db").exists():
+    if not has_view(ws):
         return Listing(0, []), notes
     return queries.list_live(ws.home, category, (project or "").strip() or None, limit), notes
+
+
+def is_empty(ws: Workspace) -> bool:
+    """Whether the home holds no memory at all yet (missing, or a log with nothing in it)."""
+    return not any(path.stat().st_size for path in ws.log().segments())
+
+
+def has_view(ws: Workspace) -> bool:
+    return (ws.home / "memory.db").exists()
+
+
+def list_entries(
+    ws: Workspace, filters: Filters, limit: int = 50, offset: int = 0
+) -> tuple[Listing, list[str]]:
+    """Entries matching ``filters``, most recently updated first; notes from catching up."""
+    notes = ws.refresh()
+    if not has_view(ws):
+        return Listing(0, []), notes
+    return listing.list_entries(ws.home, filters, limit, offset), notes
+
+
+_NO_ENTRIES: dict[str, object] = {"live": 0, "by_status": {}, "by_category": {}, "by_project": {}}
 
 
 def stats(ws: Workspace) -> dict[str, object]:
@@ -84,18 +120,19 @@ def stats(ws: Workspace) -> dict[str, object]:
     counts = Counter(tag(r.event) for r in log.read(on_damage=damaged.append))
     ws.catch_up()
     space = ws.space
+    viewed = has_view(ws)
     return {
         "home": str(log.home),
         "events": counts.total(),
         "by_type": dict(sorted(counts.items())),
         "damaged_lines": len(damaged),
         "segments": len(log.segments()),
-        "entries": queries.entry_counts(ws.home),
+        "entries": queries.entry_counts(ws.home) if viewed else _NO_ENTRIES,
         "embeddings": {
             "provider": space.provider,
             "model": space.model,
             "dimensions": space.dimensions,
-            "pending": queries.pending_count(ws.home, space),
+            "pending": queries.pending_count(ws.home, space) if viewed else 0,
         },
         "hook_errors": hook_errors(ws.home),
     }

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from memlog.retrieval.inject import build
 from memlog.retrieval.record import record
@@ -30,9 +30,21 @@ def search(
     return build(Request.interactive(ws, limit=limit, query=query, categories=categories))
 
 
-def for_hook(ws: Workspace, deadline: float, session_id: str = "") -> Injection:
-    """The SessionStart injection within ``deadline``, recorded as a recall."""
+def for_hook(
+    ws: Workspace,
+    deadline: float,
+    session_id: str = "",
+    claim: Callable[[], bool] | None = None,
+) -> Injection:
+    """The SessionStart injection within ``deadline``, recorded as a recall.
+
+    ``claim``, asked once there is something to inject, says whether this run
+    injects (several registrations of the hook may run for one start); when
+    it says no, nothing is injected or recorded.
+    """
     request = Request.hook(ws, deadline)
     result = build(request)
+    if result.chosen and claim is not None and not claim():
+        return Injection(text="", mode=result.mode)
     result.notes += record(request, result, session_id)
     return result

@@ -14,7 +14,7 @@ recorded, so a failure there is a note for the caller, never an error.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Generic, NamedTuple, TypeVar
 
 from memlog.capture.embed import embed_entries
@@ -25,6 +25,8 @@ from memlog.projections.sqlite_view import queries
 from memlog.workspace import Workspace
 
 E = TypeVar("E", bound=EventBase)
+#: opens a progress report for a stage of ``total`` steps; returns what counts the steps
+Meter = Callable[[str, int], Callable[[int], None]]
 
 
 class Captured(NamedTuple, Generic[E]):
@@ -34,37 +36,50 @@ class Captured(NamedTuple, Generic[E]):
     notes: list[str]
 
 
-def capture(ws: Workspace, events: Sequence[E], command: str, redact: bool = True) -> Captured[E]:
-    """Append ``events`` (one batch), then bring the new entries to full strength."""
+def capture(
+    ws: Workspace,
+    events: Sequence[E],
+    command: str,
+    redact: bool = True,
+    meter: Meter | None = None,
+) -> Captured[E]:
+    """Append ``events`` (one batch), then bring the new entries to full strength.
+
+    ``meter`` reports the long part (embedding) to a progress display.
+    """
     stored = ws.log(command, redact=redact).append(events)
     observed = [e for e in stored if isinstance(e, Observed)]
     supplied = {e.entry_id: e.keywords for e in observed}
-    return Captured(stored, settle(ws, supplied.keys(), supplied))
+    return Captured(stored, settle(ws, supplied.keys(), supplied, meter))
 
 
 def settle(
-    ws: Workspace, entry_ids: Iterable[str], supplied: Mapping[str, Sequence[str]] | None = None
+    ws: Workspace,
+    entry_ids: Iterable[str],
+    supplied: Mapping[str, Sequence[str]] | None = None,
+    meter: Meter | None = None,
 ) -> list[str]:
     """Update the views, embed and label ``entry_ids``; update again if anything was added."""
     ids = set(entry_ids)
     notes = ws.refresh()
     if not ids:
         return notes
-    embedded, more_vectors = _embed(ws, ids)
+    embedded, more_vectors = _embed(ws, ids, meter)
     labelled, more_labels = _label(ws, ids, supplied or {})
     notes += embedded + labelled
     return notes + (ws.refresh() if more_vectors or more_labels else [])
 
 
-def _embed(ws: Workspace, entry_ids: set[str]) -> tuple[list[str], bool]:
+def _embed(ws: Workspace, entry_ids: set[str], meter: Meter | None) -> tuple[list[str], bool]:
     """Embed the entries now if the provider can; otherwise they stay pending."""
     try:
         entries = queries.pending_entries(ws.home, ws.space, ids=entry_ids)
         if not entries:
             return [], False
         provider = ws.provider()
+        step = meter("embedding", len(entries)) if meter is not None else None
         try:
-            outcome = embed_entries(ws.log("embed"), entries, provider, ws.space)
+            outcome = embed_entries(ws.log("embed"), entries, provider, ws.space, step)
         finally:
             provider.close()
     except (MemlogError, sqlite3.Error) as exc:

@@ -473,7 +473,9 @@ def test_hook_and_cli_never_import_the_sdk(memlog_home: Path) -> None:
 
 def test_mcp_json_registers_the_server() -> None:
     config = json.loads((REPO / ".mcp.json").read_text(encoding="utf-8"))
-    assert config == {"mcpServers": {"memlog": {"command": "memlog", "args": ["serve-mcp"]}}}
+    # the plugin's server starts through the same wrapper as its hooks (one clear fallback)
+    server = {"command": "${CLAUDE_PLUGIN_ROOT}/hooks/run-memlog", "args": ["serve-mcp"]}
+    assert config == {"mcpServers": {"memlog": server}}
 
 
 def test_a_crash_in_a_tool_is_one_line_and_logged(memlog_home: Path) -> None:
