@@ -65,12 +65,17 @@ def _names_input(value: str) -> bool:
 # -- closed pipes --------------------------------------------------------------------
 
 
+_NULL: list[TextIO] = []
+
+
 def silence_stdout() -> None:
     """Point stdout at /dev/null so nothing more (not even the last flush) can fail."""
     try:
         fd = sys.stdout.fileno()
-    except (AttributeError, OSError, ValueError):
-        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - lives as long as the process
+    except (AttributeError, OSError, ValueError):  # not a file (a test's capture)
+        if not _NULL:
+            _NULL.append(open(os.devnull, "w"))  # noqa: SIM115 - kept for the process
+        sys.stdout = _NULL[0]
         return
     null = os.open(os.devnull, os.O_WRONLY)
     os.dup2(null, fd)
@@ -106,7 +111,7 @@ class TerminalProgress:
         self.close()
         if not self.shown or total <= 0:
             return _ignore
-        self.bar = click.progressbar(length=total, label=label, file=self.stream)
+        self.bar = click.progressbar(length=total, label=label, file=self.stream, show_pos=True)
         self.bar.render_progress()
         return self._advance
 
