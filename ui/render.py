@@ -25,10 +25,10 @@ _ENV = jinja2.Environment(
 )
 
 
-def link(path: str, **params: Any) -> str:
-    """``path`` with the non-empty ``params`` as its query string."""
+def link(where: str, /, **params: Any) -> str:
+    """The path ``where`` with the non-empty ``params`` as its query string."""
     kept = [(k, str(v)) for k, v in params.items() if v not in (None, "", False)]
-    return quote(path) + (f"?{urlencode(kept)}" if kept else "")
+    return quote(where) + (f"?{urlencode(kept)}" if kept else "")
 
 
 def tag(event: Event) -> str:

@@ -122,9 +122,9 @@ def test_adoption_comes_before_the_first_write(
     commands = [e.writer.command for e in logged(memlog_home) if e.writer]
     first_other = next(i for i, c in enumerate(commands) if c != "adopt")
     assert set(commands[:first_other]) == {"adopt"} and "observe" in commands[first_other:]
-    assert len({e.entry_id for e in logged(memlog_home) if isinstance(e, Observed)}) == len(
-        store
-    ) + 1
+    assert (
+        len({e.entry_id for e in logged(memlog_home) if isinstance(e, Observed)}) == len(store) + 1
+    )
 
 
 def test_raw_knowledge_bank_files_in_the_home_are_adopted_as_the_global_store(

@@ -88,7 +88,9 @@ def test_the_manifests_carry_what_claude_code_asks_for() -> None:
 # -- the wrapper ---------------------------------------------------------------------------------
 
 
-def wrapper(args: list[str], tmp_path: Path, path: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+def wrapper(
+    args: list[str], tmp_path: Path, path: str, stdin: str = ""
+) -> subprocess.CompletedProcess[str]:
     root = tmp_path / "plugin-root"  # a plugin copy without a .venv
     root.mkdir(exist_ok=True)
     env = {"PATH": path, "HOME": str(tmp_path / "nobody"), "CLAUDE_PLUGIN_ROOT": str(root)}
@@ -235,9 +237,8 @@ def test_plugin_and_setup_together_inject_once(tmp_path: Path) -> None:
     with MessagesAPI(text="hello") as api:
         claude = offline_claude(tmp_path, api.url)
         memory = claude.home / ".claude" / "iflow" / "memory"  # the default home under HOME
-        EventLog(memory).append(
-            [Observed(name="Pin versions", description="Pin tool versions in CI", category="patterns")]
-        )  # fmt: skip
+        lesson = Observed(name="Pin", description="Pin tool versions in CI", category="patterns")
+        EventLog(memory).append([lesson])
         env = {k: v for k, v in claude.env().items() if not k.startswith("MEMLOG_")}
         memlog = [sys.executable, "-m", "memlog"]
         run = subprocess.run([*memlog, "setup"], env=env, cwd=project, capture_output=True,

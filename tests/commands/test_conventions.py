@@ -134,7 +134,9 @@ def test_json_output_of_setup_and_doctor(
 
 # -- --from means input; the old --json FILE still works, with a deprecation line -------------
 
-LINE = json.dumps({"name": "Jitter", "description": "Add jitter to retries", "category": "patterns"})
+LINE = json.dumps(
+    {"name": "Jitter", "description": "Add jitter to retries", "category": "patterns"}
+)
 
 
 @pytest.mark.parametrize("how", ["from-file", "from-stdin", "old-file", "old-stdin", "old-equals"])
@@ -367,7 +369,7 @@ def test_shell_completion_script_and_answers() -> None:
     env = {"_MEMLOG_COMPLETE": "bash_complete", "COMP_WORDS": "memlog li", "COMP_CWORD": "1"}
     answered = invoke(env=env)
     assert "plain,list" in answered.stdout.splitlines()
-    env = {"_MEMLOG_COMPLETE": "bash_complete", "COMP_WORDS": "memlog list --cat", "COMP_CWORD": "2"}
+    env = {**env, "COMP_WORDS": "memlog list --cat", "COMP_CWORD": "2"}
     assert "plain,--category" in invoke(env=env).stdout.splitlines()
 
 

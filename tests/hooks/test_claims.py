@@ -82,4 +82,3 @@ def test_two_registrations_of_the_hook_inject_once(memlog_home: Path, tmp_path: 
     assert sorted(bool(c) for c in contexts) == [False, True]
     assert "Lesson text" in "".join(contexts)
     assert len([r for r in EventLog(memlog_home).read() if isinstance(r.event, Recalled)]) == 1
-
