@@ -16,16 +16,14 @@ for a store costs a few ``stat`` calls and loads nothing heavy.
 
 from __future__ import annotations
 
-import fcntl
-import os
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from memlog.errors import MemlogError
 from memlog.eventlog.events import EventBase, Observed, Promoted
 from memlog.eventlog.log import EventLog
+from memlog.files import locked
 from memlog.home import ensure_dir
 from memlog.projections.markdown_view.writer import load_state
 from memlog.spawn import spawn_memlog
@@ -121,12 +119,6 @@ def promoted(events: list[EventBase]) -> list[EventBase]:
     return [*events, *more]
 
 
-@contextmanager
-def _locked(home: Path) -> Iterator[None]:
+def _locked(home: Path) -> AbstractContextManager[None]:
     ensure_dir(home)
-    fd = os.open(home / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
+    return locked(home / LOCK_NAME)

@@ -15,6 +15,7 @@ from memlog.eventlog.log import Damage
 from memlog.home import hook_errors
 from memlog.projections.fold import Entry
 from memlog.projections.sqlite_view import listing, queries
+from memlog.projections.sqlite_view.listing import STATUSES as STATUSES
 from memlog.projections.sqlite_view.listing import Filters as Filters
 from memlog.projections.sqlite_view.queries import Listing
 from memlog.workspace import Workspace

@@ -7,7 +7,6 @@ import click
 from memlog.api import reading
 from memlog.commands.common import echo_json, json_option, open_workspace, say_empty, warn
 from memlog.projections.fold import Entry
-from memlog.projections.sqlite_view.listing import STATUSES
 from memlog.vocabulary import CATEGORIES, SOURCES
 
 
@@ -17,7 +16,7 @@ from memlog.vocabulary import CATEGORIES, SOURCES
 @click.option("--branch", help="Only entries recorded on this git branch.")
 @click.option(
     "--status",
-    type=click.Choice((*STATUSES, "any")),
+    type=click.Choice((*reading.STATUSES, "any")),
     default="live",
     show_default=True,
     help="Entries in this state (any: all of them).",

@@ -25,10 +25,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 
-from memlog.projections.markdown_view.kb_parser import ParsedEntry, parse_file
+from memlog.projections.markdown_view.kb_parser import ParsedEntry, observed_moment, parse_file
 from memlog.retrieval.render import diagnostic
 from memlog.retrieval.request import Chosen, Injection, Request
 from memlog.vocabulary import (
@@ -91,15 +90,8 @@ def priority_key(entry: ParsedEntry) -> PriorityKey:
 
 def observed_timestamp(value: str | None) -> float | None:
     """POSIX time of an ISO ``Last observed`` value (naive means UTC), else None."""
-    if not value:
-        return None
-    try:
-        moment = datetime.fromisoformat(value.strip())
-    except ValueError:
-        return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.timestamp()
+    moment = observed_moment(value)
+    return moment.timestamp() if moment is not None else None
 
 
 def sort_into_categories(entries: Iterable[ParsedEntry]) -> dict[KbCategory, list[ParsedEntry]]:

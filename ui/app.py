@@ -25,7 +25,6 @@ from memlog.api import browsing, reading
 from memlog.api.browsing import Snapshots, View
 from memlog.errors import EntryNotFound, InvalidInput, describe
 from memlog.eventlog.events import TYPE_NAMES
-from memlog.projections.sqlite_view.listing import STATUSES
 from memlog.ui.guard import Guard
 from memlog.ui.render import page
 from memlog.vocabulary import CATEGORIES, SOURCES
@@ -123,7 +122,7 @@ def entries_page(site: Site, request: Request) -> Response:
     return _render(
         "entries.html", view, notes, "entries", params=params, page_number=number,
         facets=browsing.facets(view), categories=CATEGORIES, sources=SOURCES,
-        statuses=(*STATUSES, "any"), empty=not view.has_view, page_size=PAGE, **found,
+        statuses=(*reading.STATUSES, "any"), empty=not view.has_view, page_size=PAGE, **found,
     )  # fmt: skip
 
 

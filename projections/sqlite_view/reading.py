@@ -13,7 +13,6 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Sequence
-from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, NamedTuple
@@ -23,6 +22,7 @@ import numpy.typing as npt
 
 from memlog.errors import ViewError
 from memlog.projections.fold import Entry
+from memlog.projections.markdown_view.kb_parser import observed_moment
 from memlog.projections.sqlite_view import store
 from memlog.projections.sqlite_view.vectors import ID_WIDTH, VECTOR_DIR, packed_file, space_rows
 from memlog.vocabulary import Space
@@ -63,15 +63,8 @@ _IMPORTED_OBSERVED = (
 def recency_time(updated_at: str, last_observed: str) -> str:
     """The time recency counts from: an imported entry's ``Last observed`` (an ISO date or
     time, as UTC), else ``updated_at`` (the import itself would make every lesson new)."""
-    if not last_observed:
-        return updated_at
-    try:
-        moment = datetime.fromisoformat(last_observed.strip())
-    except ValueError:
-        return updated_at
-    if moment.tzinfo is not None:
-        moment = moment.astimezone(UTC).replace(tzinfo=None)
-    return moment.isoformat()
+    moment = observed_moment(last_observed)
+    return moment.replace(tzinfo=None).isoformat() if moment is not None else updated_at
 
 
 class Candidates(NamedTuple):

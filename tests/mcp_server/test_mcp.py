@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, contextmanager
@@ -98,8 +99,11 @@ def text_of(result: Any) -> str:
 
 
 def run_hook(project: Path, home: Path, **env: str) -> dict[str, Any]:
-    payload = {"session_id": "s-1", "cwd": str(project), "hook_event_name": "SessionStart",
-               "source": "startup", "transcript_path": ""}  # fmt: skip
+    # each run is a session of its own: a second run for one session start injects nothing
+    payload = {
+        "session_id": f"s-{uuid.uuid4()}", "cwd": str(project), "hook_event_name": "SessionStart",
+        "source": "startup", "transcript_path": "",
+    }  # fmt: skip
     done = subprocess.run(
         [sys.executable, "-m", "memlog", "hook", "session-start"],
         input=json.dumps(payload),
