@@ -16,13 +16,13 @@ from __future__ import annotations
 import dataclasses
 import shutil
 import threading
-from collections import deque
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
 from memlog.api.reading import Filters, tag
 from memlog.errors import InvalidInput
+from memlog.eventlog import scan
 from memlog.eventlog.bounds import Bound, parse_bound, within
 from memlog.eventlog.events import Event
 from memlog.projections.fold import Entry
@@ -149,9 +149,9 @@ def detail(view: View, entry_id: str) -> Detail:
     """An entry as the view has it, every event about it up to the view, and its lineage."""
     entry = queries.find_entry(view.folder, entry_id)
     timeline = [
-        r.event
-        for r in view.ws.log("ui").read()
-        if entry.id in r.event.entry_ids and within(r.event.seq, r.event.ts, None, view.bound)
+        event
+        for event in scan.about(view.ws.log("ui"), entry.id, entry.description)
+        if within(event.seq, event.ts, None, view.bound)
     ]
     before, after = listing.lineage(view.folder, entry)
     return Detail(entry, timeline, before, after)
@@ -162,15 +162,10 @@ def events(
 ) -> list[Event]:
     """The last ``limit`` events of the given types (all without), newest first, up to the
     view's point and below sequence ``before`` when given."""
-    wanted = set(types)
     limits = [n for n in (view.seq, None if before is None else before - 1) if n is not None]
-    bound = Bound(min(limits), None) if limits else None
-    kept: deque[Event] = deque(maxlen=limit)
-    for record in view.ws.log("ui").read():
-        event = record.event
-        if (not wanted or tag(event) in wanted) and within(event.seq, event.ts, None, bound):
-            kept.append(event)
-    return list(reversed(kept))
+    up_to = min(limits) if limits else None
+    found = scan.latest(view.ws.log("ui"), limit, types, up_to)
+    return [e for e in found if not types or tag(e) in types]
 
 
 def files(view: View) -> list[tuple[str, int]]:

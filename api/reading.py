@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator, Sequence
 
+from memlog.eventlog import scan
 from memlog.eventlog.bounds import Bound, parse_bound, within
 from memlog.eventlog.events import Event
 from memlog.eventlog.log import Damage
@@ -65,9 +66,9 @@ def entry(ws: Workspace, prefix: str) -> Entry:
     return queries.find_entry(ws.home, prefix)
 
 
-def history(ws: Workspace, entry_id: str) -> list[Event]:
-    """Every event about the entry, in log order."""
-    return [r.event for r in ws.log("show").read() if entry_id in r.event.entry_ids]
+def history(ws: Workspace, entry_id: str, description: str = "") -> list[Event]:
+    """Every event about the entry, in log order (only the lines naming it are decoded)."""
+    return list(scan.about(ws.log("show"), entry_id, description))
 
 
 def public(entry: Entry) -> dict[str, object]:

@@ -25,7 +25,7 @@ def show(entry_id: str, as_json: bool) -> None:
     if reading.is_empty(ws):
         raise EntryNotFound(reading.NO_MEMORIES)
     entry = reading.entry(ws, entry_id)
-    history = reading.history(ws, entry.id)
+    history = reading.history(ws, entry.id, entry.description)
     if as_json:
         echo_json({"entry": reading.public(entry), "events": history})
         return
