@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,7 @@ from memlog.vocabulary import DEFAULT_SPACES, Space
 CONFIG_FILE = Path(".claude") / "iflow-dev.local.md"
 PROVIDERS = tuple(DEFAULT_SPACES)
 KEYWORD_PROVIDERS = ("auto", "caller", "haiku", "ollama", "local", "off")
+RANKINGS = ("fused", "d3")
 
 
 class Config(msgspec.Struct, frozen=True):
@@ -42,6 +44,12 @@ class Config(msgspec.Struct, frozen=True):
     memory_inject_facts: bool = False
     memory_hook_budget_ms: int = 2500
     memory_query_embedding_budget_ms: int = 1500
+    #: ``fused`` (z-scored signals and neighbours, retrieval/fusion.py) or ``d3`` (spec #024)
+    memory_ranking: str = "fused"
+    memory_fusion_lexical_weight: float = 1.0
+    memory_fusion_vector_weight: float = 0.25
+    memory_fusion_prominence_weight: float = 0.05
+    memory_neighbour_weight: float = 1.0
 
     @property
     def space(self) -> Space:
@@ -94,6 +102,11 @@ CHECKS: dict[str, tuple[Check, str]] = {
     "memory_inject_facts": (_is_bool, "true or false"),
     "memory_hook_budget_ms": (_is_int(100), "milliseconds ≥ 100"),
     "memory_query_embedding_budget_ms": (_is_int(0), "milliseconds ≥ 0"),
+    "memory_ranking": (_one_of(RANKINGS), " | ".join(RANKINGS)),
+    "memory_fusion_lexical_weight": (_is_weight, "a number ≥ 0"),
+    "memory_fusion_vector_weight": (_is_weight, "a number ≥ 0"),
+    "memory_fusion_prominence_weight": (_is_weight, "a number ≥ 0"),
+    "memory_neighbour_weight": (_is_weight, "a number ≥ 0"),
 }
 
 
@@ -109,9 +122,55 @@ def front_matter(text: str) -> str | None:
 
 
 def _parse_yaml(text: str) -> Any:
-    import yaml  # only when a file or variable is there to read
+    """YAML, read without the YAML library when it is flat ``key: scalar`` lines whose
+    meaning is plain (the hook then spends no ~15 ms importing it)."""
+    simple = _simple_mapping(text)
+    if simple is not None:
+        return simple
+    import yaml  # only for what the plain reading below declines
 
     return yaml.safe_load(text)
+
+
+_LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):[ \t]+(\S.*?)[ \t]*")
+_INT = re.compile(r"[-+]?(?:[1-9][0-9]*|0)")  # no leading zero: YAML 1.1 reads 010 as octal
+_FLOAT = re.compile(r"[-+]?(?:[1-9][0-9]*|0)\.[0-9]+")
+_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_./@+-]*")
+#: words YAML 1.1 reads as booleans or null: left to the library
+_YAML_WORDS = frozenset("y n yes no on off true false null".split())
+
+
+def _plain_scalar(text: str) -> tuple[bool, Any]:
+    """``(True, value)`` for an integer, a decimal, true/false or a plain word; else
+    ``(False, None)`` (the YAML library decides)."""
+    if text in ("true", "false"):
+        return True, text == "true"
+    if _INT.fullmatch(text):
+        return True, int(text)
+    if _FLOAT.fullmatch(text):
+        return True, float(text)
+    if _WORD.fullmatch(text) and text.lower() not in _YAML_WORDS:
+        return True, text
+    return False, None
+
+
+def _simple_mapping(text: str) -> dict[str, Any] | Any | None:
+    """The mapping of flat ``key: scalar`` lines, a lone plain scalar, or None."""
+    if not text.strip():
+        return None
+    lone = _plain_scalar(text.strip())
+    if lone[0] and "\n" not in text.strip():
+        return lone[1]
+    found: dict[str, Any] = {}
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        match = _LINE.fullmatch(line)
+        plain = _plain_scalar(match.group(2)) if match else (False, None)
+        if match is None or not plain[0] or match.group(1) in found:
+            return None
+        found[match.group(1)] = plain[1]
+    return found
 
 
 def _read_file(root: Path | None, warnings: list[str]) -> dict[str, Any]:

@@ -155,7 +155,8 @@ def import_files(
     dry_run: bool = False,
     meter: Meter | None = None,
 ) -> Imported:
-    """Import knowledge-bank files; importing the same files again appends nothing."""
+    """Import knowledge-bank files; importing the same files again appends nothing
+    (``meter`` shows the embedding's progress)."""
     ws.catch_up()
     existing = {e.id: e for e in queries.entries(ws.home)}
     plan = plan_import(markdown_files(paths), existing, project)

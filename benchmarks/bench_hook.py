@@ -54,7 +54,10 @@ SPEC = (
     "provider times out and keep memory flat with more than ten thousand rows."
 )
 CONFIGS = {
-    "a": "memory_embedding_provider: hashing\nmemory_vector_weight: 0\n",
+    "a": (
+        "memory_embedding_provider: hashing\nmemory_vector_weight: 0\n"
+        "memory_fusion_vector_weight: 0\n"
+    ),
     "b": "memory_embedding_provider: hashing\n",
 }
 
@@ -296,6 +299,26 @@ def ranking_core(n: int, dims: int, repeats: int, seed: int) -> dict[str, float]
     }
 
 
+def import_breakdown(root: Path, env: dict[str, str], runs: int) -> dict[str, float]:
+    """Median self time (ms) of the imports of one hook process, by who owns the module."""
+    groups: dict[str, list[float]] = {}
+    for n in range(runs):
+        done = subprocess.run([sys.executable, "-X", "importtime", *HOOK[1:]],
+                              input=payload(root, 100 + n), capture_output=True, cwd=root, env=env,
+                              check=True)  # fmt: skip
+        totals: dict[str, float] = {}
+        for line in done.stderr.decode().splitlines():
+            parts = line.split("|")
+            if len(parts) != 3 or not parts[0].startswith("import time:") or "self" in parts[0]:
+                continue
+            top = parts[2].strip().split(".")[0]
+            owner = top if top in ("numpy", "memlog", "msgspec", "sqlite3", "Stemmer") else "other"
+            totals[owner] = totals.get(owner, 0.0) + int(parts[0].split(":")[1]) / 1000
+        for owner, ms in totals.items():
+            groups.setdefault(owner, []).append(ms)
+    return {owner: statistics.median(values) for owner, values in sorted(groups.items())}
+
+
 # -- main --------------------------------------------------------------------------------------
 
 
@@ -353,6 +376,14 @@ def main() -> None:
                 verdict = "ok" if median <= GOAL_HOOK_MS else "MISSES"
                 line += f"  goal ≤{GOAL_HOOK_MS:.0f} ms: {verdict}"
             print(line)
+
+        print("\nwhere a hook process spends its time (median of 5; imports by self time):")
+        for name, root in projects.items():
+            spent = import_breakdown(root, env, 5)
+            listed = ", ".join(f"{k} {v:.1f}" for k, v in spent.items())
+            print(f"  ({name}) imports ms: {listed}; total {sum(spent.values()):.1f}")
+            timings = json.loads((home / ".last-injection.json").read_text())["timings_ms"]
+            print(f"  ({name}) work in process ms: {timings}")
 
         core = ranking_core(10_000, 768, args.repeats, args.seed)
         verdict = "ok" if core["core_ms"] <= GOAL_RANK_MS else "MISSES"

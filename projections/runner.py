@@ -27,7 +27,7 @@ from memlog.projections import markdown_sync
 from memlog.projections.fold import Entry, State, apply
 from memlog.projections.markdown_view import render
 from memlog.projections.markdown_view.writer import load_state
-from memlog.projections.sqlite_view import store
+from memlog.projections.sqlite_view import indexes, store
 from memlog.projections.sqlite_view.schema import SCHEMA_VERSION
 from memlog.projections.sqlite_view.vectors import VECTOR_DIR, collect_garbage, write_packed
 from memlog.spawn import spawn_memlog
@@ -176,16 +176,19 @@ def _apply(
     if not records:
         if repack:
             write_packed(db, folder / VECTOR_DIR, space)
+        indexes.refresh(db, folder, space, [], {})
         return {}
     ids = {i for r in records for i in r.event.entry_ids}
     state = State(entries=store.load_entries(db, ids))
     before = {i: render.signature(e) for i, e in state.entries.items()}
+    indexed = indexes.signature(state.entries.values(), space)
     for record in records:
         apply(state, record.event)
     touched = [state.entries[i] for i in sorted(state.touched)]
     store.write_entries(db, touched, space.key)
     if repack or any(_in_space(r, space) for r in records):
         write_packed(db, folder / VECTOR_DIR, space)
+    indexes.refresh(db, folder, space, touched, indexed)
     last = records[-1]
     store.set_meta(db, store.position_meta(store.Stored(last.after, last.event.seq)))
     return markdown_sync.changed_files(touched, before)
@@ -266,9 +269,11 @@ def _build_database(
     _remove_stale_asides(folder)
     aside = folder / f".{store.DB_NAME}.rebuild-{os.getpid()}"
     _remove_db_files(aside)
+    ordered = sorted(entries, key=lambda e: e.id)
     with store.opened(aside) as db, store.transaction(db):
-        store.write_entries(db, sorted(entries, key=lambda e: e.id), space.key)
+        store.write_entries(db, ordered, space.key)
         write_packed(db, folder / VECTOR_DIR, space)
+        indexes.rebuild(db, folder, space, ordered)
         store.set_meta(db, {**_space_meta(space), **store.position_meta(stored)})
     _switch_in(aside, db_path(folder))
 
@@ -286,6 +291,7 @@ def _switch_in(aside: Path, live_path: Path) -> None:
         _remove_db_files(aside)
     with store.opened(live_path) as db:
         collect_garbage(db, live_path.parent / VECTOR_DIR)
+        indexes.sweep(db, live_path.parent)
 
 
 def _backup_into(aside: Path, live_path: Path) -> None:

@@ -6,6 +6,10 @@ paragraph (≤100 words) of its ``spec.md`` (else ``prd.md``).  Changed files:
 ``git diff --name-only HEAD~3..HEAD``, falling back to ``HEAD~1`` and then
 to none, within a bounded time.  Query:
 ``"{slug}: {description}. Phase: {phase}. Files: {files}"``; no signal, no query.
+That is the D3 query (``memory_ranking: d3``).  The default ranking asks
+``context_query``: the slug's words, the spec's title and opening prose
+(``spec_text``) and the words of the changed files' paths, without the
+phase label or path boilerplate (``src``, ``py``, ``tests`` …).
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from pathlib import Path
 import msgspec
 
 from memlog.git import CONTEXT_TIMEOUT, MAX_CHANGED, recently_changed
+from memlog.retrieval import spec_text
 
 MAX_WORDS = 100
 MAX_FILES = MAX_CHANGED
@@ -27,6 +32,9 @@ class Feature(msgspec.Struct, frozen=True):
     slug: str
     phase: str
     description: str
+    #: the spec's title line and opening prose (``spec_text``)
+    title: str = ""
+    summary: str = ""
 
 
 class Signals(msgspec.Struct, frozen=True):
@@ -36,6 +44,10 @@ class Signals(msgspec.Struct, frozen=True):
     @property
     def query(self) -> str | None:
         return compose_query(self)
+
+    @property
+    def context_query(self) -> str | None:
+        return context_query(self)
 
 
 def _meta(path: Path) -> dict[str, object] | None:
@@ -56,9 +68,18 @@ def active_feature(root: Path) -> Feature | None:
     if not found:
         return None
     _, _, path, meta = max(found, key=lambda item: item[:2])
-    slug = str(meta.get("slug") or path.parent.name)
+    return feature_of(path.parent, meta)
+
+
+def feature_of(folder: Path, meta: dict[str, object] | None = None) -> Feature:
+    """The feature in ``folder`` (its ``.meta.json`` read when ``meta`` is not given)."""
+    meta = meta if meta is not None else (_meta(folder / ".meta.json") or {})
+    slug = str(meta.get("slug") or folder.name)
     phase = str(meta.get("lastCompletedPhase") or "")
-    return Feature(slug, phase, feature_description(path.parent))
+    texts = spec_texts(folder)
+    title = next((t for t in map(spec_text.title, texts) if t), "")
+    summary = next((p for p in map(spec_text.prose, texts) if p), "")
+    return Feature(slug, phase, feature_description(folder), title, summary)
 
 
 def first_paragraph(text: str, max_words: int = MAX_WORDS) -> str:
@@ -83,6 +104,17 @@ def feature_description(folder: Path) -> str:
     return ""
 
 
+def spec_texts(folder: Path) -> list[str]:
+    """The texts of the feature's spec.md and prd.md that can be read, in that order."""
+    texts = []
+    for name in ("spec.md", "prd.md"):
+        try:
+            texts.append((folder / name).read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            continue
+    return texts
+
+
 def changed_files(root: Path, timeout: float = GIT_TIMEOUT) -> tuple[str, ...]:
     """Files changed by the last three commits (or one), at most 20; none on any failure."""
     return recently_changed(root, timeout)
@@ -105,3 +137,31 @@ def compose_query(signals: Signals) -> str | None:
     if signals.files:
         parts.append(f"Files: {' '.join(signals.files)}")
     return ". ".join(parts) if parts else None
+
+
+#: path words that name a kind of file or folder, not a subject
+PATH_BOILERPLATE = frozenset(
+    "src lib libs test tests spec specs doc docs py pyi md txt json yaml yml toml ini cfg js ts "
+    "jsx tsx mjs cjs sh rs go java kt rb php html css scss lock init main index mod pkg dist "
+    "build out tmp".split()
+)
+
+
+def path_words(files: tuple[str, ...]) -> list[str]:
+    """The words of file paths, split on ``/ . _ -``, without boilerplate, each once."""
+    words = (w for path in files for w in re.split(r"[^A-Za-z0-9]+", path) if w)
+    kept = (w for w in words if len(w) > 1 and not w.isdigit())
+    kept = (w for w in kept if w.lower() not in PATH_BOILERPLATE)
+    return list(dict.fromkeys(kept))
+
+
+def context_query(signals: Signals) -> str | None:
+    """The default ranking's query: slug words, spec title and prose, changed files' words."""
+    parts: list[str] = []
+    feature = signals.feature
+    if feature is not None:
+        parts += [feature.slug.replace("-", " ").replace("_", " "), feature.title]
+        parts.append(feature.summary or feature.description)
+    parts.append(" ".join(path_words(signals.files)))
+    kept = [p.strip() for p in parts if p and p.strip()]
+    return ". ".join(kept) if kept else None

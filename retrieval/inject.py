@@ -12,7 +12,6 @@ from pathlib import Path
 from memlog.errors import MemlogError
 from memlog.eventlog.segments import list_segments
 from memlog.projections.sqlite_view.store import DB_NAME
-from memlog.retrieval.legacy import markdown_injection
 from memlog.retrieval.request import Injection, Request
 from memlog.retrieval.semantic import SemanticRun
 
@@ -32,6 +31,13 @@ def build(request: Request) -> Injection:
         fallback = markdown_injection(request)
         fallback.notes.append(f"semantic retrieval failed ({type(exc).__name__}: {exc})")
         return fallback
+
+
+def markdown_injection(request: Request) -> Injection:
+    """The #023 markdown pipeline (imported only when it answers: the hook rarely needs it)."""
+    from memlog.retrieval.legacy import markdown_injection as legacy
+
+    return legacy(request)
 
 
 def never_written(home: Path) -> bool:

@@ -151,7 +151,7 @@ def _category_codes(categories: Sequence[str]) -> npt.NDArray[np.int64]:
 def _balanced(
     codes: npt.NDArray[np.int64], order: npt.NDArray[np.intp], limit: int
 ) -> npt.NDArray[np.intp]:
-    present = np.unique(codes)
+    present = np.flatnonzero(np.bincount(codes))  # np.unique would import numpy.ma (~40 ms)
     picked = np.zeros(len(order), dtype=bool)
     if limit >= BALANCE_FROM and limit >= MIN_PER_CATEGORY * len(present):
         for code in present:

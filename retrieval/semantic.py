@@ -4,8 +4,9 @@ One ``SemanticRun`` per request: catch the views up (a large catch-up is
 left to a background process), build the query from the project's context,
 start embedding it (within its own deadline; a late vector is dropped, not
 waited for), read candidates, FTS5 bm25 and vector cosine from one
-snapshot, score with the D3 formula, balance categories, and render.  The
-run keeps its own timings and notes.
+snapshot, score (the fused recipe of ``fusion`` by default, the D3 formula
+under ``memory_ranking: d3``), balance categories, and render.  The run
+keeps its own timings and notes.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from memlog.errors import MemlogError
 from memlog.projections.fold import Entry
 from memlog.projections.runner import catch_up, catch_up_in_background, lag_bytes
 from memlog.projections.sqlite_view.reading import Candidates, Snapshot
-from memlog.retrieval import ranking
+from memlog.retrieval import fusion, ranking
 from memlog.retrieval.context import collect
 from memlog.retrieval.render import render_semantic
 from memlog.retrieval.request import Chosen, Injection, Request
@@ -34,6 +35,11 @@ COMPONENTS = (
     "vector_raw", "vector", "keyword_raw", "keyword", "observations", "confidence", "recency",
     "recall", "prominence", "final",
 )  # fmt: skip
+FUSED_COMPONENTS = (
+    "lexical_raw", "lexical", "vector_raw", "vector", "prominence_raw", "prominence", "fused",
+    "neighbours", "final",
+)  # fmt: skip
+Scored = ranking.Scores | fusion.Fused
 
 
 def embed_in_background(
@@ -61,17 +67,39 @@ class SemanticRun:
         self.timings: dict[str, float] = {}
         self.notes: list[str] = []
         self.query: str | None = None
+        self._parts: tuple[ranking.Floats, ...] = ()
 
     def execute(self) -> Injection:
+        """Rank; the query embedding starts before the catch-up when the view already
+        holds vectors of the space, so the two overlap."""
+        request = self.request
+        self.query = request.query if request.query is not None else self._context_query()
+        embedding = self._start_embedding() if self._had_vectors() else None
         started = time.perf_counter()
         if self.request.catch_up:
             self._catch_up()
         self.timings["catch_up_ms"] = _ms(started)
-        request = self.request
-        self.query = request.query if request.query is not None else collect(request.ws.root).query
         with Snapshot(request.home) as view:
-            embedding = self._start_embedding() if view.has_vectors(self.space) else None
+            if embedding is None and view.has_vectors(self.space):
+                embedding = self._start_embedding()
             return self._rank(view, embedding)
+
+    def _had_vectors(self) -> bool:
+        """Whether the view, as it stands before catching up, holds vectors of the space
+        (no view yet: perhaps, the log may hold some)."""
+        try:
+            with Snapshot(self.request.home) as view:
+                return view.has_vectors(self.space)
+        except (MemlogError, sqlite3.Error, OSError):
+            return True
+
+    @property
+    def d3(self) -> bool:
+        return self.request.config.memory_ranking == "d3"
+
+    def _context_query(self) -> str | None:
+        signals = collect(self.request.ws.root)
+        return signals.query if self.d3 else signals.context_query
 
     def _catch_up(self) -> None:
         """Catch the views up, unless they are too far behind for the time there is.
@@ -93,7 +121,9 @@ class SemanticRun:
             self.notes.append(f"views not caught up ({exc}); read as they are")
 
     def _start_embedding(self) -> concurrent.futures.Future[Vector] | None:
-        if not self.query or self.request.config.memory_vector_weight <= 0:
+        config = self.request.config
+        weight = config.memory_vector_weight if self.d3 else config.memory_fusion_vector_weight
+        if not self.query or weight <= 0:
             return None
         try:
             provider = self.request.ws.provider()
@@ -110,11 +140,17 @@ class SemanticRun:
     ) -> Injection:
         started = time.perf_counter()
         found = view.candidates(self.request.wanted_categories)
+        self.timings["candidates_ms"] = _ms(started)
+        started = time.perf_counter()
         keyword = self._keyword(view, found) if self.query else None
-        self.timings["fts_ms"] = _ms(started)
+        self.timings["fts_ms" if self.d3 else "lexical_ms"] = _ms(started)
         vector, matches = self._vector(view, embedding, found)
         started = time.perf_counter()
-        scores = self._score(found, vector, keyword)
+        scores = (
+            self._score(found, vector, keyword)
+            if self.d3
+            else self._fuse(view, found, vector, keyword)
+        )
         balanced = self.request.categories is None
         limit = self.request.effective_limit
         picked = ranking.select(found.categories, scores.final, limit, balanced)
@@ -123,8 +159,17 @@ class SemanticRun:
         return self._result(found, picked, scores, entries, matches)
 
     def _keyword(self, view: Snapshot, found: Candidates) -> ranking.Floats | None:
-        """bm25 scores, or None when the FTS5 index cannot be read (the signal is dropped)."""
+        """bm25 scores, or None when no index can be read (the signal is dropped).
+
+        The fused recipe reads the packed lexical index; D3, and the fused
+        recipe when that index is missing, FTS5.
+        """
         try:
+            if not self.d3 and self.query:
+                lexical = view.lexical(self.query, found.ids)
+                if lexical is not None:
+                    return lexical
+                self.notes.append("lexical index unavailable; ranked with FTS5 bm25")
             return view.bm25(self.query, found.rowid_positions())
         except sqlite3.Error as exc:
             self.notes.append(f"keyword search unavailable ({exc}); ranked without it")
@@ -168,11 +213,28 @@ class SemanticRun:
             found.recall_count, weights,
         )  # fmt: skip
 
+    def _fuse(
+        self,
+        view: Snapshot,
+        found: Candidates,
+        vector: ranking.Floats | None,
+        lexical: ranking.Floats | None,
+    ) -> fusion.Fused:
+        weights = fusion.weights_of(self.request.config)
+        days = ranking.days_since(found.updated_at, datetime.now(UTC))
+        parts = ranking.prominence_parts(
+            found.observation_count, found.confidence, days, found.recall_count
+        )
+        self._parts = parts
+        around = view.neighbours(found.ids) if weights.neighbours > 0 else None
+        prominence = (parts[0] + parts[1] + parts[2] + parts[3]) / 4.0
+        return fusion.fuse(lexical, vector, prominence, around, weights)
+
     def _result(
         self,
         found: Candidates,
         picked: list[int],
-        scores: ranking.Scores,
+        scores: Scored,
         entries: list[Entry],
         matches: int,
     ) -> Injection:
@@ -185,11 +247,12 @@ class SemanticRun:
                 category=found.categories[i],
                 origin="local" if by_id[found.ids[i]].source_project == project else "global",
                 score=float(scores.final[i]),
-                components=components(scores, i),
+                components=components(scores, i, self._parts),
             )  # fmt: skip
             for i in picked
         ]
-        fts = int(np.count_nonzero(scores.keyword_raw))
+        raw = scores.keyword_raw if isinstance(scores, ranking.Scores) else scores.lexical_raw
+        fts = int(np.count_nonzero(raw))
         mode = "semantic" if matches else ("keyword" if fts else "prominence")
         result = Injection(
             text="", mode=mode, chosen=chosen, query=self.query, total=len(found.ids),
@@ -200,9 +263,13 @@ class SemanticRun:
         return result
 
 
-def components(scores: ranking.Scores, i: int) -> dict[str, float]:
+def components(scores: Scored, i: int, parts: tuple[ranking.Floats, ...] = ()) -> dict[str, float]:
     """Every component of candidate ``i``'s score, and the weights in force."""
-    found = {n: round(float(getattr(scores, n)[i]), 6) for n in COMPONENTS}
+    names = COMPONENTS if isinstance(scores, ranking.Scores) else FUSED_COMPONENTS
+    found = {n: round(float(getattr(scores, n)[i]), 6) for n in names}
+    if not isinstance(scores, ranking.Scores):
+        labels = ("observations", "confidence", "recency", "recall")
+        found.update({k: round(float(p[i]), 6) for k, p in zip(labels, parts, strict=True)})
     found.update({f"weight_{k}": round(v, 6) for k, v in scores.weights._asdict().items()})
     return found
 

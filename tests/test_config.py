@@ -43,6 +43,11 @@ EVERY_FIELD = {
     "memory_inject_facts": True,
     "memory_hook_budget_ms": 1200,
     "memory_query_embedding_budget_ms": 800,
+    "memory_ranking": "d3",
+    "memory_fusion_lexical_weight": 0.8,
+    "memory_fusion_vector_weight": 1.5,
+    "memory_fusion_prominence_weight": 0.1,
+    "memory_neighbour_weight": 0.0,
 }
 
 
@@ -78,6 +83,11 @@ BAD_VALUES = {
     "memory_inject_facts": "0",
     "memory_hook_budget_ms": "50",
     "memory_query_embedding_budget_ms": "-1",
+    "memory_ranking": "bm42",
+    "memory_fusion_lexical_weight": "-1",
+    "memory_fusion_vector_weight": ".inf",
+    "memory_fusion_prominence_weight": "high",
+    "memory_neighbour_weight": "[1]",
 }
 
 

@@ -19,6 +19,8 @@ _TABLES = (
     ("entries", "id"),
     ("vectors", "provider, model, entry_id"),
     ("vector_sets", "provider, model"),
+    ("lexical_terms", "entry_id"),
+    ("packed_sets", "kind"),  # content-named files: the name is the content
 )
 
 

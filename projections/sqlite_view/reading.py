@@ -23,8 +23,9 @@ import numpy.typing as npt
 from memlog.errors import ViewError
 from memlog.projections.fold import Entry
 from memlog.projections.markdown_view.kb_parser import observed_moment
-from memlog.projections.sqlite_view import store
+from memlog.projections.sqlite_view import lexicon, neighbours, store
 from memlog.projections.sqlite_view.vectors import ID_WIDTH, VECTOR_DIR, packed_file, space_rows
+from memlog.projections.terms import term_counts
 from memlog.vocabulary import Space
 
 MAX_TOKENS = 64
@@ -169,9 +170,43 @@ class Snapshot:
         """Cosine of the query with each candidate's vector in ``space`` (0 without one)."""
         return vector_scores(self.db, self.folder, space, query, where)
 
+    def lexical(self, query: str, ids: Sequence[str]) -> Floats | None:
+        """BM25 of the packed lexical index for each of ``ids``; None without an index."""
+        index = lexicon.load(self.db, self.folder)
+        if index is None:
+            return None
+        where = align(index.ids, np.asarray(ids, dtype="S16"))
+        scores = index.score(term_counts([query]))
+        return np.where(where >= 0, scores[np.maximum(where, 0)], 0.0)
+
+    def neighbours(self, ids: Sequence[str]) -> npt.NDArray[np.int64] | None:
+        """Each of ``ids``' neighbours as positions in ``ids`` (−1: none, or not among them)."""
+        graph = neighbours.load(self.db, self.folder)
+        if graph is None:
+            return None
+        keys = np.asarray(ids, dtype="S16")
+        rows = align(graph.ids, keys)
+        to_ids = np.append(align(keys, graph.ids), -1)
+        found = np.full((len(ids), graph.index.shape[1]), -1, dtype=np.int64)
+        have = rows >= 0
+        found[have] = to_ids[graph.index[rows[have]]]
+        return found
+
     def entries(self, ids: Sequence[str], vectors: bool = False) -> list[Entry]:
         """The entries of ``ids``, in id order."""
         return store.load_ids(self.db, ids, vectors)
+
+
+def align(
+    source: Sequence[str] | npt.NDArray[np.bytes_], target: Sequence[str] | npt.NDArray[np.bytes_]
+) -> npt.NDArray[np.int64]:
+    """For each id of ``target``, its position in ``source`` (both ascending), or −1."""
+    if not len(source) or not len(target):
+        return np.full(len(target), -1, dtype=np.int64)
+    left = np.asarray(source, dtype="S16")
+    right = np.asarray(target, dtype="S16")
+    at = np.minimum(np.searchsorted(left, right), len(left) - 1)
+    return np.where(left[at] == right, at, -1).astype(np.int64)
 
 
 def vector_scores(

@@ -113,9 +113,22 @@ def m002_rank_index(db: sqlite3.Connection) -> None:
     )
 
 
+def m003_lexicon_and_neighbours(db: sqlite3.Connection) -> None:
+    """Each live entry's terms for the packed lexical index, and the pointers to the
+    content-named packed files (``packed``: the lexical index, the neighbour lists)."""
+    db.execute(
+        "CREATE TABLE lexical_terms (entry_id TEXT PRIMARY KEY, terms BLOB NOT NULL) WITHOUT ROWID"
+    )
+    db.execute(
+        "CREATE TABLE packed_sets (kind TEXT PRIMARY KEY, file TEXT NOT NULL, "
+        "count INTEGER NOT NULL)"
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_initial", m001_initial),
     ("m002_rank_index", m002_rank_index),
+    ("m003_lexicon_and_neighbours", m003_lexicon_and_neighbours),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

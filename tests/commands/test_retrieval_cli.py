@@ -82,12 +82,13 @@ def test_search_command(memlog_home: Path) -> None:
     assert len(found) == 4 and {f["category"] for f in found} == {"anti-patterns"}
     scores = [f["score"] for f in found]
     assert scores == sorted(scores, reverse=True)
-    assert {"vector", "keyword", "prominence", "final"} <= set(found[0]["components"])
+    assert {"lexical", "vector", "prominence", "neighbours", "final"} <= set(found[0]["components"])
 
     done = runner.invoke(cli, ["search", "file parser", "--explain", "--limit", "2"])
     assert done.exit_code == 0, done.output
     assert "mode: semantic; query: 'file parser'" in done.output
-    assert re.search(r"vector=\d\.\d{4}, .*keyword=\d\.\d{4}, .*final=\d\.\d{4}", done.output)
+    number = r"-?\d+\.\d{4}"
+    assert re.search(rf"lexical={number}, .*vector={number}, .*final={number}", done.output)
 
     done = runner.invoke(cli, ["search", "   "])
     assert done.exit_code != 0 and "empty" in done.output

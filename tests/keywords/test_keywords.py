@@ -477,13 +477,13 @@ def test_observe_records_labels_that_search_finds(memlog_home: Path) -> None:
     assert_ac5(
         list(events[1].keywords), "Deployment scripts need a lock around the release step.", ""
     )
-    # "zebrafish" is only a label: search finds the entry through the FTS5 keywords column
+    # "zebrafish" is only a label: search finds the entry through its indexed keywords
     found = invoke("search", "zebrafish", "--json")
     assert found.exit_code == 0, found.output
     chosen = json.loads(found.stdout)
     assert chosen[0]["id"] == events[0].entry_id
-    assert chosen[0]["components"]["keyword"] > 0
-    assert all(c["components"]["keyword"] == 0 for c in chosen[1:])
+    assert chosen[0]["components"]["lexical_raw"] > 0
+    assert all(c["components"]["lexical_raw"] == 0 for c in chosen[1:])
 
 
 @pytest.mark.usefixtures("no_ollama")

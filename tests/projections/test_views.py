@@ -244,7 +244,7 @@ def test_fts_and_vectors_follow_the_rows(memlog_home: Path) -> None:
     assert matrix.ids == [IDS[0]]
     assert np.frombuffer(vector(1), "<f4").tolist() == pytest.approx(matrix.vectors[0].tolist())
     meta = dict(db.execute("SELECT key, value FROM _metadata").fetchall())
-    assert meta["embedding_provider"] == "local" and meta["schema_version"] == "2"
+    assert meta["embedding_provider"] == "local" and meta["schema_version"] == "3"
     assert meta["log_seq"] == str(len(SOME_EVENTS))
     db.close()
 

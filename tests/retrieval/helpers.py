@@ -19,6 +19,8 @@ from memlog.retrieval.request import Request
 from memlog.workspace import Workspace
 
 HASHING = Config(memory_embedding_provider="hashing")
+#: the spec #024 ranking, kept exactly under ``memory_ranking: d3``
+HASHING_D3 = Config(memory_embedding_provider="hashing", memory_ranking="d3")
 HASHING_SPACE = ("hashing", "blake2b-words", 384)
 HEADER = "## Engineering Memory (from knowledge bank)"
 SECTION_TITLES = ("### Anti-Patterns to Avoid", "### Heuristics", "### Patterns to Follow")

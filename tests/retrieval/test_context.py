@@ -38,7 +38,7 @@ def test_active_feature_is_the_newest_active_one(tmp_path: Path) -> None:
     feature(tmp_path, "003-done", "completed", 9_000_000, spec="Finished work.")
     (tmp_path / "docs" / "features" / "004-broken").mkdir()
     (tmp_path / "docs" / "features" / "004-broken" / ".meta.json").write_text("{not json")
-    assert active_feature(tmp_path) == Feature("newer", "specify", "Newer work.")
+    assert active_feature(tmp_path) == Feature("newer", "specify", "Newer work.", "", "")
 
 
 def test_spec_first_paragraph_is_capped_at_100_words(tmp_path: Path) -> None:
@@ -56,8 +56,9 @@ def test_spec_first_paragraph_is_capped_at_100_words(tmp_path: Path) -> None:
 def test_prd_is_the_fallback_description(tmp_path: Path) -> None:
     feature(tmp_path, "001-a", "active", 1, prd="# PRD\n\nWhy we build it.\n\n## Goals\n")
     assert active_feature(tmp_path) == Feature("a", "specify", "Why we build it.")
-    feature(tmp_path, "002-b", "active", 2, spec="## Only headings\n", prd="From the PRD.")
-    assert active_feature(tmp_path) == Feature("b", "specify", "From the PRD.")
+    prd = "From the PRD, which says what the feature is for."
+    feature(tmp_path, "002-b", "active", 2, spec="## Only headings\n", prd=prd)
+    assert active_feature(tmp_path) == Feature("b", "specify", prd, "", prd)
 
 
 def git(root: Path, *args: str) -> None:

@@ -29,6 +29,7 @@ from memlog.retrieval.record import record
 from memlog.tests.retrieval.helpers import (
     GLOBAL_AP,
     HASHING,
+    HASHING_D3,
     HEADER,
     LOCAL_AP,
     LOCAL_H,
@@ -58,7 +59,7 @@ def test_ac2_entry_from_another_project_is_retrieved(memlog_home: Path, tmp_path
         filler(5, "anti-patterns", project="project-b"),
     )
     root = project(tmp_path, "project-b", spec="We are building a file parser with error handling.")
-    request = make_request(memlog_home, root, limit=3)
+    request = make_request(memlog_home, root, HASHING_D3, limit=3)
     result = build(request)
     assert result.mode == "semantic" and result.notes == []
     assert result.query is not None and result.query.startswith("file-parser: We are building")
@@ -179,7 +180,7 @@ def test_ac7a_provider_unavailable_uses_keywords_and_prominence(
         entry("Parser error handling", PARSER, space=openai),
         filler(6, "patterns", space=openai),
     )
-    config = Config(memory_embedding_provider="openai")  # and no OPENAI_API_KEY
+    config = Config(memory_embedding_provider="openai", memory_ranking="d3")  # no OPENAI_API_KEY
     root = project(tmp_path, "project-b")
     result = build(make_request(memlog_home, root, config, query="file parser error handling"))
     assert result.mode == "keyword" and result.vector_matches == 0
@@ -213,7 +214,8 @@ def test_ac7b_fts_unavailable_uses_vectors_and_prominence(memlog_home: Path) -> 
     db.execute("DROP TABLE entries_fts")
     db.commit()
     db.close()
-    result = build(make_request(memlog_home, None, query="building a file parser error handling"))
+    query = "building a file parser error handling"
+    result = build(make_request(memlog_home, None, HASHING_D3, query=query))
     assert result.mode == "semantic", result.notes
     assert result.vector_matches == 7 and result.fts_matches == 0
     assert any("keyword search unavailable" in n for n in result.notes)
@@ -314,7 +316,7 @@ def test_output_format_semantic(memlog_home: Path) -> None:
 
 def test_output_format_without_any_query(memlog_home: Path) -> None:
     mixed_bank(memlog_home)
-    result = build(make_request(memlog_home, None))
+    result = build(make_request(memlog_home, None, HASHING_D3))
     assert result.query is None and result.mode == "prominence"
     assert result.text.rstrip("\n").endswith(
         '*Memory: 12 entries from 12 | semantic: active (vector=0, fts5=0) | context: "..." '

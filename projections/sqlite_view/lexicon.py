@@ -1,0 +1,150 @@
+"""The lexical index: BM25 over stemmed, identifier-split terms, packed for numpy.
+
+Each live entry's terms (``projections.terms`` over its name, description,
+keywords, reasoning and metadata lines) are kept in ``lexical_terms`` as
+sorted 64-bit term hashes with their counts; only entries an event touched
+are tokenised again.  From those rows the packed file
+``index/<sha256>.lex`` is built whenever an indexed entry changed:
+
+    header  b"MLLEX001", documents n, terms t, postings p
+    ids     n × 16 ASCII bytes, in id order
+    hashes  t × uint64, ascending (blake2b-64 of the term)
+    starts  (t + 1) × uint64: term i's postings are [starts[i], starts[i+1])
+    docs    p × uint32, ascending within a term
+    weights p × float32: the BM25 weight of the term in the document,
+            idf · tf (k1 + 1) / (tf + k1 (1 − b + b · len / avglen)), k1 1.2, b 0.75,
+            idf ln(1 + (n − df + 0.5) / (df + 0.5))
+
+A query is scored by looking its term hashes up with a binary search and
+adding the postings of those terms only, so the cost follows the query's
+terms, never the number of entries that match.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+
+from memlog.projections.fold import Entry
+from memlog.projections.sqlite_view import packed
+from memlog.projections.sqlite_view.indexes import indexed_text
+from memlog.projections.terms import term_counts
+
+KIND = "lex"
+MAGIC = b"MLLEX001"
+K1 = 1.2
+B = 0.75
+_TERM = np.dtype([("hash", "<u8"), ("count", "<f4")])
+
+Floats = npt.NDArray[np.float64]
+
+
+def term_hash(term: str) -> int:
+    return int.from_bytes(hashlib.blake2b(term.encode(), digest_size=8).digest(), "little")
+
+
+def term_row(counts: Counter[str]) -> bytes:
+    """Term hashes ascending with their counts, as stored in ``lexical_terms``."""
+    row = np.array(sorted((term_hash(t), n) for t, n in counts.items()), dtype=_TERM)
+    return row.tobytes()
+
+
+def write_terms(db: sqlite3.Connection, entries: Iterable[Entry]) -> bool:
+    """Keep ``lexical_terms`` in step with ``entries``; whether any row changed."""
+    batch = list(entries)
+    ids = [e.id for e in batch]
+    old = dict(_select_terms(db, ids))
+    rows = {e.id: term_row(term_counts(indexed_text(e))) for e in batch if e.live}
+    gone = [(i,) for i in ids if i in old and i not in rows]
+    new = [(i, blob) for i, blob in rows.items() if old.get(i) != blob]
+    db.executemany("DELETE FROM lexical_terms WHERE entry_id = ?", gone)
+    db.executemany(
+        "INSERT INTO lexical_terms(entry_id, terms) VALUES (?, ?) "
+        "ON CONFLICT(entry_id) DO UPDATE SET terms = excluded.terms",
+        new,
+    )
+    return bool(gone or new)
+
+
+def _select_terms(db: sqlite3.Connection, ids: list[str]) -> list[tuple[str, bytes]]:
+    found: list[tuple[str, bytes]] = []
+    for start in range(0, len(ids), 500):
+        chunk = ids[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        sql = f"SELECT entry_id, terms FROM lexical_terms WHERE entry_id IN ({marks})"
+        found += db.execute(sql, chunk).fetchall()
+    return found
+
+
+def build(db: sqlite3.Connection, folder: Path) -> None:
+    """Pack ``lexical_terms`` into a new index file and point ``packed_sets`` at it."""
+    rows = db.execute("SELECT entry_id, terms FROM lexical_terms ORDER BY entry_id").fetchall()
+    data = encode([r[0] for r in rows], [np.frombuffer(r[1], dtype=_TERM) for r in rows])
+    packed.point(db, folder, KIND, packed.write(folder, KIND, data), len(rows))
+
+
+def encode(ids: list[str], docs: list[npt.NDArray[np.void]]) -> bytes:
+    """The packed file for documents ``docs`` (term rows) named ``ids`` (ascending)."""
+    sizes = np.array([len(d) for d in docs], dtype=np.int64)
+    flat = np.concatenate(docs) if docs else np.zeros(0, dtype=_TERM)
+    doc = np.repeat(np.arange(len(docs), dtype=np.uint32), sizes)
+    order = np.lexsort((doc, flat["hash"]))
+    hashes, doc, tf = flat["hash"][order], doc[order], flat["count"][order].astype(np.float64)
+    terms, starts, df = np.unique(hashes, return_index=True, return_counts=True)
+    lengths = np.array([float(d["count"].sum()) for d in docs])
+    n = max(len(docs), 1)
+    idf = np.log1p((n - df + 0.5) / (df + 0.5))
+    norm = K1 * (1 - B + B * lengths / max(float(lengths.mean()) if docs else 1.0, 1e-9))
+    weights = np.repeat(idf, df) * tf * (K1 + 1) / (tf + norm[doc]) if doc.size else tf
+    bounds = np.append(starts, len(hashes)).astype("<u8")
+    counts = (len(ids), len(terms), len(hashes))
+    return packed.pack(
+        MAGIC, counts, ids, terms.astype("<u8"), bounds, doc.astype("<u4"),
+        weights.astype("<f4"),
+    )  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Lexicon:
+    """A mapped lexical index."""
+
+    ids: npt.NDArray[np.bytes_]
+    hashes: npt.NDArray[np.uint64]
+    starts: npt.NDArray[np.uint64]
+    docs: npt.NDArray[np.uint32]
+    weights: npt.NDArray[np.float32]
+
+    def score(self, query: Counter[str]) -> Floats:
+        """BM25 of every document for the query terms (each counted as often as it occurs)."""
+        scores = np.zeros(len(self.ids), dtype=np.float64)
+        if not query or not len(self.hashes):
+            return scores
+        wanted = np.array([term_hash(t) for t in query], dtype=np.uint64)
+        times = np.array(list(query.values()), dtype=np.float64)
+        at = np.minimum(np.searchsorted(self.hashes, wanted), len(self.hashes) - 1)
+        found = self.hashes[at] == wanted
+        for index, repeat in zip(at[found].tolist(), times[found].tolist(), strict=True):
+            begin, end = int(self.starts[index]), int(self.starts[index + 1])
+            scores[self.docs[begin:end]] += repeat * self.weights[begin:end]  # docs unique
+        return scores
+
+
+def load(db: sqlite3.Connection, folder: Path) -> Lexicon | None:
+    """The index this snapshot points at, mapped; None when there is none or it is unusable."""
+    found = packed.load(db, folder, KIND, MAGIC, _parts)
+    if found is None:
+        return None
+    _, ids, (hashes, starts, docs, weights) = found
+    return Lexicon(ids, hashes, starts, docs, weights)
+
+
+def _parts(counts: packed.Counts) -> list[tuple[str, int]]:
+    _, terms, postings = counts
+    return [("<u8", terms), ("<u8", terms + 1), ("<u4", postings), ("<f4", postings)]

@@ -1,0 +1,112 @@
+"""The default ranking: z-scored signals summed, then raised by the neighbours' scores.
+
+Each signal is turned into z-scores over the candidates (its mean taken
+away, divided by its standard deviation), so no signal's scale decides its
+weight, and the weighted z-scores are summed:
+
+    fused = wl·z(lexical) + wv·z(vector) + wp·z(prominence)
+
+lexical is BM25 over stemmed, identifier-split terms (the packed lexical
+index), vector the cosine of the query with the entry's vector, prominence
+D3's mean of observations, confidence, recency and recalls (``ranking``).
+A signal that is missing or constant has z-scores of 0.  Then every
+candidate is raised by the mean fused score of its nearest neighbours among
+the candidates (lists kept by the projection), when that mean is above the
+average (0): neighbours that score well pull an entry up, neighbours that
+score badly never push it down (in a small view, where everyone is
+everyone's neighbour, the mean would otherwise cancel the scores out):
+
+    final = fused + wn · max(0, mean(fused[neighbours]))
+
+Ties keep candidate (id) order, as in D3.  The weights' defaults were
+chosen on the retrieval benchmark by cross-validation (README).
+"""
+
+from __future__ import annotations
+
+from typing import NamedTuple
+
+import numpy as np
+import numpy.typing as npt
+
+from memlog.config import Config
+
+Floats = npt.NDArray[np.float64]
+Positions = npt.NDArray[np.int64]
+
+
+class FusionWeights(NamedTuple):
+    lexical: float
+    vector: float
+    prominence: float
+    neighbours: float
+
+
+def weights_of(config: Config) -> FusionWeights:
+    """The fused recipe's weights in a configuration."""
+    return FusionWeights(
+        config.memory_fusion_lexical_weight,
+        config.memory_fusion_vector_weight,
+        config.memory_fusion_prominence_weight,
+        config.memory_neighbour_weight,
+    )
+
+
+class Fused(NamedTuple):
+    """Every signal of every candidate, raw and z-scored, and the weights in force."""
+
+    lexical_raw: Floats
+    lexical: Floats
+    vector_raw: Floats
+    vector: Floats
+    prominence_raw: Floats
+    prominence: Floats
+    fused: Floats
+    neighbours: Floats
+    final: Floats
+    weights: FusionWeights
+
+
+def zscores(raw: Floats | None, size: int) -> Floats:
+    """``(raw − mean) / std``; zeros when the signal is missing or constant."""
+    if raw is None or raw.size == 0:
+        return np.zeros(size, dtype=np.float64)
+    spread = float(raw.std())
+    if spread <= 1e-12:
+        return np.zeros(size, dtype=np.float64)
+    return (raw - float(raw.mean())) / spread
+
+
+def neighbour_means(scores: Floats, neighbours: Positions | None) -> Floats:
+    """For each candidate, the mean score of its neighbours among the candidates (−1: none),
+    or 0 when that mean is negative."""
+    if neighbours is None or neighbours.size == 0:
+        return np.zeros_like(scores)
+    present = neighbours >= 0
+    taken = np.where(present, scores[np.maximum(neighbours, 0)], 0.0)
+    counts = present.sum(axis=1)
+    means = np.where(counts > 0, taken.sum(axis=1) / np.maximum(counts, 1), 0.0)
+    return np.maximum(means, 0.0)
+
+
+def fuse(
+    lexical_raw: Floats | None,
+    vector_raw: Floats | None,
+    prominence_raw: Floats,
+    neighbours: Positions | None,
+    weights: FusionWeights,
+) -> Fused:
+    """Score every candidate; ``None`` for a signal that was not available."""
+    size = prominence_raw.size
+    zeros = np.zeros(size, dtype=np.float64)
+    lexical = zscores(lexical_raw, size)
+    vector = zscores(vector_raw, size)
+    prominence = zscores(prominence_raw, size)
+    fused = weights.lexical * lexical + weights.vector * vector + weights.prominence * prominence
+    around = neighbour_means(fused, neighbours)
+    final = fused + weights.neighbours * around
+    return Fused(
+        lexical_raw if lexical_raw is not None else zeros, lexical,
+        vector_raw if vector_raw is not None else zeros, vector,
+        prominence_raw, prominence, fused, around, final, weights,
+    )  # fmt: skip
