@@ -1,7 +1,7 @@
 """The ``memlog`` executable (and ``python -m memlog``).
 
-The hook's hot path comes first: ``memlog hook session-start`` runs before
-click or any command module is imported.
+The hooks' hot path comes first: ``memlog hook session-start``, ``session-end``
+and ``pre-compact`` run before click or any command module is imported.
 """
 
 from __future__ import annotations
@@ -16,6 +16,10 @@ def main() -> None:
         from memlog.hooks.session_start import main as session_start
 
         session_start()
+    if sys.argv[1:2] == ["hook"] and sys.argv[2:] in (["session-end"], ["pre-compact"]):
+        from memlog.hooks.sessions import main as session_hook
+
+        session_hook(sys.argv[2])
     from memlog.commands.cli import main as cli_main
 
     cli_main()

@@ -17,7 +17,7 @@ from typing import Any
 
 import msgspec
 
-from memlog.vocabulary import DEFAULT_SPACES, Space
+from memlog.vocabulary import DEFAULT_SPACES, EXTRACTION_PROVIDERS, Space
 
 CONFIG_FILE = Path(".claude") / "iflow-dev.local.md"
 PROVIDERS = tuple(DEFAULT_SPACES)
@@ -50,6 +50,11 @@ class Config(msgspec.Struct, frozen=True):
     memory_fusion_vector_weight: float = 0.25
     memory_fusion_prominence_weight: float = 0.05
     memory_neighbour_weight: float = 1.0
+    memory_extraction_provider: str = "auto"
+    memory_extraction_daily_budget_usd: float = 0.50
+    #: input tokens one session's extraction may send (estimated before the call)
+    memory_extraction_max_input_tokens: int = 40_000
+    memory_claude_md: bool = False
 
     @property
     def space(self) -> Space:
@@ -107,6 +112,10 @@ CHECKS: dict[str, tuple[Check, str]] = {
     "memory_fusion_vector_weight": (_is_weight, "a number ≥ 0"),
     "memory_fusion_prominence_weight": (_is_weight, "a number ≥ 0"),
     "memory_neighbour_weight": (_is_weight, "a number ≥ 0"),
+    "memory_extraction_provider": (_one_of(EXTRACTION_PROVIDERS), " | ".join(EXTRACTION_PROVIDERS)),
+    "memory_extraction_daily_budget_usd": (_is_weight, "dollars ≥ 0"),
+    "memory_extraction_max_input_tokens": (_is_int(1000), "tokens ≥ 1000"),
+    "memory_claude_md": (_is_bool, "true or false"),
 }
 
 
@@ -221,9 +230,10 @@ def load_config(
         if field not in values or values[field] is None:
             continue
         value = values[field]
-        if field == "memory_keyword_provider" and value is False:
+        if field in ("memory_keyword_provider", "memory_extraction_provider") and value is False:
             value = "off"  # YAML reads a bare `off` as false
-        if isinstance(value, int) and not isinstance(value, bool) and field.endswith("_weight"):
+        numeric = field.endswith(("_weight", "_usd"))
+        if isinstance(value, int) and not isinstance(value, bool) and numeric:
             value = float(value)
         if check(value):
             chosen[field] = value

@@ -9,7 +9,6 @@ the user sees one line naming that file.
 from __future__ import annotations
 
 import sys
-import traceback
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple
@@ -93,6 +92,8 @@ def record_crash(exc: BaseException, home: Path | None) -> str:
         path = home / ERROR_LOG
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         stamp = datetime.now(UTC).isoformat()
+        import traceback  # (only for a crash: the hooks' path stays light)
+
         text = "".join(traceback.format_exception(exc))
         with open(path, "a", encoding="utf-8", errors="backslashreplace") as handle:
             handle.write(f"--- {stamp} {' '.join(sys.argv)}\n{text}")

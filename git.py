@@ -49,3 +49,21 @@ def changed_since(base: str, cwd: Path) -> list[str]:
         why = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[0]
         raise InvalidInput(f"--references-from-git: git diff {base}...HEAD failed: {why}")
     return [line for line in done.stdout.splitlines() if line.strip()]
+
+
+def current_branch(root: Path) -> str:
+    """The branch checked out at ``root``, read from ``.git/HEAD`` (no subprocess):
+    ``HEAD`` when detached, empty when there is no repository or it cannot be read."""
+    git = root / ".git"
+    try:
+        if git.is_file():  # a worktree or submodule: ``gitdir: <path>``
+            pointer = git.read_text(encoding="utf-8").strip()
+            if not pointer.startswith("gitdir:"):
+                return ""
+            git = (root / pointer.split(":", 1)[1].strip()).resolve()
+        head = (git / "HEAD").read_text(encoding="utf-8").strip()
+    except (OSError, UnicodeDecodeError):
+        return ""
+    if head.startswith("ref:"):
+        return head.split(":", 1)[1].strip().removeprefix("refs/heads/")
+    return "HEAD" if head else ""

@@ -73,3 +73,30 @@ DEFAULT_SPACES: dict[str, Space] = {
     "hashing": Space("hashing", "blake2b-words", 384),
 }
 DEFAULT_SPACE = DEFAULT_SPACES["local"]
+
+#: the sections of extracted branch memory (Puffin's), in the order its files show them
+Section = Literal["facts", "architectural-decisions", "conventions", "bug-patterns"]
+SECTIONS: tuple[Section, ...] = ("facts", "architectural-decisions", "conventions", "bug-patterns")
+#: each section's heading in branch memory files and injected blocks
+SECTION_HEADINGS: dict[str, str] = {
+    "facts": "Facts",
+    "architectural-decisions": "Architectural Decisions",
+    "conventions": "Conventions",
+    "bug-patterns": "Bug Patterns",
+}
+#: the global category an extracted entry of each section joins
+SECTION_CATEGORIES: dict[str, Category] = {
+    "conventions": "patterns",
+    "bug-patterns": "anti-patterns",
+    "architectural-decisions": "heuristics",
+    "facts": "facts",
+}
+#: the sections the injected branch block shows, in priority order (facts left out)
+INJECTED_SECTIONS: tuple[Section, ...] = ("conventions", "architectural-decisions", "bug-patterns")
+BRANCH_BLOCK_HEADER = "## Branch Memory (auto-extracted)"
+#: what the injected branch block may take, in characters
+BRANCH_BLOCK_MAX_CHARS = 4000
+#: how an extracted session ends up
+SessionStatus = Literal["open", "pending", "extracted", "skipped", "error"]
+#: extraction providers, tried in this order by ``auto``
+EXTRACTION_PROVIDERS = ("auto", "claude-cli", "anthropic", "ollama", "off")

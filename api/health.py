@@ -84,11 +84,14 @@ def vectors(ws: Workspace, stats: Figures) -> Check:
 
 
 def sessions(stats: Figures) -> Check:
-    """Sessions waiting for extraction, where the statistics count them."""
-    counted = stats.get("sessions")
+    """Sessions waiting for extraction, and those it failed, as the statistics count them."""
+    extraction = stats.get("extraction")
+    counted = extraction.get("sessions") if isinstance(extraction, dict) else None
     pending = counted.get("pending", 0) if isinstance(counted, dict) else 0
-    if pending:
-        return Check("sessions", "warn", f"{pending} sessions waiting for extraction")
+    failed = counted.get("failed", 0) if isinstance(counted, dict) else 0
+    if pending or failed:
+        detail = f"{pending} sessions waiting for extraction, {failed} failed (memlog memorize)"
+        return Check("sessions", "warn", detail)
     return Check("sessions", "ok", "no session waiting for extraction")
 
 

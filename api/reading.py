@@ -8,14 +8,15 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Iterator, Sequence
+from datetime import UTC, datetime
 
 from memlog.eventlog import scan
 from memlog.eventlog.bounds import Bound, parse_bound, within
 from memlog.eventlog.events import Event
 from memlog.eventlog.log import Damage
 from memlog.home import hook_errors
-from memlog.projections.fold import Entry
-from memlog.projections.sqlite_view import listing, queries
+from memlog.projections.fold import Entry, Spend
+from memlog.projections.sqlite_view import ledger, listing, queries
 from memlog.projections.sqlite_view.listing import STATUSES as STATUSES
 from memlog.projections.sqlite_view.listing import Filters as Filters
 from memlog.projections.sqlite_view.queries import Listing
@@ -137,4 +138,33 @@ def stats(ws: Workspace) -> dict[str, object]:
             "pending": queries.pending_count(ws.home, space) if viewed else 0,
         },
         "hook_errors": hook_errors(ws.home),
+        "extraction": extraction(ws),
     }
+
+
+def extraction(ws: Workspace) -> dict[str, object]:
+    """Sessions by status, and the cost of model calls today and in all (with the budget)."""
+    counts = ledger.session_counts(ws.home)
+    today, total = ledger.spend(ws.home, utc_day()), ledger.spend(ws.home)
+    return {
+        "provider": ws.config.memory_extraction_provider,
+        "sessions": {s: counts.get(s, 0) for s in ("pending", "open", "extracted", "skipped")}
+        | {"failed": counts.get("error", 0)},
+        "today": _spend(today),
+        "total": _spend(total),
+        "daily_budget_usd": ws.config.memory_extraction_daily_budget_usd,
+        "maintenance": ledger.maintenance_times(ws.home),
+    }
+
+
+def _spend(spend: Spend) -> dict[str, object]:
+    return {
+        "calls": spend.calls,
+        "tokens_in": spend.tokens_in,
+        "tokens_out": spend.tokens_out,
+        "cost_usd": round(spend.cost_micros / 1_000_000, 6),
+    }
+
+
+def utc_day() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d")

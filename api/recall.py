@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from memlog.git import current_branch
+from memlog.projections.branch_memory import block
 from memlog.retrieval.inject import build
 from memlog.retrieval.record import record
 from memlog.retrieval.request import Chosen, Injection, Request
@@ -17,7 +19,7 @@ def inject(
 ) -> Injection:
     """What the hook would inject for the workspace's project (recorded when asked)."""
     request = Request.interactive(ws, limit=limit)
-    result = build(request)
+    result = with_branch_memory(ws, build(request))
     if remember:
         result.notes += record(request, result, session_id)
     return result
@@ -43,8 +45,21 @@ def for_hook(
     it says no, nothing is injected or recorded.
     """
     request = Request.hook(ws, deadline)
-    result = build(request)
-    if result.chosen and claim is not None and not claim():
+    result = with_branch_memory(ws, build(request))
+    if (result.chosen or result.text) and claim is not None and not claim():
         return Injection(text="", mode=result.mode)
     result.notes += record(request, result, session_id)
+    return result
+
+
+def with_branch_memory(ws: Workspace, result: Injection) -> Injection:
+    """``result`` followed by the branch memory of the branch checked out, if it has any."""
+    branch = current_branch(ws.root) if ws.root is not None else ""
+    try:
+        text = block(ws.home, ws.project, branch)
+    except Exception as exc:  # noqa: BLE001 - sqlite3 errors among others: a note, never a failure
+        result.notes.append(f"branch memory not read ({type(exc).__name__}: {exc})")
+        return result
+    if text:
+        result.text = f"{result.text}\n{text}" if result.text else text
     return result

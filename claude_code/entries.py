@@ -1,10 +1,10 @@
 """memlog's entries in Claude Code's settings: what they are, how to find them in a
 document, and how to add or remove them in its text.
 
-The hook group and the MCP server entry memlog registers; ``install_*`` and
-``remove_*`` edit a document's text in place (``jsonedit``), and
-``strip_ours`` / ``has_ours`` compare parsed documents with memlog's entries
-left out.
+The hook groups (SessionStart, SessionEnd, PreCompact) and the MCP server
+entry memlog registers; ``install_*`` and ``remove_*`` edit a document's text
+in place (``jsonedit``), and ``strip_ours`` / ``has_ours`` compare parsed
+documents with memlog's entries left out.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ import shutil
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from memlog.claude_code.jsonedit import JsonPath, add_item, drop_if_empty, drop_item
 from memlog.errors import MemlogError
@@ -26,6 +26,22 @@ HOOK_EVENT = "SessionStart"
 HOOK_MATCHER = "startup|resume|clear|compact"
 HOOK_TIMEOUT = 10
 HOOK_ARGS = ["hook", "session-start"]
+
+
+class HookSpec(NamedTuple):
+    """One hook memlog registers: its event, matcher (None: every occasion) and command."""
+
+    event: str
+    matcher: str | None
+    args: list[str]
+    timeout: int = HOOK_TIMEOUT
+
+
+HOOKS = (
+    HookSpec(HOOK_EVENT, HOOK_MATCHER, HOOK_ARGS),
+    HookSpec("SessionEnd", None, ["hook", "session-end"]),
+    HookSpec("PreCompact", "manual|auto", ["hook", "pre-compact"]),
+)
 SERVER_NAME = "memlog"
 SERVER_ARGS = ["serve-mcp"]
 EXECUTABLE = "memlog"
@@ -63,10 +79,10 @@ def find_executable() -> str:
     return os.path.abspath(found) if found else EXECUTABLE
 
 
-def hook_group(executable: str) -> Json:
-    command = shlex.join([executable, *HOOK_ARGS])
-    hook = {"type": "command", "command": command, "timeout": HOOK_TIMEOUT}
-    return {"matcher": HOOK_MATCHER, "hooks": [hook]}
+def hook_group(executable: str, spec: HookSpec = HOOKS[0]) -> Json:
+    command = shlex.join([executable, *spec.args])
+    hook = {"type": "command", "command": command, "timeout": spec.timeout}
+    return {"hooks": [hook]} if spec.matcher is None else {"matcher": spec.matcher, "hooks": [hook]}
 
 
 def mcp_server(executable: str) -> Json:
@@ -78,14 +94,14 @@ def _runs_memlog(argv: Sequence[object], args: list[str]) -> bool:
     return isinstance(head, str) and os.path.basename(head) == EXECUTABLE and argv[1:] == args
 
 
-def is_our_hook(hook: object) -> bool:
+def is_our_hook(hook: object, spec: HookSpec = HOOKS[0]) -> bool:
     if not isinstance(hook, dict) or hook.get("type") != "command":
         return False
     try:
         argv = shlex.split(str(hook.get("command", "")))
     except ValueError:
         return False
-    return _runs_memlog(argv, HOOK_ARGS)
+    return _runs_memlog(argv, spec.args)
 
 
 def is_our_server(server: object) -> bool:
@@ -105,27 +121,34 @@ def _member(data: Json, key: str, kind: type, where: Path, name: str) -> Any:
     return value
 
 
-def _hook_groups(data: Json, where: Path) -> list[Any] | None:
+def _hook_groups(data: Json, where: Path, event: str = HOOK_EVENT) -> list[Any] | None:
     hooks = _member(data, "hooks", dict, where, "hooks")
-    return None if hooks is None else _member(hooks, HOOK_EVENT, list, where, f"hooks.{HOOK_EVENT}")
+    return None if hooks is None else _member(hooks, event, list, where, f"hooks.{event}")
 
 
-def _our_hooks(groups: list[Any]) -> list[tuple[int, list[int], int]]:
+def _our_hooks(groups: list[Any], spec: HookSpec = HOOKS[0]) -> list[tuple[int, list[int], int]]:
     """(group index, indices of memlog's hooks in it, how many hooks it has), last first."""
     found = []
     for g, group in enumerate(groups):
         hooks = group.get("hooks") if isinstance(group, dict) else None
         if isinstance(hooks, list):
-            ours = [h for h, hook in enumerate(hooks) if is_our_hook(hook)]
+            ours = [h for h, hook in enumerate(hooks) if is_our_hook(hook, spec)]
             if ours:
                 found.append((g, ours, len(hooks)))
     return found[::-1]
 
 
 def remove_hooks(text: str, where: Path, prune: bool = True) -> str:
-    groups = _hook_groups(parse_document(text, where), where) or []
-    found = _our_hooks(groups)
-    event: JsonPath = ["hooks", HOOK_EVENT]
+    before = text
+    for spec in HOOKS:
+        text = _remove_hook(text, where, spec, prune)
+    return drop_if_empty(text, ["hooks"]) if prune and text != before else text
+
+
+def _remove_hook(text: str, where: Path, spec: HookSpec, prune: bool) -> str:
+    groups = _hook_groups(parse_document(text, where), where, spec.event) or []
+    found = _our_hooks(groups, spec)
+    event: JsonPath = ["hooks", spec.event]
     for g, ours, total in found:
         if len(ours) == total:
             text = drop_item(text, event, g)
@@ -133,22 +156,28 @@ def remove_hooks(text: str, where: Path, prune: bool = True) -> str:
         for h in reversed(ours):
             text = drop_item(text, [*event, g, "hooks"], h)
     if found and prune:
-        text = drop_if_empty(drop_if_empty(text, event), ["hooks"])
+        text = drop_if_empty(text, event)
     return text
 
 
 def install_hooks(text: str, where: Path, executable: str) -> str:
-    group = hook_group(executable)
-    groups = _hook_groups(parse_document(text, where), where)
-    if groups is not None and group in groups and len(_our_hooks(groups)) == 1:
+    for spec in HOOKS:
+        text = _install_hook(text, where, executable, spec)
+    return text
+
+
+def _install_hook(text: str, where: Path, executable: str, spec: HookSpec) -> str:
+    group = hook_group(executable, spec)
+    groups = _hook_groups(parse_document(text, where), where, spec.event)
+    if groups is not None and group in groups and len(_our_hooks(groups, spec)) == 1:
         return text
-    text = remove_hooks(text, where, prune=False)
+    text = _remove_hook(text, where, spec, prune=False)
     data = parse_document(text, where)
     if "hooks" not in data:
-        return add_item(text, [], "hooks", {HOOK_EVENT: [group]})
-    if HOOK_EVENT not in data["hooks"]:
-        return add_item(text, ["hooks"], HOOK_EVENT, [group])
-    return add_item(text, ["hooks", HOOK_EVENT], None, group)
+        return add_item(text, [], "hooks", {spec.event: [group]})
+    if spec.event not in data["hooks"]:
+        return add_item(text, ["hooks"], spec.event, [group])
+    return add_item(text, ["hooks", spec.event], None, group)
 
 
 def _servers(data: Json, where: Path) -> dict[str, Any] | None:
@@ -181,13 +210,15 @@ def install_server(text: str, where: Path, executable: str) -> str:
 
 
 def strip_ours(data: Json) -> Json:
-    """``data`` without memlog's hook and server, empty containers they leave pruned."""
+    """``data`` without memlog's hooks and server, empty containers they leave pruned."""
     data = copy.deepcopy(data)
     hooks = data.get("hooks")
     if isinstance(hooks, dict):
-        if isinstance(hooks.get(HOOK_EVENT), list):
-            hooks[HOOK_EVENT] = [g for g in map(_strip_group, hooks[HOOK_EVENT]) if g is not None]
-            _prune(hooks, HOOK_EVENT)
+        for spec in HOOKS:
+            if isinstance(hooks.get(spec.event), list):
+                kept = (_strip_group(g, spec) for g in hooks[spec.event])
+                hooks[spec.event] = [g for g in kept if g is not None]
+                _prune(hooks, spec.event)
         _prune(data, "hooks")
     servers = data.get("mcpServers")
     if isinstance(servers, dict):
@@ -198,20 +229,21 @@ def strip_ours(data: Json) -> Json:
 
 
 def has_ours(data: Json) -> bool:
-    """Whether ``data`` holds memlog's hook or server."""
+    """Whether ``data`` holds one of memlog's hooks or its server."""
     hooks = data.get("hooks")
-    groups = hooks.get(HOOK_EVENT) if isinstance(hooks, dict) else None
-    if isinstance(groups, list) and _our_hooks(groups):
-        return True
+    for spec in HOOKS:
+        groups = hooks.get(spec.event) if isinstance(hooks, dict) else None
+        if isinstance(groups, list) and _our_hooks(groups, spec):
+            return True
     servers = data.get("mcpServers")
     return isinstance(servers, dict) and is_our_server(servers.get(SERVER_NAME))
 
 
-def _strip_group(group: Any) -> Any:
+def _strip_group(group: Any, spec: HookSpec) -> Any:
     hooks = group.get("hooks") if isinstance(group, dict) else None
-    if not isinstance(hooks, list) or not any(map(is_our_hook, hooks)):
+    if not isinstance(hooks, list) or not any(is_our_hook(h, spec) for h in hooks):
         return group
-    kept = [h for h in hooks if not is_our_hook(h)]
+    kept = [h for h in hooks if not is_our_hook(h, spec)]
     return {**group, "hooks": kept} if kept else None
 
 

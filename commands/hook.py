@@ -19,3 +19,25 @@ def session_start() -> None:
     from memlog.hooks.session_start import main
 
     main()
+
+
+@hook.command(name="session-end")
+def session_end() -> None:
+    """Read the SessionEnd JSON on stdin, record the session and start its extraction.
+
+    Never calls a model: prints {} and exits 0 at once, whatever fails.
+    """
+    from memlog.hooks.sessions import main
+
+    main("session-end")
+
+
+@hook.command(name="pre-compact")
+def pre_compact() -> None:
+    """Read the PreCompact JSON on stdin, record the session and start its extraction.
+
+    Never calls a model: prints {} and exits 0 at once, whatever fails.
+    """
+    from memlog.hooks.sessions import main
+
+    main("pre-compact")

@@ -47,7 +47,7 @@ def _line(event: Event) -> str:
 def _summary(event: Event) -> str:
     if isinstance(event, Observed):
         return f"{event.category}: {event.name}"
-    for field in ("reason", "query", "model", "provider"):
+    for field in ("reason", "query", "model", "provider", "mode", "task"):
         value = getattr(event, field, "")
         if value:
             return str(value)

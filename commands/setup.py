@@ -1,4 +1,4 @@
-"""``memlog setup``: register the SessionStart hook and the MCP server with Claude Code."""
+"""``memlog setup``: register memlog's hooks and MCP server with Claude Code."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import click
 
 from memlog.claude_code import plugin
-from memlog.claude_code.entries import EXECUTABLE, find_executable, hook_group, mcp_server
+from memlog.claude_code.entries import EXECUTABLE, HOOKS, find_executable, hook_group, mcp_server
 from memlog.claude_code.settings import (
     Action,
     Change,
@@ -42,7 +42,10 @@ from memlog.project import find_project_root
 def setup(
     project_scope: bool, project_root: Path | None, uninstall: bool, dry_run: bool, as_json: bool
 ) -> None:
-    """Register memlog with Claude Code: the SessionStart hook and the MCP server.
+    """Register memlog with Claude Code: its hooks and the MCP server.
+
+    The hooks are SessionStart (memories in), SessionEnd and PreCompact (the
+    session recorded for extraction, which runs detached).
 
     User scope (the default) edits ~/.claude/settings.json and ~/.claude.json;
     --project edits <project>/.claude/settings.json and <project>/.mcp.json,
@@ -112,7 +115,7 @@ def _plugin_note(plugins: list[plugin.PluginInstall], uninstall: bool, changed: 
         return
     names = ", ".join(p.describe() for p in plugins)
     click.echo(
-        f"the memlog {names} already runs the SessionStart hook and the MCP server: "
+        f"the memlog {names} already runs the hooks and the MCP server: "
         "memlog setup adds neither, so nothing runs twice"
     )
     if changed:
@@ -120,9 +123,9 @@ def _plugin_note(plugins: list[plugin.PluginInstall], uninstall: bool, changed: 
 
 
 def _summary(executable: str, changed: bool) -> None:
-    hook = hook_group(executable)["hooks"][0]["command"]
+    for spec in HOOKS:
+        click.echo(f"{spec.event} hook: {hook_group(executable, spec)['hooks'][0]['command']}")
     server = mcp_server(executable)
-    click.echo(f"SessionStart hook: {hook}")
     click.echo(f"MCP server {server['command']} {' '.join(server['args'])} (as `memlog`)")
     if executable == EXECUTABLE:
         warn(["the entries run `memlog` from PATH; Claude Code must find it there"])

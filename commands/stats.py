@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from memlog.api import reading
@@ -40,6 +42,21 @@ def _print(figures: dict[str, object]) -> None:
         f"embeddings: {embeddings['provider']}/{embeddings['model']}, "
         f"{embeddings['pending']} entries pending (memlog reembed)"
     )
+    _print_extraction(figures["extraction"])  # type: ignore[arg-type]
     errors: dict[str, object] = figures["hook_errors"]  # type: ignore[assignment]
     if errors["count"]:
         click.echo(f"hook errors: {errors['count']}; last: {errors['last']} (see {HOOK_ERROR_LOG})")
+
+
+def _print_extraction(figures: dict[str, Any]) -> None:
+    sessions = ", ".join(f"{n} {status}" for status, n in figures["sessions"].items())
+    click.echo(f"sessions ({figures['provider']}): {sessions}")
+    today, total = figures["today"], figures["total"]
+    click.echo(
+        f"  cost today: ${today['cost_usd']:.4f} of ${figures['daily_budget_usd']:.2f} "
+        f"({today['calls']} calls, {today['tokens_in']} tokens in, {today['tokens_out']} out)"
+    )
+    click.echo(
+        f"  cost in total: ${total['cost_usd']:.4f} ({total['calls']} calls, "
+        f"{total['tokens_in']} tokens in, {total['tokens_out']} out)"
+    )

@@ -10,12 +10,12 @@ new tag or an upcaster in ``codec``.
 from __future__ import annotations
 
 import hashlib
-from typing import Annotated
+from typing import Annotated, Literal
 
 import msgspec
 from msgspec import Meta
 
-from memlog.vocabulary import Category, Confidence, Scope, Source
+from memlog.vocabulary import Category, Confidence, Scope, Section, SessionStatus, Source
 
 Text = Annotated[str, Meta(min_length=1)]
 EntryId = Annotated[str, Meta(pattern="^[0-9a-f]{16}$")]
@@ -77,6 +77,10 @@ class Observed(EventBase, frozen=True, kw_only=True, tag="entry.observed"):
     origin: str = ""
     #: further ``Key: value`` metadata lines of an imported entry, verbatim
     details: tuple[str, ...] = ()
+    #: the branch memory section of an extracted entry
+    section: Section | Literal[""] = ""
+    #: the git branch the entry was extracted on (with ``project``: its branch memory)
+    branch: str = ""
 
     @property
     def entry_id(self) -> str:
@@ -146,6 +150,8 @@ class Retired(EventBase, frozen=True, kw_only=True, tag="entry.retired"):
 
     entry_id: EntryId
     reason: str = ""
+    #: the branch memory (``project/branch``) the entry leaves; empty: it leaves everything
+    branch: str = ""
 
     @property
     def entry_ids(self) -> tuple[str, ...]:
@@ -158,13 +164,112 @@ class Superseded(EventBase, frozen=True, kw_only=True, tag="entry.superseded"):
     entry_id: EntryId
     by: EntryId
     reason: str = ""
+    #: the branch memory (``project/branch``) in which it is replaced; empty: everywhere
+    branch: str = ""
 
     @property
     def entry_ids(self) -> tuple[str, ...]:
         return (self.entry_id, self.by)
 
 
-Event = Observed | Promoted | Recalled | Reembedded | Labelled | Retired | Superseded
+# -- sessions of Claude Code, extraction and maintenance ----------------------------------
+
+
+class Usage(msgspec.Struct, frozen=True, kw_only=True):
+    """What the model calls behind an event cost: calls, tokens, estimated dollars."""
+
+    provider: str = ""
+    model: str = ""
+    calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    #: estimated cost in millionths of a US dollar (exact sums, no float drift)
+    cost_micros: int = 0
+
+
+class SessionPending(EventBase, frozen=True, kw_only=True, tag="session.pending"):
+    """A Claude Code session has a transcript to read: it started, ended or compacts."""
+
+    session_id: Text
+    transcript: str = ""
+    cwd: str = ""
+    project: str = ""
+    branch: str = ""
+    #: SessionStart, SessionEnd, PreCompact, manual or sweep
+    trigger: str = ""
+    #: the hook's own word: SessionEnd ``reason``, PreCompact ``trigger``, SessionStart ``source``
+    reason: str = ""
+    #: the transcript's size in bytes when this was recorded
+    size: int = 0
+
+
+class SessionProgress(EventBase, frozen=True, kw_only=True, tag="session.progress"):
+    """Extraction read a session's transcript up to ``offset`` (bytes), with this outcome."""
+
+    session_id: Text
+    status: SessionStatus
+    #: the next transcript byte to read: never read twice
+    offset: int = 0
+    reason: str = ""
+    turns: int = 0
+    usage: Usage = Usage()
+
+
+class Operation(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One operation on a branch memory, as validated and applied."""
+
+    op: Literal["add", "update", "remove", "keep"]
+    #: the entry concerned: the new one for ``add``, the existing one otherwise
+    entry_id: str = ""
+    #: ``update``: the entry that replaces it
+    by: str = ""
+    section: str = ""
+    text: str = ""
+    reason: str = ""
+    confidence: float | None = None
+
+
+class MemoryEvolved(EventBase, frozen=True, kw_only=True, tag="memory.evolved"):
+    """The audit of one change to a branch memory: every operation and what it cost."""
+
+    project: str
+    branch: str
+    #: created (no memory yet), evolved, fallback (evolution rejected), consolidated, cleared
+    mode: str
+    session_id: str = ""
+    operations: tuple[Operation, ...] = ()
+    note: str = ""
+    usage: Usage = Usage()
+
+    @property
+    def entry_ids(self) -> tuple[str, ...]:
+        """The entries its operations name (the audit joins their history)."""
+        named = (i for op in self.operations for i in (op.entry_id, op.by) if i)
+        return tuple(dict.fromkeys(named))
+
+
+class MaintenanceRan(EventBase, frozen=True, kw_only=True, tag="maintenance.ran"):
+    """A periodic maintenance task ran (``weekly`` consolidation, ``monthly`` reindex)."""
+
+    task: Literal["weekly", "monthly"]
+    branches: tuple[str, ...] = ()
+    entries: int = 0
+    note: str = ""
+
+
+Event = (
+    Observed
+    | Promoted
+    | Recalled
+    | Reembedded
+    | Labelled
+    | Retired
+    | Superseded
+    | SessionPending
+    | SessionProgress
+    | MemoryEvolved
+    | MaintenanceRan
+)
 EVENT_TYPES: tuple[type[EventBase], ...] = (
     Observed,
     Promoted,
@@ -173,5 +278,9 @@ EVENT_TYPES: tuple[type[EventBase], ...] = (
     Labelled,
     Retired,
     Superseded,
+    SessionPending,
+    SessionProgress,
+    MemoryEvolved,
+    MaintenanceRan,
 )
 TYPE_NAMES: tuple[str, ...] = tuple(str(t.__struct_config__.tag) for t in EVENT_TYPES)

@@ -19,7 +19,6 @@ import select
 import sys
 import threading
 import time
-import traceback
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -58,6 +57,8 @@ def read_payload(stream: Any = None) -> dict[str, Any]:
 def log_error(home: Path, message: str, exc: BaseException | None = None) -> None:
     """Append to the hook's error log (stderr when the home cannot be written)."""
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+    import traceback  # (only when something failed)
+
     detail = "".join(traceback.format_exception(exc)) if exc is not None else ""
     text = f"{stamp} {message}\n{detail}"
     try:
@@ -139,13 +140,18 @@ def _budget(box: dict[str, str]) -> float:
 
 def main() -> None:
     """Entry point of ``memlog hook session-start``: always prints valid JSON, exits 0."""
+    from memlog.hooks.sessions import after_start, guarded
+
     started = time.monotonic()
     home = resolve_home()
-    context = ""
+    context, payload = "", {}
     try:
-        context = run(read_payload(), home, started)
+        if not guarded():  # not inside memlog's own extraction
+            payload = read_payload()
+            context = run(payload, home, started)
     except BaseException as exc:  # noqa: BLE001 - the hook must never fail
         log_error(home, f"failed: {type(exc).__name__}: {exc}", exc)
     sys.stdout.write(envelope(context) + "\n")
     sys.stdout.flush()
+    after_start(payload, home)
     os._exit(0)  # a late worker thread must not hold the exit

@@ -15,12 +15,17 @@ import msgspec
 from memlog.eventlog.events import (
     Event,
     Labelled,
+    MaintenanceRan,
+    MemoryEvolved,
     Observed,
     Promoted,
     Recalled,
     Reembedded,
     Retired,
+    SessionPending,
+    SessionProgress,
     Superseded,
+    Usage,
 )
 from memlog.vocabulary import CONFIDENCE_RANK, MAX_KEYWORDS
 
@@ -70,17 +75,67 @@ class Entry(msgspec.Struct, kw_only=True):
     superseded_by: str = ""
     #: "provider/model" -> vector
     vectors: dict[str, Vector] = msgspec.field(default_factory=dict)
+    #: the branch memory section of an extracted entry
+    section: str = ""
+    #: the branch memories (``project/branch``) holding the entry
+    branches: list[str] = msgspec.field(default_factory=list)
+    #: ``key<TAB>time`` for every branch memory the entry ever joined: when it last
+    #: joined, left or came back to it (what that memory's ``Last updated`` comes from)
+    branch_stamps: list[str] = msgspec.field(default_factory=list)
 
     @property
     def live(self) -> bool:
         return self.status == "live"
 
 
+class Session(msgspec.Struct, kw_only=True):
+    """A Claude Code session as the log knows it: where its transcript is, how far read."""
+
+    id: str
+    project: str = ""
+    branch: str = ""
+    cwd: str = ""
+    transcript: str = ""
+    #: open (started, not ended), pending, extracted, skipped, error
+    status: str = "open"
+    #: the outcome of the last extraction run ("" before the first)
+    done: str = ""
+    trigger: str = ""
+    reason: str = ""
+    #: transcript bytes when last reported, and bytes read so far
+    size: int = 0
+    offset: int = 0
+    #: extraction attempts that failed for a passing reason since the last success
+    attempts: int = 0
+    turns: int = 0
+    calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_micros: int = 0
+    first_seen: str = ""
+    updated_at: str = ""
+
+
+class Spend(msgspec.Struct, kw_only=True):
+    """Model calls of one UTC day, for the daily budget."""
+
+    day: str
+    calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    cost_micros: int = 0
+
+
 class State(msgspec.Struct):
-    """Every entry by id, and which of them the last events touched."""
+    """Every entry by id, and which of them the last events touched; sessions, spend by
+    day and the last run of each maintenance task, and which of those changed."""
 
     entries: dict[str, Entry] = msgspec.field(default_factory=dict)
     touched: set[str] = msgspec.field(default_factory=set)
+    sessions: dict[str, Session] = msgspec.field(default_factory=dict)
+    spend: dict[str, Spend] = msgspec.field(default_factory=dict)
+    maintenance: dict[str, str] = msgspec.field(default_factory=dict)
+    touched_ledger: set[str] = msgspec.field(default_factory=set)
 
 
 def space_key(provider: str, model: str) -> str:
@@ -110,6 +165,7 @@ def _create(event: Observed) -> Entry:
         source=event.source,
         source_project=event.project,
         last_observed=event.last_observed,
+        section=event.section,
     )
     _add_provenance(entry, event)
     return entry
@@ -155,10 +211,24 @@ def _observe_again(entry: Entry, event: Observed) -> None:
 def _observed(state: State, event: Observed) -> str:
     entry = state.entries.get(event.entry_id)
     if entry is None:
-        state.entries[event.entry_id] = _create(event)
+        entry = state.entries[event.entry_id] = _create(event)
     else:
+        if not entry.live:  # back in every branch memory it was in
+            for key in entry.branches:
+                _stamp(entry, key, event.ts)
         _observe_again(entry, event)
+    if event.section:
+        entry.section = entry.section or event.section
+        key = branch_key(event.project, event.branch)
+        if key not in entry.branches:
+            entry.branches.append(key)
+            _stamp(entry, key, event.ts)
     return event.entry_id
+
+
+def _stamp(entry: Entry, key: str, ts: str) -> None:
+    kept = [s for s in entry.branch_stamps if s.split("\t", 1)[0] != key]
+    entry.branch_stamps = sorted([*kept, f"{key}\t{ts}"])
 
 
 def _promoted(entry: Entry, event: Promoted) -> None:
@@ -181,12 +251,29 @@ def _labelled(entry: Entry, event: Labelled) -> None:
     entry.keywords = list(dict.fromkeys(event.keywords))[:MAX_KEYWORDS]
 
 
+def _leaves_branch(entry: Entry, branch: str, ts: str) -> bool:
+    """Take ``entry`` out of the branch memory ``branch`` (of every one when empty);
+    True when that takes it out of retrieval too."""
+    if not branch:
+        for key in entry.branches if entry.live else ():
+            _stamp(entry, key, ts)
+        return True
+    if branch not in entry.branches:
+        return False
+    entry.branches.remove(branch)
+    _stamp(entry, branch, ts)
+    return not entry.branches
+
+
 def _retired(entry: Entry, event: Retired) -> None:
-    entry.status, entry.status_reason = "retired", event.reason
+    if _leaves_branch(entry, event.branch, event.ts):
+        entry.status, entry.status_reason = "retired", event.reason
 
 
 def _superseded(entry: Entry, event: Superseded) -> None:
-    entry.status, entry.status_reason, entry.superseded_by = "superseded", event.reason, event.by
+    if _leaves_branch(entry, event.branch, event.ts):
+        entry.status, entry.status_reason = "superseded", event.reason
+        entry.superseded_by = event.by
 
 
 def _update(entry: Entry, event: Event) -> None:
@@ -210,6 +297,9 @@ def apply(state: State, event: Event) -> State:
     if isinstance(event, Observed):
         state.touched.add(_observed(state, event))
         return state
+    if isinstance(event, SessionPending | SessionProgress | MemoryEvolved | MaintenanceRan):
+        _ledger(state, event)
+        return state
     ids = event.ids if isinstance(event, Recalled) else (event.entry_ids[0],)
     for entry_id in dict.fromkeys(ids):
         entry = state.entries.get(entry_id)
@@ -217,6 +307,80 @@ def apply(state: State, event: Event) -> State:
             _update(entry, event)
             state.touched.add(entry_id)
     return state
+
+
+# -- sessions, spend and maintenance -------------------------------------------------------
+
+
+def branch_key(project: str, branch: str) -> str:
+    """The key of a branch memory: ``project/branch`` (a project name holds no ``/``)."""
+    return f"{project}/{branch}"
+
+
+def _session(state: State, session_id: str, ts: str) -> Session:
+    session = state.sessions.get(session_id)
+    if session is None:
+        session = state.sessions[session_id] = Session(id=session_id, first_seen=ts)
+    session.updated_at = ts
+    state.touched_ledger.add(f"session:{session_id}")
+    return session
+
+
+def _pending(state: State, event: SessionPending) -> None:
+    session = _session(state, event.session_id, event.ts)
+    for field in ("transcript", "cwd", "project", "branch"):
+        if getattr(event, field):
+            setattr(session, field, getattr(event, field))
+    session.trigger, session.reason = event.trigger, event.reason
+    session.size = max(session.size, event.size)
+    if event.trigger == "SessionStart":
+        session.status = "pending" if session.status == "pending" else "open"
+    elif event.size > session.offset or not session.done:
+        session.status = "pending"
+    elif session.status == "open":  # ended with nothing new since the last run
+        session.status = session.done
+
+
+def _progress(state: State, event: SessionProgress) -> None:
+    session = _session(state, event.session_id, event.ts)
+    session.offset = max(session.offset, event.offset)
+    session.status, session.reason = event.status, event.reason
+    session.attempts = session.attempts + 1 if event.status == "pending" else 0
+    if event.status != "pending":
+        session.done = event.status
+    session.turns += event.turns
+    _spent(state, event.ts, event.usage, session)
+
+
+def _spent(state: State, ts: str, usage: Usage, session: Session | None) -> None:
+    if not usage.calls:
+        return
+    day = ts[:10]
+    spend = state.spend.setdefault(day, Spend(day=day))
+    state.touched_ledger.add(f"spend:{day}")
+    for total in (spend, session) if session is not None else (spend,):
+        total.calls += usage.calls
+        total.tokens_in += usage.tokens_in
+        total.tokens_out += usage.tokens_out
+        total.cost_micros += usage.cost_micros
+
+
+def _ledger(
+    state: State, event: SessionPending | SessionProgress | MemoryEvolved | MaintenanceRan
+) -> None:
+    match event:
+        case SessionPending():
+            _pending(state, event)
+        case SessionProgress():
+            _progress(state, event)
+        case MemoryEvolved():
+            known = state.sessions.get(event.session_id) if event.session_id else None
+            if known is not None:
+                state.touched_ledger.add(f"session:{known.id}")
+            _spent(state, event.ts, event.usage, known)
+        case MaintenanceRan():
+            state.maintenance[event.task] = event.ts
+            state.touched_ledger.add(f"maintenance:{event.task}")
 
 
 def fold(events: Iterable[Event], state: State | None = None) -> State:

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from memlog import files
 from memlog.projections.fold import Entry
-from memlog.projections.markdown_view import render
+from memlog.projections.markdown_view import branch, render
 from memlog.projections.markdown_view.writer import (
     MarkdownState,
     load_state,
@@ -23,7 +23,7 @@ from memlog.projections.markdown_view.writer import (
     write_files,
 )
 from memlog.projections.sqlite_view import store
-from memlog.projections.sqlite_view.queries import live_members
+from memlog.projections.sqlite_view.queries import branch_members, live_members
 
 LOCK_NAME = ".markdown.lock"
 Signature = tuple[tuple[str, ...], str]
@@ -42,7 +42,8 @@ def changed_files(touched: list[Entry], before: dict[str, Signature]) -> dict[st
             continue
         paths = set(new[0]) | (set(old[0]) if old is not None else set())
         for path in paths:
-            changed.setdefault(path, set()).add(entry.source_project)
+            keys = render.branch_keys(entry, path) if branch.is_branch_file(path) else set()
+            changed.setdefault(path, set()).update(keys or {entry.source_project})
     return changed
 
 
@@ -74,7 +75,10 @@ def _render_changed(db: sqlite3.Connection, changed: dict[str, set[str]]) -> dic
 
 
 def _members(db: sqlite3.Connection, path: str, projects: set[str]) -> list[Entry]:
-    """The entries ``path`` shows (only live ones are rendered, so only they are read)."""
+    """The entries ``path`` shows (only live ones are rendered, so only they are read;
+    a branch file: every entry that ever joined its memories, ``projects`` being their keys)."""
+    if branch.is_branch_file(path):
+        return [e for e in branch_members(db, projects) if path in render.paths_of(e)]
     category = path.rsplit("/", 1)[-1].removesuffix(".md")
     entries = live_members(db, category, projects if path.startswith("projects/") else None)
     return [e for e in entries if path in render.paths_of(e)]

@@ -15,7 +15,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
@@ -24,10 +24,10 @@ from memlog.eventlog.bounds import Bound, within
 from memlog.eventlog.events import Reembedded
 from memlog.eventlog.log import START, DamageHandler, EventLog, Record
 from memlog.projections import markdown_sync
-from memlog.projections.fold import Entry, State, apply
+from memlog.projections.fold import State, apply
 from memlog.projections.markdown_view import render
 from memlog.projections.markdown_view.writer import load_state
-from memlog.projections.sqlite_view import indexes, store
+from memlog.projections.sqlite_view import indexes, ledger, store
 from memlog.projections.sqlite_view.schema import SCHEMA_VERSION
 from memlog.projections.sqlite_view.vectors import VECTOR_DIR, collect_garbage, write_packed
 from memlog.spawn import spawn_memlog
@@ -180,12 +180,14 @@ def _apply(
         return {}
     ids = {i for r in records for i in r.event.entry_ids}
     state = State(entries=store.load_entries(db, ids))
+    ledger.load(db, state, (r.event for r in records))
     before = {i: render.signature(e) for i, e in state.entries.items()}
     indexed = indexes.signature(state.entries.values(), space)
     for record in records:
         apply(state, record.event)
     touched = [state.entries[i] for i in sorted(state.touched)]
     store.write_entries(db, touched, space.key)
+    ledger.write(db, state)
     if repack or any(_in_space(r, space) for r in records):
         write_packed(db, folder / VECTOR_DIR, space)
     indexes.refresh(db, folder, space, touched, indexed)
@@ -254,7 +256,7 @@ def rebuild(
     folder = target or home
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     state, stored, applied = fold_log(EventLog(home), until, progress)
-    _build_database(folder, state.entries.values(), space, stored)
+    _build_database(folder, state, space, stored)
     with markdown_sync.locked(folder):
         notes = markdown_sync.write_markdown(
             folder, render.plan(state.entries.values()), load_state(folder), stored
@@ -263,15 +265,14 @@ def rebuild(
     return Rebuilt(applied, live, stored.seq, notes)
 
 
-def _build_database(
-    folder: Path, entries: Iterable[Entry], space: Space, stored: store.Stored
-) -> None:
+def _build_database(folder: Path, state: State, space: Space, stored: store.Stored) -> None:
     _remove_stale_asides(folder)
     aside = folder / f".{store.DB_NAME}.rebuild-{os.getpid()}"
     _remove_db_files(aside)
-    ordered = sorted(entries, key=lambda e: e.id)
+    ordered = sorted(state.entries.values(), key=lambda e: e.id)
     with store.opened(aside) as db, store.transaction(db):
         store.write_entries(db, ordered, space.key)
+        ledger.write(db, state, everything=True)
         write_packed(db, folder / VECTOR_DIR, space)
         indexes.rebuild(db, folder, space, ordered)
         store.set_meta(db, {**_space_meta(space), **store.position_meta(stored)})

@@ -19,4 +19,6 @@ def memlog_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
         monkeypatch.delenv(name, raising=False)
     # Fast, deterministic vectors by default; tests of the local model ask for it.
     monkeypatch.setenv("MEMLOG_EMBEDDING_PROVIDER", "hashing")
+    # No model is ever asked unless a test says which (tests of extraction do).
+    monkeypatch.setenv("MEMLOG_EXTRACTION_PROVIDER", "off")
     return home

@@ -48,6 +48,10 @@ EVERY_FIELD = {
     "memory_fusion_vector_weight": 1.5,
     "memory_fusion_prominence_weight": 0.1,
     "memory_neighbour_weight": 0.0,
+    "memory_extraction_provider": "anthropic",
+    "memory_extraction_daily_budget_usd": 0.25,
+    "memory_extraction_max_input_tokens": 20000,
+    "memory_claude_md": True,
 }
 
 

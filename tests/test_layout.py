@@ -31,7 +31,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ),
     ("eventlog", ("memlog.eventlog",)),
     ("projections", ("memlog.projections",)),
-    ("providers", ("memlog.embeddings", "memlog.keywords")),
+    ("providers", ("memlog.embeddings", "memlog.keywords", "memlog.llm")),
     ("workspace", ("memlog.workspace",)),
     ("capture", ("memlog.capture",)),
     ("retrieval", ("memlog.retrieval",)),
@@ -148,6 +148,7 @@ print(json.dumps({"exit": result.exit_code, "output": result.output,
 def loaded_by(home: Path, cwd: Path, *args: str) -> dict[str, object]:
     env = {**os.environ, "MEMLOG_HOME": str(home)}
     env.pop("MEMLOG_EMBEDDING_PROVIDER", None)  # the defaults, as a user has them
+    env.pop("MEMLOG_EXTRACTION_PROVIDER", None)
     done = subprocess.run(
         [sys.executable, "-c", PROBE, *args], capture_output=True, text=True, env=env, cwd=cwd,
         timeout=60, check=True,
@@ -198,6 +199,7 @@ def test_the_hook_loads_no_cli_and_no_http(written_home: Path, tmp_path: Path) -
     )
     env = {**os.environ, "MEMLOG_HOME": str(written_home)}
     env.pop("MEMLOG_EMBEDDING_PROVIDER", None)  # no variable to parse: no yaml
+    env.pop("MEMLOG_EXTRACTION_PROVIDER", None)
     done = subprocess.run(
         [sys.executable, "-c", code, str(tmp_path)], capture_output=True, text=True, env=env,
         timeout=60, check=True,

@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterable
 
 from memlog.projections.fold import Entry
+from memlog.projections.markdown_view import branch
 from memlog.vocabulary import KB_CATEGORIES, TYPE_NAMES
 
 NO_PROJECT = "_unassigned"
@@ -73,11 +74,23 @@ def project_path(entry: Entry) -> str:
     return f"projects/{project_dir(entry.source_project)}/{entry.category}.md"
 
 
+def branch_path(key: str) -> str:
+    """The branch memory file of ``key`` (``project/branch``)."""
+    project, name = branch.split_key(key)
+    return branch.file_path(project_dir(project), name)
+
+
+def branch_keys(entry: Entry, path: str) -> set[str]:
+    """The branch memories of ``entry`` (ever) whose file is ``path``."""
+    return {key for key in branch.stamps(entry) if branch_path(key) == path}
+
+
 def paths_of(entry: Entry) -> list[str]:
-    """Every markdown file ``entry`` belongs to."""
+    """Every markdown file ``entry`` belongs to (branch files: every one it ever joined)."""
     paths = [project_path(entry)]
     if entry.promoted and entry.category in KB_CATEGORIES:
         paths.append(global_path(entry.category))
+    paths += sorted({branch_path(key) for key in branch.stamps(entry)})
     return paths
 
 
@@ -131,8 +144,18 @@ def _ordered(entries: Iterable[Entry]) -> list[Entry]:
     return sorted((e for e in entries if e.live), key=lambda e: (e.created_seq, e.id))
 
 
+def render_branch(path: str, entries: Iterable[Entry]) -> str:
+    """A branch memory file (two branches whose names sanitize alike share it: the first
+    by name gives the title, and its memory the items)."""
+    everything = list(entries)
+    key = min(k for e in everything for k in branch_keys(e, path))
+    return branch.branch_file(branch.split_key(key)[1], key, everything)
+
+
 def render_file(path: str, entries: Iterable[Entry]) -> str:
     """The whole text of the file at ``path`` for the entries that belong to it."""
+    if branch.is_branch_file(path):
+        return render_branch(path, entries)
     category = path.rsplit("/", 1)[-1].removesuffix(".md")
     if path.startswith("projects/"):
         header, block = PROJECT_HEADERS[category], project_block
@@ -153,4 +176,5 @@ def plan(entries: Iterable[Entry]) -> dict[str, str]:
 def signature(entry: Entry) -> tuple[tuple[str, ...], str]:
     """What of ``entry`` shows in markdown: a change here means its files need writing."""
     blocks = project_block(entry) + (global_block(entry) if entry.promoted else "")
-    return tuple(paths_of(entry)), f"{entry.status}|{entry.created_seq}|{blocks}"
+    memory = f"{entry.section}|{entry.branches}|{entry.branch_stamps}"
+    return tuple(paths_of(entry)), f"{entry.status}|{entry.created_seq}|{memory}|{blocks}"

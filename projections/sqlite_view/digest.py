@@ -21,6 +21,8 @@ _TABLES = (
     ("vector_sets", "provider, model"),
     ("lexical_terms", "entry_id"),
     ("packed_sets", "kind"),  # content-named files: the name is the content
+    ("sessions", "id"),
+    ("spend", "day"),
 )
 
 

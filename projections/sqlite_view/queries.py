@@ -136,3 +136,64 @@ def live_members(db: sqlite3.Connection, category: str, projects: set[str] | Non
     else:
         where, params = "status = 'live' AND category = ? AND promoted = 1", [category]
     return store.load_where(db, where, params, vectors=False)
+
+
+# -- branch memory ------------------------------------------------------------------------
+
+#: the keys (``project/branch``) an entry ever joined, out of its ``key<TAB>time`` stamps
+_STAMP_KEY = "substr(j.value, 1, instr(j.value, char(9)) - 1)"
+
+
+def branch_members(db: sqlite3.Connection, keys: Iterable[str]) -> list[Entry]:
+    """Every entry (live or not) that ever joined one of the branch memories ``keys``."""
+    wanted = sorted(set(keys))
+    if not wanted:
+        return []
+    marks = ",".join("?" * len(wanted))
+    where = (
+        "branch_stamps != '[]' AND EXISTS (SELECT 1 FROM json_each(entries.branch_stamps) j "
+        f"WHERE {_STAMP_KEY} IN ({marks}))"
+    )
+    return store.load_where(db, where, wanted, vectors=False)
+
+
+def branch_entries(folder: Path, key: str, vectors: bool = False) -> list[Entry]:
+    """The live entries of the branch memory ``key``, first seen first; none without a view."""
+    path = folder / store.DB_NAME
+    if not path.exists():
+        return []
+    where = (
+        "status = 'live' AND branches != '[]' AND "
+        "EXISTS (SELECT 1 FROM json_each(entries.branches) WHERE value = ?)"
+    )
+    with store.opened(path, readonly=True) as db:
+        found = store.load_where(db, where, [key], vectors=vectors)
+    return sorted(found, key=lambda e: (e.created_seq, e.id))
+
+
+def branch_file_members(folder: Path, key: str) -> list[Entry]:
+    """Every entry (live or not) that ever joined the branch memory ``key``."""
+    path = folder / store.DB_NAME
+    if not path.exists():
+        return []
+    with store.opened(path, readonly=True) as db:
+        return branch_members(db, [key])
+
+
+def branch_summary(folder: Path) -> dict[str, dict[str, int]]:
+    """Live entries of every branch memory ever made, by key and section (cleared: none)."""
+    path = folder / store.DB_NAME
+    if not path.exists():
+        return {}
+    found: dict[str, dict[str, int]] = {}
+    ever = f"SELECT DISTINCT {_STAMP_KEY} FROM entries, json_each(entries.branch_stamps) j"
+    live = (
+        "SELECT j.value, e.section, count(*) FROM entries e, json_each(e.branches) j "
+        "WHERE e.status = 'live' AND e.branches != '[]' GROUP BY j.value, e.section"
+    )
+    with store.opened(path, readonly=True) as db:
+        for (key,) in db.execute(ever):
+            found[str(key)] = {}
+        for key, section, count in db.execute(live):
+            found.setdefault(str(key), {})[str(section)] = int(count)
+    return dict(sorted(found.items()))

@@ -125,10 +125,56 @@ def m003_lexicon_and_neighbours(db: sqlite3.Connection) -> None:
     )
 
 
+def m004_branch_memory(db: sqlite3.Connection) -> None:
+    """Extracted entries keep their section and branch memories; sessions of Claude Code
+    and the spend of model calls by day."""
+    db.execute("ALTER TABLE entries ADD COLUMN section TEXT NOT NULL DEFAULT ''")
+    db.execute("ALTER TABLE entries ADD COLUMN branches TEXT NOT NULL DEFAULT '[]'")
+    db.execute("ALTER TABLE entries ADD COLUMN branch_stamps TEXT NOT NULL DEFAULT '[]'")
+    db.execute(
+        """
+        CREATE TABLE sessions (
+            id TEXT PRIMARY KEY,
+            project TEXT NOT NULL DEFAULT '',
+            branch TEXT NOT NULL DEFAULT '',
+            cwd TEXT NOT NULL DEFAULT '',
+            transcript TEXT NOT NULL DEFAULT '',
+            status TEXT NOT NULL,
+            done TEXT NOT NULL DEFAULT '',
+            trigger TEXT NOT NULL DEFAULT '',
+            reason TEXT NOT NULL DEFAULT '',
+            size INTEGER NOT NULL DEFAULT 0,
+            "offset" INTEGER NOT NULL DEFAULT 0,
+            attempts INTEGER NOT NULL DEFAULT 0,
+            turns INTEGER NOT NULL DEFAULT 0,
+            calls INTEGER NOT NULL DEFAULT 0,
+            tokens_in INTEGER NOT NULL DEFAULT 0,
+            tokens_out INTEGER NOT NULL DEFAULT 0,
+            cost_micros INTEGER NOT NULL DEFAULT 0,
+            first_seen TEXT NOT NULL DEFAULT '',
+            updated_at TEXT NOT NULL DEFAULT ''
+        )
+        """
+    )
+    db.execute("CREATE INDEX sessions_status ON sessions(status, first_seen)")
+    db.execute(
+        """
+        CREATE TABLE spend (
+            day TEXT PRIMARY KEY,
+            calls INTEGER NOT NULL DEFAULT 0,
+            tokens_in INTEGER NOT NULL DEFAULT 0,
+            tokens_out INTEGER NOT NULL DEFAULT 0,
+            cost_micros INTEGER NOT NULL DEFAULT 0
+        )
+        """
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_initial", m001_initial),
     ("m002_rank_index", m002_rank_index),
     ("m003_lexicon_and_neighbours", m003_lexicon_and_neighbours),
+    ("m004_branch_memory", m004_branch_memory),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

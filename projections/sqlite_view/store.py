@@ -26,13 +26,15 @@ BUSY_TIMEOUT_MS = 5000
 
 _LIST_COLUMNS = (
     "keywords", "references", "projects", "features", "sources", "origins", "provenance", "details",
+    "branches", "branch_stamps",
 )  # fmt: skip
 ENTRY_COLUMNS = (
     "id", "name", "description", "reasoning", "category", "keywords", "references",
     "observation_count", "confidence", "recall_count", "last_recalled_at", "created_at",
     "updated_at", "created_seq", "source", "source_project", "embedding", "projects", "features",
     "sources", "origins", "provenance", "details", "last_observed", "promoted",
-    "promotion_reason", "status", "status_reason", "superseded_by",
+    "promotion_reason", "status", "status_reason", "superseded_by", "section", "branches",
+    "branch_stamps",
 )  # fmt: skip
 QUOTED_COLUMNS = _QUOTED = ", ".join(f'"{c}"' for c in ENTRY_COLUMNS)
 _UPSERT = (

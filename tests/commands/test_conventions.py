@@ -71,11 +71,20 @@ def test_the_group_and_subcommands_take_h() -> None:
 # -- --json means output -------------------------------------------------------------------------
 
 
+def leaves(name: str) -> list[tuple[str, click.Command]]:
+    """The command ``name``, or each subcommand of the group ``name``."""
+    found = command(name)
+    if isinstance(found, click.Group):
+        return [(f"{name} {sub}", found.commands[sub]) for sub in sorted(found.commands)]
+    return [(name, found)]
+
+
 @pytest.mark.parametrize("name", sorted(set(COMMANDS) - NO_OUTPUT))
 def test_every_command_that_prints_has_a_json_flag(name: str) -> None:
-    flags = [p for p in command(name).params if "--json" in p.opts]
-    assert len(flags) == 1, f"memlog {name} has no --json"
-    assert isinstance(flags[0], click.Option) and flags[0].is_flag  # output, never a file
+    for full, leaf in leaves(name):
+        flags = [p for p in leaf.params if "--json" in p.opts]
+        assert len(flags) == 1, f"memlog {full} has no --json"
+        assert isinstance(flags[0], click.Option) and flags[0].is_flag  # output, never a file
 
 
 def json_out(result: Result) -> Any:

@@ -56,6 +56,8 @@ def strategy_for(kind: mi.Type) -> st.SearchStrategy[Any]:
             return st.integers(min_value=low + 1, max_value=2**63 - 1)
         case mi.BytesType():
             return st.binary(max_size=256)
+        case mi.FloatType():
+            return st.floats(allow_nan=False, allow_infinity=False)
         case mi.LiteralType(values=values):
             return st.sampled_from(values)
         case mi.VarTupleType(item_type=item):
@@ -106,6 +108,18 @@ STORED_TODAY = (
     b'"category":"patterns","reasoning":"Seen three times in CI.","confidence":"high",'
     b'"keywords":["retry","http"],"references":["net/client.py"],"source":"retro",'
     b'"project":"alpha","feature":"023-memory","count":null,"last_observed":"","origin":"",'
+    b'"details":[],"section":"","branch":"","sum":"571dd767e5fc4e1c"}\n'
+)
+#: the same event as written before ``section`` and ``branch`` were added
+STORED_BEFORE_BRANCH = (
+    b'{"type":"entry.observed","seq":1,"id":"01a2001c-52f4-7a3e-9d1b-3c5e8f0a7b21",'
+    b'"ts":"2026-11-21T23:47:12.345678Z","v":1,"writer":{"tool":"memlog/0.1.0",'
+    b'"command":"observe","host":"build-host","pid":4242},"redacted":[],"batch_end":0,'
+    b'"name":"Retry flaky network calls",'
+    b'"description":"Wrap outbound HTTP calls in a bounded retry with jitter.",'
+    b'"category":"patterns","reasoning":"Seen three times in CI.","confidence":"high",'
+    b'"keywords":["retry","http"],"references":["net/client.py"],"source":"retro",'
+    b'"project":"alpha","feature":"023-memory","count":null,"last_observed":"","origin":"",'
     b'"details":[],"sum":"ea790209c48c9199"}\n'
 )
 #: the same event as written before ``batch_end`` was added to the envelope
@@ -134,6 +148,7 @@ STORED_FIRST_RELEASE = (
 )
 STORED_LINES = {
     "today": STORED_TODAY,
+    "before-branch": STORED_BEFORE_BRANCH,
     "before-batch-end": STORED_BEFORE_BATCH_END,
     "first-release": STORED_FIRST_RELEASE,
 }

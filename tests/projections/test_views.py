@@ -30,6 +30,7 @@ from memlog.projections.runner import catch_up, db_path, rebuild
 from memlog.projections.sqlite_view import store
 from memlog.projections.sqlite_view.digest import sqlite_digest
 from memlog.projections.sqlite_view.reading import load_matrix
+from memlog.projections.sqlite_view.schema import SCHEMA_VERSION
 from memlog.vocabulary import DEFAULT_SPACE, Space
 
 DESCRIPTIONS = [f"Lesson number {i}: keep the {w} small." for i, w in enumerate("abcdefgh")]
@@ -244,7 +245,7 @@ def test_fts_and_vectors_follow_the_rows(memlog_home: Path) -> None:
     assert matrix.ids == [IDS[0]]
     assert np.frombuffer(vector(1), "<f4").tolist() == pytest.approx(matrix.vectors[0].tolist())
     meta = dict(db.execute("SELECT key, value FROM _metadata").fetchall())
-    assert meta["embedding_provider"] == "local" and meta["schema_version"] == "3"
+    assert meta["embedding_provider"] == "local" and meta["schema_version"] == str(SCHEMA_VERSION)
     assert meta["log_seq"] == str(len(SOME_EVENTS))
     db.close()
 

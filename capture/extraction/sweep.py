@@ -1,0 +1,264 @@
+"""Running extraction: which sessions, under one lock, within a deadline.
+
+``memlog hook session-end`` and ``pre-compact`` record a pending session and
+start ``memlog memorize --background`` detached; the SessionStart hook
+starts the same sweep for sessions still pending.  One extractor runs at a
+time per home (``extraction.lock``, a ``flock``): a second one finds the
+lock taken and leaves at once, and the one holding it looks for newly
+pending sessions again after letting the lock go, so none is left behind.
+A sweep takes at most ``MAX_SESSIONS`` sessions (Puffin's
+``MAX_BRANCHES_PER_RUN``), oldest first, and stops starting new ones near
+its deadline; a rate limit ends it.  A session that started but never
+ended (Claude Code crashed or was killed) is taken once its transcript has
+been idle for ``IDLE_SECONDS``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memlog.capture.extraction import session as extraction
+from memlog.capture.extraction.evolve import Similar
+from memlog.capture.extraction.session import Budget, Deferred, Outcome, Run, Stopped
+from memlog.eventlog.events import SessionPending
+from memlog.home import ensure_dir
+from memlog.llm.base import Chain
+from memlog.projections.fold import Entry, Session
+from memlog.projections.sqlite_view import ledger
+from memlog.workspace import Workspace
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+LOCK_NAME = "extraction.lock"
+MAX_SESSIONS = 20
+IDLE_SECONDS = 3600
+#: near-duplicates: cosine at or above this between a new item and an existing one
+NEAR_DUPLICATE = 0.92
+
+
+class Busy(Deferred):
+    """Another extractor holds the lock."""
+
+
+@contextlib.contextmanager
+def locked(home: Path, wait: float = 0.0) -> Iterator[None]:
+    """Hold ``extraction.lock`` (waiting up to ``wait`` seconds); ``Busy`` when taken."""
+    ensure_dir(home)
+    fd = os.open(home / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        give_up = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= give_up:
+                    raise Busy("another extraction is running") from None
+                time.sleep(0.2)
+        yield
+    finally:
+        os.close(fd)
+
+
+def today() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%d")
+
+
+def budget_for(ws: Workspace) -> Budget:
+    config = ws.config
+    return Budget(
+        limit=round(config.memory_extraction_daily_budget_usd * 1_000_000),
+        spent=ledger.spend(ws.home, today()).cost_micros,
+        max_input_tokens=config.memory_extraction_max_input_tokens,
+    )
+
+
+# -- which sessions ----------------------------------------------------------------------------
+
+
+def stale_open(home: Path, now: float, idle: float = IDLE_SECONDS) -> list[Session]:
+    """Sessions that started but never ended, whose transcript grew and has been idle."""
+    found = []
+    for session in ledger.sessions(home, ["open"]):
+        try:
+            stat = os.stat(session.transcript) if session.transcript else None
+        except OSError:
+            continue
+        if stat is not None and stat.st_size > session.offset and now - stat.st_mtime >= idle:
+            found.append(session)
+    return found
+
+
+def adopt(ws: Workspace, sessions: Sequence[Session]) -> None:
+    """Record sessions left open as pending (``sweep``), so the fold says so too."""
+    events = [
+        SessionPending(
+            session_id=s.id,
+            transcript=s.transcript,
+            cwd=s.cwd,
+            project=s.project,
+            branch=s.branch,
+            trigger="sweep",
+            reason="no SessionEnd; transcript idle",
+            size=os.stat(s.transcript).st_size,
+        )  # fmt: skip
+        for s in sessions
+    ]
+    if events:
+        ws.log("memorize").append(events)
+        ws.refresh()
+
+
+def select(
+    home: Path,
+    ids: Sequence[str] = (),
+    branch: str | None = None,
+    project: str | None = None,
+    limit: int = MAX_SESSIONS,
+) -> list[Session]:
+    """Pending sessions (of ``ids``, or of a branch and project), oldest first."""
+    if ids:
+        return ledger.sessions(home, ids=ids, limit=limit)
+    pending = ledger.sessions(home, ["pending"])
+    if branch is not None:
+        pending = [s for s in pending if s.branch == branch]
+    if project is not None:
+        pending = [s for s in pending if s.project == project]
+    return pending[:limit]
+
+
+def workspace_of(home: Path, session: Session, env: Mapping[str, str] | None) -> Workspace:
+    """The workspace a session's project is configured by (its own name kept)."""
+    cwd = Path(session.cwd) if session.cwd else None
+    if cwd is not None and cwd.is_dir():
+        ws = Workspace.open(cwd, home=home, env=env)
+    else:
+        ws = Workspace.at(None, home=home, env=env)
+    return Workspace(ws.home, ws.root, ws.config, ws.warnings, project_name=session.project)
+
+
+# -- running ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Report:
+    outcomes: list[Outcome] = field(default_factory=list)
+    #: sessions left pending, and why
+    deferred: list[tuple[str, str]] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    stopped: str = ""
+
+
+ChainFor = Callable[[Workspace], Chain]
+
+
+def process(
+    home: Path,
+    sessions: Sequence[Session],
+    chain_for: ChainFor,
+    deadline: float,
+    report: Report,
+    env: Mapping[str, str] | None = None,
+) -> None:
+    """Extract ``sessions`` in order until the deadline or a rate limit."""
+    for session in sessions:
+        if report.stopped:
+            report.deferred.append((session.id, report.stopped))
+            continue
+        if session.status != "pending" and _size(session) <= session.offset:
+            report.outcomes.append(
+                Outcome(session.id, session.status, "nothing new since the last extraction")
+            )
+            continue
+        ws = workspace_of(home, session, env)
+        run = Run(chain_for(ws), budget_for(ws), deadline, similar=similar_for(ws))
+        try:
+            report.outcomes.append(extraction.memorize(ws, run, session))
+        except Stopped as exc:
+            report.stopped = str(exc)
+            report.deferred.append((session.id, str(exc)))
+        except Deferred as exc:
+            report.deferred.append((session.id, str(exc)))
+        report.notes += run.notes
+
+
+def sweep(
+    home: Path,
+    chain_for: ChainFor,
+    deadline: float,
+    *,
+    ids: Sequence[str] = (),
+    branch: str | None = None,
+    project: str | None = None,
+    limit: int = MAX_SESSIONS,
+    wait: float = 0.0,
+    env: Mapping[str, str] | None = None,
+) -> Report:
+    """Extract pending sessions under the lock; look again after letting it go."""
+    report = Report()
+    ws = Workspace.unconfigured(home)
+    while len(report.outcomes) + len(report.deferred) < limit:
+        with locked(home, wait):
+            report.notes += ws.refresh()
+            if not ids:
+                adopt(ws, stale_open(home, time.time()))
+            done = {o.session_id for o in report.outcomes} | {d for d, _ in report.deferred}
+            todo = [s for s in select(home, ids, branch, project, limit) if s.id not in done]
+            room = limit - len(report.outcomes) - len(report.deferred)
+            process(home, todo[:room], chain_for, deadline, report, env)
+        if ids or report.stopped or not todo or time.monotonic() >= deadline:
+            break
+        wait = 0.0  # another extractor that took the lock meanwhile carries on
+    return report
+
+
+def _size(session: Session) -> int:
+    try:
+        return os.stat(session.transcript).st_size if session.transcript else 0
+    except OSError:
+        return 0
+
+
+def similar_for(ws: Workspace) -> Similar:
+    """Near-duplicates by the cosine of the configured embedding space's vectors."""
+
+    def similar(texts: Sequence[str], existing: Sequence[Entry]) -> list[str | None]:
+        import numpy as np
+
+        key = ws.space.key
+        known = [(e.id, e.vectors[key].data) for e in existing if key in e.vectors]
+        if not known or not texts:
+            return [None] * len(texts)
+        provider = ws.provider()
+        try:
+            fresh = provider.embed_batch(list(texts), "document")
+        finally:
+            provider.close()
+        matrix = np.stack([np.frombuffer(data, "<f4") for _, data in known])
+        scores = _normalised(fresh) @ _normalised(matrix).T
+        best = scores.argmax(axis=1)
+        return [
+            known[int(j)][0] if scores[i, int(j)] >= NEAR_DUPLICATE else None
+            for i, j in enumerate(best)
+        ]
+
+    return similar
+
+
+def _normalised(matrix: npt.ArrayLike) -> npt.NDArray[np.float32]:
+    import numpy as np
+
+    array = np.asarray(matrix, dtype=np.float32)
+    norms = np.maximum(np.linalg.norm(array, axis=1, keepdims=True), 1e-12)
+    normalised: npt.NDArray[np.float32] = (array / norms).astype(np.float32)
+    return normalised

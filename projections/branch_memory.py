@@ -1,0 +1,39 @@
+"""One branch memory as its views show it, read from ``memory.db``.
+
+Shared by the hook and ``memlog inject`` (the injected block), ``memlog
+branch show`` (the file's text) and ``memlog claude-md`` (the CLAUDE.md
+block), so they always agree.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memlog.projections.fold import Entry, branch_key
+from memlog.projections.markdown_view import branch, render
+from memlog.projections.sqlite_view import queries
+
+
+def live_entries(home: Path, project: str, name: str, vectors: bool = False) -> list[Entry]:
+    """The live entries of the branch memory, first seen first."""
+    return queries.branch_entries(home, branch_key(project, name), vectors)
+
+
+def block(home: Path, project: str, name: str) -> str:
+    """``## Branch Memory (auto-extracted)`` for the branch ("" when it has nothing)."""
+    if not name:
+        return ""
+    return branch.injected_block(live_entries(home, project, name))
+
+
+def file_text(home: Path, project: str, name: str) -> str | None:
+    """The branch memory file as the markdown view writes it (None: never had memory)."""
+    key = branch_key(project, name)
+    members = queries.branch_file_members(home, key)
+    if not members:
+        return None
+    return branch.branch_file(name, key, members)
+
+
+def file_path(home: Path, project: str, name: str) -> Path:
+    return home / render.branch_path(branch_key(project, name))
