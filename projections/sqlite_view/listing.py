@@ -1,9 +1,8 @@
 """Browsing ``memory.db``: entries by any filter, the values to filter by, and lineage.
 
-``memlog list`` and the page read through here.  Filters on columns the
-view has run in SQL; the branch filter reads an entry's ``branch`` or
-``branches`` field where entries carry one (branch memory adds it), so it
-works unchanged once they do and finds nothing before.
+``memlog list`` and the page read through here.  Filters on columns run in
+SQL; the branch filter reads the branch memories an entry is in (its
+``project/branch`` keys), for the branch in any project.
 """
 
 from __future__ import annotations
@@ -14,6 +13,7 @@ from pathlib import Path
 import msgspec
 
 from memlog.projections.fold import Entry
+from memlog.projections.markdown_view.branch import split_key
 from memlog.projections.sqlite_view import store
 from memlog.projections.sqlite_view.queries import Listing
 
@@ -32,10 +32,8 @@ class Filters(msgspec.Struct, frozen=True, kw_only=True):
 
 
 def on_branch(entry: Entry, branch: str) -> bool:
-    """Whether ``entry`` was recorded on ``branch`` (entries without branches never are)."""
-    branches = getattr(entry, "branches", None) or ()
-    single = getattr(entry, "branch", "") or ""
-    return branch in branches or branch == single
+    """Whether ``entry`` is in the branch memory of ``branch`` (in any project)."""
+    return any(split_key(key)[1] == branch for key in entry.branches)
 
 
 def matches(entry: Entry, filters: Filters) -> bool:

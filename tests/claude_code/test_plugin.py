@@ -128,7 +128,7 @@ def test_setup_adds_nothing_when_the_plugin_is_installed(user_home: Path) -> Non
     settings_before = (user_home / ".claude" / "settings.json").read_bytes()
     result = invoke("setup")
     assert result.exit_code == 0, result.output
-    assert f"plugin {PLUGIN_ID} (user scope) already runs the SessionStart hook" in result.stdout
+    assert f"plugin {PLUGIN_ID} (user scope) already runs the hooks" in result.stdout
     assert (user_home / ".claude" / "settings.json").read_bytes() == settings_before
     assert not (user_home / ".claude.json").exists()
 
@@ -220,7 +220,8 @@ def test_claude_plugin_install_from_the_repository_as_a_marketplace(tmp_path: Pa
     assert done.returncode == 0, done.stdout + done.stderr
     details = claude.run(["plugin", "details", PLUGIN_ID], cwd=tmp_path).stdout
     assert "Skills (1)  retrospecting" in details
-    assert "Hooks (1)  SessionStart" in details and "MCP servers (1)" in details
+    assert "Hooks (3)  SessionStart, SessionEnd, PreCompact" in details, details
+    assert "MCP servers (1)" in details
     servers = claude.run(["mcp", "list"], cwd=tmp_path, timeout=120).stdout
     (line,) = [ln for ln in servers.splitlines() if ln.startswith("plugin:memlog:memlog:")]
     assert "run-memlog serve-mcp" in line and "✔ Connected" in line

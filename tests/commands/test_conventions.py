@@ -402,6 +402,13 @@ def test_list_filters(memlog_home: Path) -> None:
     assert listed("--source", "retro") == {"Other"}
     assert listed("--status", "retired") == {"Lesson 2"}
     assert len(listed("--status", "any")) == 4
-    assert listed("--branch", "main") == set()  # no entry records a branch yet
+    assert listed("--branch", "feature/x") == set()
+    EventLog(memlog_home).append(
+        [Observed(name="On a branch", description="Run the formatter before commits",
+                  category="patterns", source="extraction", section="conventions",
+                  project="alpha", branch="feature/x")]
+    )  # fmt: skip
+    assert listed("--branch", "feature/x") == {"On a branch"}
+    assert listed("--branch", "feature/x", "--project", "beta") == set()
     text = invoke("list", "--limit", "1", "--offset", "1")
-    assert len(text.stdout.splitlines()) == 1 and text.stderr == "2-2 of 3 entries\n"
+    assert len(text.stdout.splitlines()) == 1 and text.stderr == "2-2 of 4 entries\n"

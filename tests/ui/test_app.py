@@ -11,6 +11,7 @@ from starlette.testclient import TestClient
 
 from memlog.eventlog.events import (
     Labelled,
+    MemoryEvolved,
     Observed,
     Promoted,
     Recalled,
@@ -198,7 +199,7 @@ def test_what_the_next_session_would_get(
 
 def rows(html: str) -> list[str]:
     """The event types of a log table's rows, in order."""
-    return re.findall(r"<td>(entry\.[a-z]+)</td>", html)
+    return re.findall(r"<td>((?:entry|memory)\.[a-z]+)</td>", html)
 
 
 def test_the_log_pages_and_filters(client: TestClient, ids: dict[str, str]) -> None:
@@ -219,7 +220,27 @@ def test_files_branches_and_audits(client: TestClient, ids: dict[str, str]) -> N
     assert "# Global Anti-Patterns" in shown and "Backoff retries" not in shown
     assert client.get("/files", params={"path": "../../etc/passwd"}).status_code == 400
     assert "No branch memory yet" in text(client.get("/branches").text)
-    assert "No extraction audits yet" in text(client.get("/audits").text)
+    assert "no extraction has run yet" in text(client.get("/audits").text)
+
+
+def test_extraction_audits_and_branch_memory_once_they_exist(
+    client: TestClient, ids: dict[str, str], memlog_home: Path
+) -> None:
+    extracted = Observed(name="Formatter", description="Run the formatter before commits",
+                         category="patterns", source="extraction", section="conventions",
+                         project="alpha", branch="feature/x")  # fmt: skip
+    audit = MemoryEvolved(project="alpha", branch="feature/x", mode="created", session_id="s-9",
+                          note="first extraction")  # fmt: skip
+    EventLog(memlog_home).append([extracted, audit])
+    assert rows(client.get("/audits").text) == ["memory.evolved"]
+    assert "first extraction" in text(client.get("/audits").text)
+    rel = "projects/alpha/branches/feature_x.md"
+    assert rel in text(client.get("/branches").text)
+    shown = text(client.get("/branches", params={"path": rel}).text)
+    assert "# Branch Memory: feature/x" in shown and "Run the formatter before commits" in shown
+    assert rel not in text(client.get("/files").text)  # branch memory has its own page
+    on_branch = text(client.get("/", params={"branch": "feature/x"}).text)
+    assert "1 entry" in on_branch and "Formatter" in on_branch
 
 
 def test_an_empty_home(client: TestClient) -> None:

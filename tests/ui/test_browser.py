@@ -98,6 +98,16 @@ def page(served: str) -> Iterator[Any]:
         driver.quit()
 
 
+def submit(driver: Any, button: Any, fragment: str) -> None:
+    """Click ``button`` and wait until the page it leads to (its URL holds ``fragment``)."""
+    from selenium.webdriver.support import expected_conditions
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    button.click()
+    WebDriverWait(driver, 30).until(expected_conditions.url_contains(fragment))
+    WebDriverWait(driver, 30).until(lambda d: bool(d.find_elements("css selector", "footer")))
+
+
 def css(driver: Any, selector: str) -> list[Any]:
     from selenium.webdriver.common.by import By
 
@@ -119,15 +129,14 @@ def test_filters_work_without_javascript(page: Any, served: str) -> None:
 
     page.get(served.split("?")[0])
     Select(css(page, "select[name=category]")[0]).select_by_value("heuristics")
-    css(page, ".filters button")[0].click()
-    assert "category=heuristics" in page.current_url
+    submit(page, css(page, ".filters button")[0], "category=heuristics")
     badges = [b.text for b in css(page, "tr.entry .cat")]
     assert badges and set(badges) == {"heuristics"}
     shot(page, "02-filtered")
     search = css(page, "input[name=q]")[0]
     search.clear()
     search.send_keys("network deadline timeout")
-    css(page, ".filters button")[0].click()
+    submit(page, css(page, ".filters button")[0], "q=network")
     names = [a.text for a in css(page, "tr.entry a.entry-link")]
     assert names[0] == "Timeouts On Every Network Call"
     shot(page, "03-ranked")
@@ -137,7 +146,7 @@ def test_a_detail_shows_its_timeline_and_lineage(page: Any, served: str) -> None
     page.get(served.split("?")[0] + "?status=any")
     title = "Parsing Without Reading Real Samples"
     link = next(a for a in css(page, "a.entry-link") if a.text == title)
-    link.click()
+    submit(page, link, "/entry/")
     assert css(page, "h1")[0].text == title
     kinds = [
         row.find_elements("css selector", "td")[2].text for row in css(page, "#timeline tr.event")
@@ -149,7 +158,7 @@ def test_a_detail_shows_its_timeline_and_lineage(page: Any, served: str) -> None
     shot(page, "04-detail")
     first = css(page, "#timeline tr.event a")[0]
     seq = first.text
-    first.click()
+    submit(page, first, f"as_of={seq}")
     assert f"Time travel: the views as of {seq} " in css(page, ".banner")[0].text
     shot(page, "05-time-travel")
 
@@ -160,7 +169,7 @@ def test_the_next_session_view(page: Any, served: str) -> None:
     assert field.get_attribute("value")  # the project it serves
     field.clear()
     field.send_keys(str(DEMO))
-    css(page, ".filters button")[0].click()
+    submit(page, css(page, ".filters button")[0], "dir=")
     chosen = css(page, "tr.chosen")
     assert chosen and "final=" in chosen[0].text
     assert "## Engineering Memory" in css(page, "pre.block")[0].text
