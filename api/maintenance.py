@@ -9,7 +9,7 @@ from typing import NamedTuple
 from memlog.capture.embed import Outcome, embed_entries
 from memlog.errors import InvalidInput
 from memlog.eventlog.bounds import Bound, parse_bound
-from memlog.eventlog.log import DamageHandler
+from memlog.eventlog.log import DamageHandler, EventLog
 from memlog.eventlog.verify import Report, repair_log, verify_log
 from memlog.projections.audit import Audit, audit
 from memlog.projections.fold import Entry
@@ -57,6 +57,8 @@ def check_replay(ws: Workspace, until: str | None, target: Path | None) -> Bound
         raise InvalidInput("--until needs --to DIR (the live views always follow the whole log)")
     if target is not None and target.resolve() == ws.home.resolve():
         raise InvalidInput("--to must be another directory than the memlog home")
+    if target is not None and EventLog(target).segments():
+        raise InvalidInput(f"{target} holds a memlog log; --to needs a new directory or a snapshot")
     return parse_bound(until) if until else None
 
 
