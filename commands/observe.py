@@ -9,6 +9,7 @@ import click
 from memlog.api import capturing
 from memlog.commands.base import InputError
 from memlog.commands.common import echo_json, open_workspace, warn
+from memlog.eventlog import secrets
 from memlog.eventlog.events import Observed
 from memlog.vocabulary import CATEGORIES, CONFIDENCES, SOURCES
 
@@ -92,5 +93,5 @@ def _report(stored: list[Observed], as_json: bool) -> None:
         echo_json(stored)
         return
     for event in stored:
-        note = f" (redacted: {', '.join(event.redacted)})" if event.redacted else ""
+        note = f" (redacted {secrets.describe(event.redactions)})" if event.redactions else ""
         click.echo(f"observed {event.entry_id}  {event.name}  [seq {event.seq}]{note}")

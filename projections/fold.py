@@ -18,6 +18,7 @@ from memlog.eventlog.events import (
     Observed,
     Promoted,
     Recalled,
+    Redacted,
     Reembedded,
     Retired,
     Superseded,
@@ -148,7 +149,8 @@ def _observe_again(entry: Entry, event: Observed) -> None:
     _union(entry.keywords, event.keywords)
     del entry.keywords[MAX_KEYWORDS:]
     entry.last_observed = max(entry.last_observed, event.last_observed)
-    entry.status, entry.status_reason, entry.superseded_by = "live", "", ""
+    if event.revive is not False:  # None: written before revival was asked for
+        entry.status, entry.status_reason, entry.superseded_by = "live", "", ""
     _add_provenance(entry, event)
 
 
@@ -189,6 +191,10 @@ def _superseded(entry: Entry, event: Superseded) -> None:
     entry.status, entry.status_reason, entry.superseded_by = "superseded", event.reason, event.by
 
 
+def _redacted(entry: Entry) -> None:
+    entry.vectors.clear()  # embedded from text that is gone: embedded again after
+
+
 def _update(entry: Entry, event: Event) -> None:
     match event:
         case Promoted():
@@ -203,6 +209,8 @@ def _update(entry: Entry, event: Event) -> None:
             _retired(entry, event)
         case Superseded():
             _superseded(entry, event)
+        case Redacted():
+            _redacted(entry)
 
 
 def apply(state: State, event: Event) -> State:
@@ -210,7 +218,7 @@ def apply(state: State, event: Event) -> State:
     if isinstance(event, Observed):
         state.touched.add(_observed(state, event))
         return state
-    ids = event.ids if isinstance(event, Recalled) else (event.entry_ids[0],)
+    ids = event.ids if isinstance(event, Recalled | Redacted) else (event.entry_ids[0],)
     for entry_id in dict.fromkeys(ids):
         entry = state.entries.get(entry_id)
         if entry is not None:
