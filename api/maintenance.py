@@ -15,6 +15,7 @@ from memlog.projections.audit import Audit, audit
 from memlog.projections.fold import Entry
 from memlog.projections.markdown_view.writer import markdown_digest
 from memlog.projections.runner import CatchUp, Rebuilt, db_path, rebuild
+from memlog.projections.scrub import truncate_wal
 from memlog.projections.sqlite_view import queries
 from memlog.projections.sqlite_view.digest import sqlite_digest
 from memlog.workspace import Workspace
@@ -72,6 +73,7 @@ def replay(
     bound = check_replay(ws, until, target)
     result = rebuild(ws.home, ws.space, bound, target, progress)
     folder = target or ws.home
+    truncate_wal(folder)  # no page of the database before the replay stays on disk
     return Replayed(result, folder, sqlite_digest(db_path(folder)), markdown_digest(folder))
 
 

@@ -33,6 +33,7 @@ COMMANDS = {
     "setup": ("memlog.commands.setup", "setup"),
     "serve-mcp": ("memlog.commands.serve_mcp", "serve_mcp"),
     "catch-up": ("memlog.commands.catch_up", "catch_up"),
+    "redact": ("memlog.commands.redact", "redact"),
 }
 
 

@@ -25,6 +25,7 @@ import msgspec
 
 from memlog import __version__
 from memlog.errors import HomeError, LogWriteError
+from memlog.eventlog import rewrite as rw
 from memlog.eventlog import segments as seg
 from memlog.eventlog import snapshot
 from memlog.eventlog.codec import BadLine, decode_line, encode_line
@@ -140,6 +141,7 @@ class EventLog:
             raise HomeError(f"cannot write to {self.events_dir}: {exc.strerror}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
+            rw.finish(self.events_dir)
             yield
         finally:
             os.close(fd)

@@ -41,31 +41,32 @@ REDACTED = "[REDACTED]"
 
 
 class Cleaned(NamedTuple):
-    """Text with its secrets replaced by ``[REDACTED]``, and the class of each one."""
+    """Text with its secrets replaced by ``[REDACTED]``, the class of each one, and the
+    texts removed (for scrubbing copies elsewhere; never to be stored or shown)."""
 
     text: str
     found: tuple[str, ...]
+    removed: tuple[str, ...] = ()
 
 
-Rule = tuple[str, re.Pattern[str], Callable[[re.Match[str]], str | None]]
+#: where the secret of a match lies (absolute offsets), or None: not a secret after all
+Span = tuple[int, int] | None
+Rule = tuple[str, re.Pattern[str], Callable[[re.Match[str]], Span]]
 
 
-def _whole(match: re.Match[str]) -> str | None:
-    return REDACTED
+def _whole(match: re.Match[str]) -> Span:
+    return match.span()
 
 
-def _group(name: str) -> Callable[[re.Match[str]], str | None]:
-    """Replace only the named group of the match."""
+def _group(name: str) -> Callable[[re.Match[str]], Span]:
+    """Only the named group of the match is the secret."""
 
-    def replace(match: re.Match[str]) -> str | None:
+    def span(match: re.Match[str]) -> Span:
         if REDACTED in match[name]:
             return None  # removed by an earlier rule already
-        start, end = match.span(name)
-        whole = match[0]
-        offset = match.start()
-        return whole[: start - offset] + REDACTED + whole[end - offset :]
+        return match.span(name)
 
-    return replace
+    return span
 
 
 # -- what a secret value looks like ----------------------------------------------
@@ -135,10 +136,10 @@ def _names_password(key: str) -> bool:
     return any(w in key.lower() for w in ("passw", "pwd", "passphrase"))
 
 
-def _assignment(passwords: bool) -> Callable[[re.Match[str]], str | None]:
+def _assignment(passwords: bool) -> Callable[[re.Match[str]], Span]:
     """The value of a ``key = value`` whose key names a password (or another secret)."""
 
-    def replace(match: re.Match[str]) -> str | None:
+    def span(match: re.Match[str]) -> Span:
         if _names_password(match["key"]) != passwords:
             return None
         sep, value = match["sep"], match["value"]
@@ -147,17 +148,15 @@ def _assignment(passwords: bool) -> Callable[[re.Match[str]], str | None]:
         explicit = "=" in sep or value[:1] in "'\"" or not value.isalpha()
         if not _plausible(value, passwords and explicit):
             return None
-        quoted = value[:1] in "'\"" and len(value) > 1 and value[-1] == value[0]
-        quote = value[0] if quoted else ""
         start, end = match.span("value")
-        whole, offset = match[0], match.start()
-        return whole[: start - offset] + quote + REDACTED + quote + whole[end - offset :]
+        quoted = value[:1] in "'\"" and len(value) > 1 and value[-1] == value[0]
+        return (start + 1, end - 1) if quoted else (start, end)
 
-    return replace
+    return span
 
 
-def _entropic(match: re.Match[str]) -> str | None:
-    return _group("value")(match) if _high_entropy(match["value"]) else None
+def _entropic(match: re.Match[str]) -> Span:
+    return match.span("value") if _high_entropy(match["value"]) else None
 
 
 RULES: list[Rule] = [
@@ -221,26 +220,31 @@ RULES: list[Rule] = [
 def redact(text: str) -> Cleaned:
     """``text`` with every secret the rules recognise replaced, and the class of each."""
     found: list[str] = []
-    for kind, pattern, replace in RULES:
-        text = _apply(text, kind, pattern, replace, found)
-    return Cleaned(text, tuple(found))
+    removed: list[str] = []
+    for kind, pattern, locate in RULES:
+        if _may_match(kind, text):
+            text = _apply(text, kind, pattern, locate, found, removed)
+    return Cleaned(text, tuple(found), tuple(removed))
 
 
 def _apply(
     text: str,
     kind: str,
     pattern: re.Pattern[str],
-    replace: Callable[[re.Match[str]], str | None],
+    locate: Callable[[re.Match[str]], Span],
     found: list[str],
+    removed: list[str],
 ) -> str:
     def substitute(match: re.Match[str]) -> str:
-        cleaned = replace(match)
-        if cleaned is None or cleaned == match[0]:
+        span = locate(match)
+        if span is None or span[0] == span[1]:
             return match[0]
+        start, end = span[0] - match.start(), span[1] - match.start()
         found.append(kind)
-        return cleaned
+        removed.append(match[0][start:end])
+        return match[0][:start] + REDACTED + match[0][end:]
 
-    return pattern.sub(substitute, text) if _may_match(kind, text) else text
+    return pattern.sub(substitute, text)
 
 
 #: cheap substrings without which a rule cannot match (most text has none of them)

@@ -20,8 +20,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 from memlog.errors import ViewError
-from memlog.eventlog import snapshot
+from memlog.eventlog import rewrite, snapshot
 from memlog.eventlog.bounds import Bound, within
+from memlog.eventlog.events import Redacted
 from memlog.eventlog.ids import utc_now
 from memlog.eventlog.log import START, DamageHandler, EventLog, Record
 from memlog.projections import markdown_sync
@@ -85,6 +86,7 @@ def catch_up(
     a hurry reads the view as it stands instead.
     """
     log = EventLog(home)
+    rewrite.recover(log)  # a redaction a crash cut short is finished before anything reads
     if not log.segments() and not db_path(home).exists():
         return CatchUp(0, False, 0, [])
     if snapshot.is_snapshot(home):
@@ -201,6 +203,8 @@ def _records_after(
     records = list(log.read(stored.position, on_damage))
     if records and records[0].event.seq <= stored.seq:
         raise _NeedsRebuild
+    if any(isinstance(r.event, Redacted) for r in records):
+        raise _NeedsRebuild  # earlier lines were rewritten: only a replay removes their text
     return records
 
 

@@ -33,7 +33,6 @@ def test_fields_are_trimmed_and_the_id_is_the_description_hash() -> None:
         ({"description": "\n"}, "description is empty - at `$.description`"),
         ({"category": "tips"}, "Invalid enum value 'tips' - at `$.category`"),
         ({"confidence": "sure"}, "Invalid enum value 'sure' - at `$.confidence`"),
-        ({"keywords": [f"k{i}" for i in range(11)]}, "at most 10 keywords - at `$.keywords`"),
         ({"name": "bad \udcff byte"}, "name is not valid UTF-8 - at `$.name`"),
     ],
 )

@@ -117,9 +117,11 @@ def test_dedup_tie_keeps_local() -> None:
     assert names(select_legacy(local, global_, 20)) == ["local"]
 
 
-def test_empty_descriptions_never_match() -> None:
+def test_empty_descriptions_share_one_hash_as_in_memory_py() -> None:
     pool = [entry("a", description=""), entry("b", description="", is_global=True)]
-    assert names(deduplicate(pool)) == ["a", "b"]
+    assert names(deduplicate(pool)) == ["a"]
+    pool.append(entry("c", description="", count=2))
+    assert names(deduplicate(pool)) == ["c"]
 
 
 # --- allocation -------------------------------------------------------------
