@@ -21,6 +21,7 @@ from memlog.capture.pipeline import Captured, capture
 from memlog.errors import InvalidInput, MemlogError
 from memlog.eventlog import secrets
 from memlog.eventlog.events import EventBase, Observed, Retired
+from memlog.eventlog.secrets import redact_batch
 from memlog.git import changed_since
 from memlog.projections.fold import Entry
 from memlog.projections.sqlite_view import queries
@@ -80,7 +81,9 @@ def observe(
             )
         events = [with_references(e, changed) for e in events]
     events = [msgspec.structs.replace(e, revive=revive) for e in events]
-    notes += _not_live(ws, [e.entry_id for e in events], revive)
+    notes += _not_live(
+        ws, [e.entry_id for e in (redact_batch(events) if redact else events)], revive
+    )
     done = capture(ws, events, command, redact=redact)
     return Captured(done.stored, notes + done.notes)
 

@@ -31,7 +31,7 @@ from memlog.eventlog import snapshot
 from memlog.eventlog.codec import BadLine, decode_line, encode_line
 from memlog.eventlog.events import Event, EventBase, Writer
 from memlog.eventlog.ids import utc_now, uuid7
-from memlog.eventlog.secrets import redact_event
+from memlog.eventlog.secrets import redact_batch
 from memlog.home import ensure_dir
 
 DEFAULT_SEGMENT_BYTES = 64 << 20
@@ -111,7 +111,7 @@ class EventLog:
         """Append ``events`` atomically (all or none) and return them as stored."""
         if not events:
             return []
-        prepared = [redact_event(e) if self.redact else e for e in events]
+        prepared = redact_batch(events) if self.redact else list(events)
         with self._locked():
             path, first = self._tail_segment()
             stamped = self._stamp(prepared, first)

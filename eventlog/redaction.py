@@ -76,7 +76,7 @@ _PLACEHOLDER = re.compile(
 )
 _IDENTIFIER = re.compile(r"^[a-z][a-z_.-]*$")
 #: ``settings.SECRET``, ``config.api.token``: an attribute, not a value
-_ATTRIBUTE = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
+_ATTRIBUTE = re.compile(r"^[A-Za-z_]+\d*(?:\.[A-Za-z_]+\d*)+$")
 _HEX = re.compile(r"^[0-9a-fA-F]+$")
 _UUID = re.compile(r"^[0-9a-fA-F]{8}-(?:[0-9a-fA-F]{4}-){3}[0-9a-fA-F]{12}$")
 _NOT_SECRET = frozenset({"true", "false", "null", "none", "nil", "yes", "no", "on", "off"})
@@ -90,7 +90,7 @@ def entropy(text: str) -> float:
 
 def _plausible(value: str, password: bool) -> bool:
     """Whether an assigned value can be a secret (not a number, word, path, placeholder)."""
-    value = value.strip("'\"`")
+    value = value.strip("'\"`").rstrip(".,:!?")  # prose: the sentence's punctuation
     if REDACTED in value or value.lower() in _NOT_SECRET or _PLACEHOLDER.match(value):
         return False
     if value.startswith(("/", "./", "~/", "../")) or "://" in value:
@@ -193,7 +193,7 @@ RULES: list[Rule] = [
         re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}"),
         _whole,
     ),
-    ("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b"), _whole),
+    ("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}"), _whole),
     ("npm-token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), _whole),
     ("huggingface-token", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"), _whole),
     (

@@ -36,7 +36,7 @@ import msgspec
 from memlog.eventlog import snapshot
 from memlog.eventlog.codec import BadLine, decode_line, encode_line
 from memlog.eventlog.events import Event, EventBase
-from memlog.eventlog.secrets import redact_event
+from memlog.eventlog.secrets import redact_batch
 from memlog.files import atomic_write, fsync_dir, write_all
 
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ def rewrite(log: EventLog, edit: Edit, scrub: Scrub, closing: Closing) -> Rewrit
         remove_orphans(log.segments())
         tail, first = log._tail_segment()
         staged = stage(log.segments(), tail, edit, scrub, done)
-        closing_events = [redact_event(e) if log.redact else e for e in closing(done)]
+        closing_events = redact_batch(closing(done)) if log.redact else list(closing(done))
         if closing_events:
             done.appended = log._stamp(closing_events, first)
             staged[tail] = staged.pop(tail) + b"".join(encode_line(e) for e in done.appended)

@@ -10,16 +10,18 @@ one line a command or the MCP server shows its caller.
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
 import msgspec
 
-from memlog.eventlog.events import EventBase, Finding
+from memlog.eventlog.events import EventBase, Finding, Observed
 from memlog.eventlog.redaction import REDACTED, redact
 
 E = TypeVar("E", bound=EventBase)
-__all__ = ["REDACTED", "describe", "redact_event", "redact_text", "text_fields"]
+__all__ = [
+    "REDACTED", "describe", "redact_batch", "redact_event", "redact_text", "text_fields",
+]  # fmt: skip
 
 #: fields of the envelope, of vectors and of ids: never scanned
 _SKIP = frozenset(
@@ -75,6 +77,31 @@ def redact_event(event: E) -> E:
         redactions=(*event.redactions, *findings),
         **changes,
     )
+
+
+def redact_batch(events: Sequence[E]) -> list[E]:
+    """``redact_event`` on each event of a batch; an entry whose description changed has a
+    new id, and the batch's other events about it (a promotion, a label) follow it."""
+    cleaned = [redact_event(e) for e in events]
+    moved = {
+        old.entry_id: new.entry_id
+        for old, new in zip(events, cleaned, strict=True)
+        if isinstance(old, Observed) and isinstance(new, Observed)
+        and old.entry_id != new.entry_id
+    }  # fmt: skip
+    return [_follow(e, moved) for e in cleaned] if moved else cleaned
+
+
+def _follow(event: E, moved: dict[str, str]) -> E:
+    changes: dict[str, Any] = {}
+    for field in ("entry_id", "by"):
+        value = getattr(event, field, None)
+        if isinstance(value, str) and value in moved:
+            changes[field] = moved[value]
+    ids = getattr(event, "ids", None)
+    if isinstance(ids, tuple) and any(i in moved for i in ids):
+        changes["ids"] = tuple(moved.get(i, i) for i in ids)
+    return msgspec.structs.replace(event, **changes) if changes else event
 
 
 def describe(findings: Iterable[Finding]) -> str:

@@ -28,7 +28,7 @@ from memlog.eventlog.log import START, DamageHandler, EventLog, Record
 from memlog.projections import markdown_sync
 from memlog.projections.fold import Entry, State, apply
 from memlog.projections.markdown_view import render
-from memlog.projections.markdown_view.writer import load_state
+from memlog.projections.markdown_view.writer import load_state, remove_unplanned
 from memlog.projections.sqlite_view import packed, store, vectors
 from memlog.projections.sqlite_view.schema import SCHEMA_VERSION
 from memlog.projections.sqlite_view.vectors import VECTOR_DIR, write_packed
@@ -297,9 +297,9 @@ def rebuild(
         snapshot.mark(target, made)
     _build_database(folder, state.entries.values(), space, stored)
     with markdown_sync.locked(folder):
-        notes = markdown_sync.write_markdown(
-            folder, render.plan(state.entries.values()), load_state(folder), stored
-        )
+        files, written = render.plan(state.entries.values()), load_state(folder)
+        notes = remove_unplanned(folder, files, written)
+        notes += markdown_sync.write_markdown(folder, files, written, stored)
     live = sum(1 for e in state.entries.values() if e.live)
     return Rebuilt(applied, live, stored.seq, notes)
 
