@@ -130,6 +130,7 @@ class _Cutter:
         if field == "keywords":  # a label is a word: one made from the text goes whole
             cut = [k for k in items if REDACTED not in k and self._cut(k)]
             kinds[self._kind] += len(cut)
+            self.texts += cut  # copies of the label elsewhere (a markdown backup) go too
             items = [k for k in items if REDACTED not in k and k not in cut]
         return tuple(items), +kinds
 
@@ -154,9 +155,13 @@ class _Cutter:
 
 
 def _cut_from(keyword: str, needle: str) -> bool:
-    """A keyword label made from the removed text (``hunter2`` from ``Hunter2!``)."""
+    """A keyword label made from the removed text: the whole of it (folded as labels are:
+    ``hunter2-prod`` from ``Hunter2 PROD``), or a part of it with a digit (``hunter2``)."""
     folded = _FOLD.sub("-", needle.lower()).strip("-")
-    return len(keyword) >= MIN_MATCH and (keyword in folded or folded in keyword)
+    if len(keyword) < MIN_MATCH or not folded:
+        return False
+    part = keyword in folded and any(c.isdigit() for c in keyword)
+    return keyword == folded or folded in keyword or part
 
 
 def _scrub(line: bytes, needle: str | None) -> bytes:

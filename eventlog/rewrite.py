@@ -16,10 +16,10 @@ The switch is journalled, so a crash leaves the log wholly old or wholly new:
 3. each staged file is renamed over its segment, the last segment last, and
    the journal is removed.
 
-A crash before (2) leaves the old log and staged files that the next rewrite
-removes; a crash after (2) is finished by ``finish`` — run by every writer
-under the lock before it appends, and by catch-ups — before anything else
-reads or writes the log.
+A crash before (2) leaves the old log, and staged files (named beforehand in
+``.rewrite.staging``) that ``finish`` removes; a crash after (2) is finished
+by ``finish``.  Every writer runs it under the lock before it appends, and
+catch-ups and ``verify`` before they read.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ if TYPE_CHECKING:
     from memlog.eventlog.log import EventLog
 
 JOURNAL = ".rewrite.journal"
+STAGING = ".rewrite.staging"
 STAGED_SUFFIX = ".rewrite"
 E = TypeVar("E", bound=EventBase)
 Edit = Callable[[Event], Event | None]
@@ -88,7 +89,6 @@ def rewrite(log: EventLog, edit: Edit, scrub: Scrub, closing: Closing) -> Rewrit
     """
     done = Rewritten()
     with log._locked():
-        remove_orphans(log.segments())
         tail, first = log._tail_segment()
         staged = stage(log.segments(), tail, edit, scrub, done)
         closing_events = redact_batch(closing(done)) if log.redact else list(closing(done))
@@ -137,23 +137,22 @@ def _rewrite_line(line: bytes, edit: Edit, scrub: Scrub, changed: Rewritten) -> 
 
 def commit(events_dir: Path, staged: dict[Path, bytes]) -> None:
     """Stage every new segment, write the journal, then switch them in (see above)."""
+    names = Journal([os.path.relpath(p, events_dir) for p in staged])
+    _write_synced(events_dir / STAGING, msgspec.json.encode(names))  # leftovers can be found
     for path, data in staged.items():
         _write_synced(staged_path(path), data)
-    for folder in {p.parent for p in staged}:
+    for folder in {p.parent for p in staged} | {events_dir}:
         fsync_dir(folder)
-    names = [os.path.relpath(p, events_dir) for p in staged]
-    atomic_write(events_dir / JOURNAL, msgspec.json.encode(Journal(names)))
+    atomic_write(events_dir / JOURNAL, msgspec.json.encode(names))
     finish(events_dir)
 
 
 def finish(events_dir: Path) -> bool:
-    """Complete a committed rewrite a crash interrupted; True when there was one."""
-    try:
-        journal = msgspec.json.decode((events_dir / JOURNAL).read_bytes(), type=Journal)
-    except FileNotFoundError:
-        return False
-    except msgspec.DecodeError:  # torn before its rename: never committed
-        (events_dir / JOURNAL).unlink(missing_ok=True)
+    """Complete a committed rewrite a crash interrupted (True), or remove what one that
+    never committed left staged (False).  Called under the append lock."""
+    journal = _read(events_dir / JOURNAL)
+    if journal is None:
+        _drop_staged(events_dir)
         return False
     for name in journal.segments:
         segment = events_dir / name
@@ -162,15 +161,30 @@ def finish(events_dir: Path) -> bool:
     for folder in {(events_dir / n).parent for n in journal.segments}:
         fsync_dir(folder)
     (events_dir / JOURNAL).unlink()
+    (events_dir / STAGING).unlink(missing_ok=True)
     fsync_dir(events_dir)
     return True
 
 
-def remove_orphans(segments: Sequence[Path]) -> None:
-    """Staged files of a rewrite that crashed before its journal: never committed."""
-    for folder in {p.parent for p in segments}:
-        for path in folder.glob(f".*{STAGED_SUFFIX}"):
+def _read(path: Path) -> Journal | None:
+    try:
+        return msgspec.json.decode(path.read_bytes(), type=Journal)
+    except FileNotFoundError:
+        return None
+    except msgspec.DecodeError:  # torn while written: what it named is found by looking
+        return Journal([])
+
+
+def _drop_staged(events_dir: Path) -> None:
+    staging = _read(events_dir / STAGING)
+    if staging is None:
+        return  # the common case: no rewrite ever stopped half way
+    folders = {(events_dir / n).parent for n in staging.segments} | {events_dir}
+    for folder in folders:
+        for path in [*folder.glob(f".*{STAGED_SUFFIX}"), *folder.glob(f".{JOURNAL}.*.tmp")]:
             path.unlink(missing_ok=True)
+    (events_dir / STAGING).unlink()
+    fsync_dir(events_dir)
 
 
 def _write_synced(path: Path, data: bytes) -> None:

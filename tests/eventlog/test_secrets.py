@@ -101,7 +101,7 @@ def test_command_line_options(
         "--reference", f"https://ci.example/logs?q={secret}",
     )  # fmt: skip
     assert "(redacted description: " in result.stdout and "reasoning: " in result.stdout
-    invoke("inject", "--limit", "5")  # the injection record and the recall event too
+    invoke("inject", "--limit", "5", "--record")  # the injection record and the recall event too
     assert_nowhere(memlog_home, distinctive)
 
 

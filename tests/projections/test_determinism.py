@@ -73,7 +73,7 @@ def busy_home(memlog_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
     invoke("retire", retired[:8], "--reason", "superseded by the lockfile")
     invoke("observe", "--name", "Pin", "--description",
            "Lesson to retire: pin the parser version in CI.", "--category", "patterns")  # fmt: skip
-    invoke("inject", "--limit", "9")
+    invoke("inject", "--limit", "9", "--record")
     invoke("redact", "--match", "s3cretpw", "--reason", "a mirror password")
     return memlog_home
 
