@@ -8,6 +8,7 @@ from typing import NamedTuple
 
 from memlog.capture.embed import Outcome, embed_entries
 from memlog.errors import InvalidInput
+from memlog.eventlog import snapshot
 from memlog.eventlog.bounds import Bound, parse_bound
 from memlog.eventlog.log import DamageHandler, EventLog
 from memlog.eventlog.verify import Report, repair_log, verify_log
@@ -54,6 +55,7 @@ def log_lines(ws: Workspace) -> int:
 
 def check_replay(ws: Workspace, until: str | None, target: Path | None) -> Bound | None:
     """The bound of a replay, once its arguments make sense together."""
+    snapshot.refuse_writes(ws.home, "rebuild the views of")
     if until and target is None:
         raise InvalidInput("--until needs --to DIR (the live views always follow the whole log)")
     if target is not None and target.resolve() == ws.home.resolve():
