@@ -42,6 +42,7 @@ def redact(ws: Workspace, prefix: str | None, match: str | None, reason: str) ->
         ws.catch_up()
         entry_id = queries.find_entry(ws.home, prefix).id
     done = expunge(ws.log("redact"), Target(entry_id, match), reason)
+    files = scrub_home(ws.home, done.removed)  # first, in case the rebuild fails
     rebuilt = rebuild(ws.home, ws.space)
     notes = list(rebuilt.notes)
     if not truncate_wal(ws.home):
@@ -49,6 +50,6 @@ def redact(ws: Workspace, prefix: str | None, match: str | None, reason: str) ->
             "memory.db-wal was held by a reader and still has pages from before; "
             "memlog replay removes them once nothing reads the view"
         )
-    files = scrub_home(ws.home, done.removed)
+    files += [f for f in scrub_home(ws.home, done.removed) if f not in files]  # new backups
     notes += settle(ws, done.event.ids)
     return Redaction(done.event, done.events, done.scrubbed, files, notes)

@@ -33,8 +33,9 @@ from __future__ import annotations
 
 import math
 import re
+import string
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from typing import NamedTuple
 
 REDACTED = "[REDACTED]"
@@ -51,7 +52,9 @@ class Cleaned(NamedTuple):
 
 #: where the secret of a match lies (absolute offsets), or None: not a secret after all
 Span = tuple[int, int] | None
-Rule = tuple[str, re.Pattern[str], Callable[[re.Match[str]], Span]]
+#: a secret found: where it starts and ends, and its class
+Found = tuple[int, int, str]
+Finder = Callable[[str], Iterator[Found]]
 
 
 def _whole(match: re.Match[str]) -> Span:
@@ -67,6 +70,18 @@ def _group(name: str) -> Callable[[re.Match[str]], Span]:
         return match.span(name)
 
     return span
+
+
+def _regex(kind: str, pattern: str, locate: Callable[[re.Match[str]], Span] = _whole) -> Finder:
+    compiled = re.compile(pattern, re.DOTALL if kind == "private-key" else 0)
+
+    def find(text: str) -> Iterator[Found]:
+        for match in compiled.finditer(text):
+            span = locate(match)
+            if span is not None:
+                yield span[0], span[1], kind
+
+    return find
 
 
 # -- what a secret value looks like ----------------------------------------------
@@ -113,107 +128,170 @@ def _high_entropy(value: str) -> bool:
     return has_digit and has_alpha and entropy(value) >= (3.0 if _HEX.match(value) else 3.5)
 
 
-# -- the rules ---------------------------------------------------------------------
+# -- secrets next to words that name them -----------------------------------------------
 
-_SECRET_KEY = (
-    r"(?:[A-Za-z0-9_.-]*?(?:passw(?:or)?d|passphrase|secret|token|credentials?|api[_-]?key|"
-    r"access[_-]?key|private[_-]?key|auth[_-]?key|signing[_-]?key|client[_-]?key|_key|_pwd)"
-    r"[A-Za-z0-9_]*|pwd)"
-)
+#: words one of which a key naming a secret holds (looked for with ``str.find``: fast)
+_KEY_WORDS = ("pass", "pwd", "secret", "token", "credential", "key")
+#: and what the key must then hold (``SORT_KEY`` and ``keyboard`` name no secret)
+_KEY_FORMS = (
+    "passw", "passphrase", "pwd", "secret", "token", "credential", "_key",
+    *(f"{w}{sep}key" for w in ("api", "access", "private", "auth", "signing", "client")
+      for sep in ("", "-")),
+)  # fmt: skip
+_KEY_CHARS = frozenset(string.ascii_letters + string.digits + "_.-")
+_NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_")
+_LONGEST_KEY = 64
 _VALUE = r"(?P<value>\"[^\"\n]*\"|'[^'\n]*'|[^\s\"',;)\]}]+)"
-_ASSIGNMENT = re.compile(
-    rf"(?i)(?<![A-Za-z0-9_.-])[\"']?(?P<key>{_SECRET_KEY})[\"']?"
-    rf"(?P<sep>\s*(?::=|=>|=|:)\s*)(?![\s=]){_VALUE}"
+#: what follows a key: its separator and its value
+_ASSIGNED = re.compile(rf"[\"']?(?P<sep>\s*(?::=|=>|=|:)\s*)(?![\s=]){_VALUE}")
+#: words after which a high-entropy string is a secret; ``key`` only after a qualifier
+_SECRET_WORDS = ("secret", "token", "credential", "password", "passphrase", "key")
+_KEY_QUALIFIERS = re.compile(r"(?:api|access|secret|private|signing)[ -]?$")
+_SAID = re.compile(
+    r"s?(?:\s*(?:[:=]|\bis\b|\bwas\b|\bof\b)\s*|\s+)['\"`]?(?P<value>[A-Za-z0-9+/_\-=.]{16,})"
 )
-_SECRET_WORD = re.compile(
-    r"(?i)\b(?:secret|token|api[ -]?key|access[ -]?key|secret[ -]?key|private[ -]?key|"
-    r"signing[ -]?key|client[ -]?secret|credentials?|password|passphrase)"
-    r"(?:\s*(?:[:=]|\bis\b|\bwas\b|\bof\b)\s*|\s+)['\"`]?(?P<value>[A-Za-z0-9+/_\-=.]{16,})"
-)
+
+
+def _occurrences(lower: str, words: Iterable[str]) -> list[tuple[int, int]]:
+    """Where each of ``words`` occurs in ``lower``, in order (``str.find``: fast on any size)."""
+    hits = []
+    for word in words:
+        at = lower.find(word)
+        while at >= 0:
+            hits.append((at, at + len(word)))
+            at = lower.find(word, at + 1)
+    return sorted(hits)
+
+
+def _key_around(text: str, start: int, end: int) -> tuple[int, int] | None:
+    """The whole key a word sits in (``DB_PASSWORD`` around ``passw``), if it is short."""
+    low, high = start, end
+    while low > 0 and text[low - 1] in _KEY_CHARS and start - low < _LONGEST_KEY:
+        low -= 1
+    while high < len(text) and text[high] in _NAME_CHARS and high - end < _LONGEST_KEY:
+        high += 1
+    inside = (low > 0 and text[low - 1] in _KEY_CHARS) or (
+        high < len(text) and text[high] in _NAME_CHARS
+    )
+    return None if inside else (low, high)
 
 
 def _names_password(key: str) -> bool:
     return any(w in key.lower() for w in ("passw", "pwd", "passphrase"))
 
 
-def _assignment(passwords: bool) -> Callable[[re.Match[str]], Span]:
-    """The value of a ``key = value`` whose key names a password (or another secret)."""
-
-    def span(match: re.Match[str]) -> Span:
-        if _names_password(match["key"]) != passwords:
-            return None
-        sep, value = match["sep"], match["value"]
-        # ``password: must be rotated`` is prose; ``password: hunter2``, ``"password":
-        # "x"`` and ``password=x`` are not
-        explicit = "=" in sep or value[:1] in "'\"" or not value.isalpha()
-        if not _plausible(value, passwords and explicit):
-            return None
-        start, end = match.span("value")
-        quoted = value[:1] in "'\"" and len(value) > 1 and value[-1] == value[0]
-        return (start + 1, end - 1) if quoted else (start, end)
-
-    return span
-
-
-def _entropic(match: re.Match[str]) -> Span:
-    return match.span("value") if _high_entropy(match["value"]) else None
+def _assignments(text: str) -> Iterator[Found]:
+    """Values of ``key = value`` / ``key: value`` / ``"key": "value"`` whose key names a
+    password (class ``password``) or another secret (``secret-assignment``)."""
+    seen: set[int] = set()
+    for start, end in _occurrences(text.lower(), _KEY_WORDS):
+        key = _key_around(text, start, end)
+        if key is None or key[1] in seen:
+            continue
+        seen.add(key[1])
+        if not any(form in text[key[0] : key[1]].lower() for form in _KEY_FORMS):
+            continue
+        match = _ASSIGNED.match(text, key[1])
+        if match is not None:
+            found = _assigned(text[key[0] : key[1]], match)
+            if found is not None:
+                yield found
 
 
-RULES: list[Rule] = [
+def _assigned(key: str, match: re.Match[str]) -> Found | None:
+    sep, value = match["sep"], match["value"]
+    password = _names_password(key)
+    # ``password: must be rotated`` is prose; ``password: hunter2``, ``"password": "x"``
+    # and ``password=x`` are not
+    explicit = "=" in sep or value[:1] in "'\"" or not value.isalpha()
+    if not _plausible(value, password and explicit):
+        return None
+    start, end = match.span("value")
+    if value[:1] in "'\"" and len(value) > 1 and value[-1] == value[0]:
+        start, end = start + 1, end - 1  # the quotes stay
+    return start, end, "password" if password else "secret-assignment"
+
+
+def _entropic(text: str) -> Iterator[Found]:
+    """A high-entropy string right after a word that names a secret."""
+    lower, seen = text.lower(), set()
+    for start, end in _occurrences(lower, _SECRET_WORDS):
+        if lower.startswith("key", start):
+            qualifier = _KEY_QUALIFIERS.search(lower, max(start - 9, 0), start)
+            if qualifier is None:
+                continue  # ``cache key 9f86…``: a key, not a secret
+            start = qualifier.start()
+        if start > 0 and lower[start - 1].isalnum():
+            continue
+        match = _SAID.match(text, end)
+        if match is not None and match.start("value") not in seen:
+            seen.add(match.start("value"))
+            if _high_entropy(match["value"]):
+                yield match.start("value"), match.end("value"), "high-entropy"
+
+
+# -- the rules, most specific first ------------------------------------------------------
+
+#: each rule, and substrings without one of which it cannot match (most text has none)
+RULES: list[tuple[Finder, tuple[str, ...]]] = [
     (
-        "private-key",
-        re.compile(
+        _regex(
+            "private-key",
             r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
             r"(?:.*?-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|.*\Z)",
-            re.DOTALL,
         ),
-        _whole,
+        ("-----BEGIN",),
     ),
     (
-        "url-password",
-        re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]*:(?P<value>[^\s@/]+)@[^\s@]"),
-        _group("value"),
+        _regex(
+            "url-password",
+            r"\b[a-zA-Z][a-zA-Z0-9+.-]*://[^\s:/@]*:(?P<value>[^\s@/]+)@[^\s@]",
+            _group("value"),
+        ),
+        ("://",),
     ),
     (
-        "jwt",
-        re.compile(r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
-        _whole,
+        _regex("jwt", r"\beyJ[A-Za-z0-9_-]{8,}\.eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}"),
+        ("eyJ",),
     ),
-    ("stripe-key", re.compile(r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,}"), _whole),
-    ("stripe-key", re.compile(r"\bwhsec_[A-Za-z0-9]{16,}"), _whole),
-    ("anthropic-key", re.compile(r"\bsk-ant-[A-Za-z0-9_\-]{20,}"), _whole),
-    ("openai-key", re.compile(r"\bsk-(?:proj-|live-|test-)?[A-Za-z0-9_\-]{20,}"), _whole),
-    ("aws-access-key", re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), _whole),
-    ("github-token", re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"), _whole),
-    ("github-token", re.compile(r"\bgithub_pat_[A-Za-z0-9_]{30,}\b"), _whole),
-    ("gitlab-token", re.compile(r"\bglpat-[A-Za-z0-9_\-]{20,}"), _whole),
-    ("slack-token", re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), _whole),
+    (_regex("stripe-key", r"\b(?:sk|rk)_(?:live|test)_[A-Za-z0-9]{10,}"), ("_live_", "_test_")),
+    (_regex("stripe-key", r"\bwhsec_[A-Za-z0-9]{16,}"), ("whsec_",)),
+    (_regex("anthropic-key", r"\bsk-ant-[A-Za-z0-9_\-]{20,}"), ("sk-ant-",)),
+    (_regex("openai-key", r"\bsk-(?:proj-|live-|test-)?[A-Za-z0-9_\-]{20,}"), ("sk-",)),
+    (_regex("aws-access-key", r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"), ("AKIA", "ASIA")),
     (
-        "slack-webhook",
-        re.compile(r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}"),
-        _whole,
+        _regex("github-token", r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"),
+        ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"),
     ),
-    ("google-api-key", re.compile(r"\bAIza[0-9A-Za-z_\-]{30,}"), _whole),
-    ("npm-token", re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"), _whole),
-    ("huggingface-token", re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"), _whole),
+    (_regex("github-token", r"\bgithub_pat_[A-Za-z0-9_]{30,}\b"), ("github_pat_",)),
+    (_regex("gitlab-token", r"\bglpat-[A-Za-z0-9_\-]{20,}"), ("glpat-",)),
+    (_regex("slack-token", r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), ("xox",)),
     (
-        "sendgrid-key",
-        re.compile(r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"),
-        _whole,
+        _regex("slack-webhook", r"https://hooks\.slack\.com/services/[A-Za-z0-9/_-]{20,}"),
+        ("hooks.slack.com",),
+    ),
+    (_regex("google-api-key", r"\bAIza[0-9A-Za-z_\-]{30,}"), ("AIza",)),
+    (_regex("npm-token", r"\bnpm_[A-Za-z0-9]{36}\b"), ("npm_",)),
+    (_regex("huggingface-token", r"\bhf_[A-Za-z0-9]{30,}\b"), ("hf_",)),
+    (_regex("sendgrid-key", r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"), ("SG.",)),
+    (
+        _regex(
+            "authorization-header",
+            r"(?i)\bauthorization\s*:\s*(?:basic|bearer|token|digest)\s+(?P<value>\S{8,})",
+            _group("value"),
+        ),
+        ("uthorization", "UTHORIZATION"),
     ),
     (
-        "authorization-header",
-        re.compile(r"(?i)\bauthorization\s*:\s*(?:basic|bearer|token|digest)\s+(?P<value>\S{8,})"),
-        _group("value"),
+        _regex(
+            "bearer-token",
+            r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9._~+/\-]{16,}=*)",
+            _group("value"),
+        ),
+        ("earer", "EARER"),
     ),
-    (
-        "bearer-token",
-        re.compile(r"(?i)\bbearer\s+(?P<value>[A-Za-z0-9._~+/\-]{16,}=*)"),
-        _group("value"),
-    ),
-    ("password", _ASSIGNMENT, _assignment(passwords=True)),
-    ("secret-assignment", _ASSIGNMENT, _assignment(passwords=False)),
-    ("high-entropy", _SECRET_WORD, _entropic),
+    (_assignments, ()),
+    (_entropic, ()),
 ]
 
 
@@ -221,55 +299,23 @@ def redact(text: str) -> Cleaned:
     """``text`` with every secret the rules recognise replaced, and the class of each."""
     found: list[str] = []
     removed: list[str] = []
-    for kind, pattern, locate in RULES:
-        if _may_match(kind, text):
-            text = _apply(text, kind, pattern, locate, found, removed)
+    for finder, hints in RULES:
+        if not hints or any(h in text for h in hints):
+            text = _replace(text, finder(text), found, removed)
     return Cleaned(text, tuple(found), tuple(removed))
 
 
-def _apply(
-    text: str,
-    kind: str,
-    pattern: re.Pattern[str],
-    locate: Callable[[re.Match[str]], Span],
-    found: list[str],
-    removed: list[str],
-) -> str:
-    def substitute(match: re.Match[str]) -> str:
-        span = locate(match)
-        if span is None or span[0] == span[1]:
-            return match[0]
-        start, end = span[0] - match.start(), span[1] - match.start()
+def _replace(text: str, spans: Iterable[Found], found: list[str], removed: list[str]) -> str:
+    """``text`` with each span (in order, not overlapping) replaced by ``[REDACTED]``."""
+    parts, at = [], 0
+    for start, end, kind in sorted(spans):
+        if start < at or start >= end or REDACTED in text[start:end]:
+            continue
+        parts += [text[at:start], REDACTED]
         found.append(kind)
-        removed.append(match[0][start:end])
-        return match[0][:start] + REDACTED + match[0][end:]
-
-    return pattern.sub(substitute, text)
-
-
-#: cheap substrings without which a rule cannot match (most text has none of them)
-_HINTS: dict[str, tuple[str, ...]] = {
-    "private-key": ("-----BEGIN",),
-    "url-password": ("://",),
-    "jwt": ("eyJ",),
-    "stripe-key": ("_live_", "_test_", "whsec_"),
-    "anthropic-key": ("sk-ant-",),
-    "openai-key": ("sk-",),
-    "aws-access-key": ("AKIA", "ASIA"),
-    "github-token": ("gh", "github_pat_"),
-    "gitlab-token": ("glpat-",),
-    "slack-token": ("xox",),
-    "slack-webhook": ("hooks.slack.com",),
-    "google-api-key": ("AIza",),
-    "npm-token": ("npm_",),
-    "huggingface-token": ("hf_",),
-    "sendgrid-key": ("SG.",),
-}
-
-
-def _may_match(kind: str, text: str) -> bool:
-    hints = _HINTS.get(kind)
-    return hints is None or any(h in text for h in hints)
+        removed.append(text[start:end])
+        at = end
+    return "".join(parts) + text[at:] if parts else text
 
 
 def remove(text: str, needle: str) -> tuple[str, int]:

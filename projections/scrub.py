@@ -3,7 +3,9 @@
 After a redaction has rewritten the log and the views were rebuilt from it,
 copies of the removed text can still sit in files memlog keeps beside them:
 the quarantine file (bytes taken out of the log, base64), markdown backups
-of hand-edited files, ``.last-injection.json``, the error logs.  Each file
+of hand-edited files, ``.last-injection.json``, the error logs.  The
+markdown view itself is rebuilt, not scrubbed (a scrubbed file would look
+edited by hand).  Each file
 that holds the text (as written, or JSON-escaped) is rewritten atomically
 with ``[REDACTED]`` in its place.  ``memory.db`` is rebuilt, not scrubbed;
 its write-ahead log is checkpointed and truncated so no page of the old
@@ -23,6 +25,7 @@ import msgspec
 from memlog.eventlog import segments as seg
 from memlog.eventlog.redaction import REDACTED
 from memlog.files import atomic_write
+from memlog.projections.markdown_view.writer import load_state
 from memlog.projections.sqlite_view import store
 from memlog.projections.sqlite_view.vectors import VECTOR_DIR
 
@@ -51,7 +54,10 @@ def scrub_home(home: Path, texts: Iterable[str]) -> list[str]:
     if not patterns:
         return []
     changed = ["quarantine.jsonl"] if scrub_quarantine(home, patterns) else []
+    views = {home / rel for rel in load_state(home).files}  # rebuilt, not scrubbed
     for path in _files(home):
+        if path in views:
+            continue
         data = path.read_bytes()
         cleaned = _replace(data, patterns)
         if cleaned != data:

@@ -89,6 +89,8 @@ def test_redact_match_removes_it_from_every_file(leaked: Path) -> None:
     result = invoke("redact", "--match", SECRET, "--reason", "staging password in a lesson")
     assert "redacted" in result.stdout and "views rebuilt" in result.stdout
     assert "also removed from quarantine.jsonl" in result.stdout
+    assert "edited by hand" not in result.stderr  # the views were rebuilt, not scrubbed
+    assert len(list(leaked.rglob("*.bak"))) == 1  # the one the hand edit made
     assert holders(leaked) == []
     assert holders(leaked, SECRET.lower()) == []  # the keyword label made from it too
     verified = invoke("verify")
