@@ -37,7 +37,7 @@ from memlog.eventlog import snapshot
 from memlog.eventlog.codec import BadLine, decode_line, encode_line
 from memlog.eventlog.events import Event, EventBase
 from memlog.eventlog.secrets import redact_batch
-from memlog.files import atomic_write, fsync_dir, write_all
+from memlog.files import atomic_write, fsync_dir, write_synced
 
 if TYPE_CHECKING:
     from memlog.eventlog.log import EventLog
@@ -138,9 +138,9 @@ def _rewrite_line(line: bytes, edit: Edit, scrub: Scrub, changed: Rewritten) -> 
 def commit(events_dir: Path, staged: dict[Path, bytes]) -> None:
     """Stage every new segment, write the journal, then switch them in (see above)."""
     names = Journal([os.path.relpath(p, events_dir) for p in staged])
-    _write_synced(events_dir / STAGING, msgspec.json.encode(names))  # leftovers can be found
+    write_synced(events_dir / STAGING, msgspec.json.encode(names))  # leftovers can be found
     for path, data in staged.items():
-        _write_synced(staged_path(path), data)
+        write_synced(staged_path(path), data)
     for folder in {p.parent for p in staged} | {events_dir}:
         fsync_dir(folder)
     atomic_write(events_dir / JOURNAL, msgspec.json.encode(names))
@@ -185,12 +185,3 @@ def _drop_staged(events_dir: Path) -> None:
             path.unlink(missing_ok=True)
     (events_dir / STAGING).unlink()
     fsync_dir(events_dir)
-
-
-def _write_synced(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        write_all(fd, data)
-        os.fsync(fd)
-    finally:
-        os.close(fd)

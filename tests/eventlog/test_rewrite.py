@@ -211,7 +211,7 @@ def counting(name, real):
         return real(*args)
     return call
 
-rewrite._write_synced = counting("stage", rewrite._write_synced)
+rewrite.write_synced = counting("stage", rewrite.write_synced)
 os.replace = counting("replace", os.replace)  # the journal's rename, then each segment's
 expunge(EventLog(home), Target(None, sys.argv[4]), "killed on the way")
 print("finished")
@@ -222,7 +222,8 @@ def kill_points(home: Path) -> list[tuple[str, int]]:
     staged = sum(1 for p in EventLog(home).segments() if SECRET.encode() in p.read_bytes())
     tail_extra = 0 if SECRET.encode() in EventLog(home).segments()[-1].read_bytes() else 1
     stages = staged + tail_extra
-    return [("stage", i) for i in range(1, stages + 1)] + [
+    # the list of staged files, then each staged segment; the journal's rename, then each one
+    return [("stage", i) for i in range(1, stages + 2)] + [
         ("replace", i) for i in range(1, stages + 2)
     ]
 
