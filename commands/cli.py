@@ -38,6 +38,7 @@ COMMANDS = {
     "branch": ("memlog.commands.branches", "branch"),
     "maintenance": ("memlog.commands.maintenance_cmd", "maintenance"),
     "claude-md": ("memlog.commands.claude_md", "claude_md"),
+    "redact": ("memlog.commands.redact", "redact"),
 }
 
 

@@ -9,6 +9,7 @@ import click
 from memlog.api import capturing
 from memlog.commands.base import InputError
 from memlog.commands.common import echo_json, open_workspace, warn
+from memlog.eventlog import secrets
 from memlog.eventlog.events import Observed
 from memlog.vocabulary import CATEGORIES, CONFIDENCES, SOURCES
 
@@ -37,6 +38,9 @@ from memlog.vocabulary import CATEGORIES, CONFIDENCES, SOURCES
     help="Read entries from FILE (- for stdin): one JSON object per line, stored as one batch.",
 )
 @click.option("--no-redact", is_flag=True, help="Keep text that looks like a secret.")
+@click.option(
+    "--revive", is_flag=True, help="Bring a retired or superseded entry back (else it stays so)."
+)
 @click.option("--print-json", is_flag=True, help="Print the stored events as JSON.")
 def observe(
     name: str | None,
@@ -52,15 +56,17 @@ def observe(
     source: str,
     json_input: IO[bytes] | None,
     no_redact: bool,
+    revive: bool,
     print_json: bool,
 ) -> None:
     """Record one entry from options, or many from --json, as observations."""
     ws = open_workspace(project=project)
+    changed: list[str] = []  # what was changed in the input (keywords normalised, capped)
     if json_input is not None:
         given = [n for n, v in (("name", name), ("description", description)) if v]
         if given or category or reasoning or keywords or references:
             raise InputError("--json cannot be combined with entry options")
-        events = capturing.observations(json_input.read(), ws.project)
+        events = capturing.observations(json_input.read(), ws.project, changed)
     else:
         missing = [
             f"--{n}"
@@ -81,9 +87,11 @@ def observe(
             "feature": feature,
             "source": source,
         }
-        events = [capturing.observation(item)]
-    done = capturing.observe(ws, events, references_base=git_base, redact=not no_redact)
-    warn(done.notes)
+        events = [capturing.observation(item, changed)]
+    done = capturing.observe(
+        ws, events, references_base=git_base, redact=not no_redact, revive=revive
+    )
+    warn(changed + done.notes)
     _report(done.stored, print_json)
 
 
@@ -92,5 +100,5 @@ def _report(stored: list[Observed], as_json: bool) -> None:
         echo_json(stored)
         return
     for event in stored:
-        note = f" (redacted: {', '.join(event.redacted)})" if event.redacted else ""
+        note = f" (redacted {secrets.describe(event.redactions)})" if event.redactions else ""
         click.echo(f"observed {event.entry_id}  {event.name}  [seq {event.seq}]{note}")
