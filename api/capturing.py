@@ -7,16 +7,21 @@ that fails validation raises ``InvalidInput`` before anything is appended.
 
 from __future__ import annotations
 
+import sqlite3
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple
+
+import msgspec
 
 from memlog.capture import promote as promotion
 from memlog.capture.importer import ImportPlan, markdown_files, plan_import
 from memlog.capture.observe import from_fields, parse_json_lines, with_references
 from memlog.capture.pipeline import Captured, Meter, capture
-from memlog.errors import InvalidInput
-from memlog.eventlog.events import Observed, Retired
+from memlog.errors import InvalidInput, MemlogError
+from memlog.eventlog import secrets
+from memlog.eventlog.events import EventBase, Observed, Retired
+from memlog.eventlog.secrets import redact_batch
 from memlog.git import changed_since
 from memlog.projections.fold import Entry
 from memlog.projections.sqlite_view import queries
@@ -63,9 +68,14 @@ def observe(
     references_base: str | None = None,
     redact: bool = True,
     command: str = "observe",
+    revive: bool = False,
     meter: Meter | None = None,
 ) -> Captured[Observed]:
-    """Record observations as one batch (with the files changed since a git base)."""
+    """Record observations as one batch (with the files changed since a git base).
+
+    Observing a retired or superseded entry records the observation and leaves
+    it so, with a note; ``revive`` brings it back.
+    """
     notes: list[str] = []
     if references_base is not None:
         changed = changed_since(references_base, Path.cwd())
@@ -74,8 +84,34 @@ def observe(
                 f"no files changed between {references_base} and HEAD; no references added"
             )
         events = [with_references(e, changed) for e in events]
+    events = [msgspec.structs.replace(e, revive=revive) for e in events]
+    notes += _not_live(
+        ws, [e.entry_id for e in (redact_batch(events) if redact else events)], revive
+    )
     done = capture(ws, events, command, redact=redact, meter=meter)
     return Captured(done.stored, notes + done.notes)
+
+
+def _not_live(ws: Workspace, ids: Sequence[str], revive: bool) -> list[str]:
+    """A note for each entry observed that is retired or superseded."""
+    if not (ws.home / "memory.db").exists():
+        return []  # no view: nothing observed yet, or nothing to tell from
+    try:
+        ws.catch_up()
+        found = queries.entries(ws.home, ids, vectors=False)
+    except (MemlogError, sqlite3.Error, OSError):
+        return []  # the views cannot tell; the log keeps the observation either way
+    notes = []
+    for entry in (e for e in found if not e.live):
+        why = f" ({entry.status_reason})" if entry.status_reason else ""
+        if revive:
+            notes.append(f"entry {entry.id} was {entry.status}{why}; brought back (--revive)")
+        else:
+            notes.append(
+                f"entry {entry.id} is {entry.status}{why}: the observation is recorded and "
+                f"the entry stays {entry.status} (memlog observe --revive brings it back)"
+            )
+    return notes
 
 
 def promote_input(
@@ -101,6 +137,7 @@ def promote_input(
         for c, (_, verdict) in zip(filled, named, strict=True)
     ]
     done = capture(ws, [*(c.event for c in filled), *promotions], "promote", meter=meter)
+    notes += redaction_notes(done.stored)
     return Promotion(promotion.report(named), notes + done.notes, named)
 
 
@@ -163,7 +200,21 @@ def import_files(
     if not plan.events or dry_run:
         return Imported(plan, [])
     done = capture(ws, plan.events, "import", meter=meter)
-    return Imported(plan, done.notes)
+    return Imported(plan, redaction_notes(done.stored) + done.notes)
+
+
+def redaction_notes(stored: Iterable[EventBase]) -> list[str]:
+    """One line per stored event whose text had secrets replaced: which fields, which classes."""
+    return [
+        f"{_what(e)}: secrets replaced by [REDACTED] ({secrets.describe(e.redactions)})"
+        for e in stored
+        if e.redactions
+    ]
+
+
+def _what(event: EventBase) -> str:
+    name = f" {event.name}" if isinstance(event, Observed) else ""
+    return f"entry {','.join(event.entry_ids)}{name}"
 
 
 def retire(ws: Workspace, prefix: str, reason: str) -> tuple[Entry, list[str]]:

@@ -80,6 +80,7 @@ def observation(entry: ParsedEntry, project: str) -> Observed:
         last_observed=entry.last_observed or "",
         origin=entry.source_path,
         details=_details(entry),
+        revive=False,  # a retired entry stays retired when a file still holds it
     )
 
 

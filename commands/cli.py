@@ -48,6 +48,7 @@ COMMANDS = {
     "list": ("memlog.commands.list_cmd", "list_"),
     "doctor": ("memlog.commands.doctor", "doctor"),
     "ui": ("memlog.commands.ui", "ui"),
+    "redact": ("memlog.commands.redact", "redact"),
 }
 
 

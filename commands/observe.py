@@ -10,6 +10,7 @@ from memlog.api import capturing
 from memlog.commands.base import InputError
 from memlog.commands.common import echo_json, json_option, open_workspace, warn
 from memlog.commands.conventions import metered
+from memlog.eventlog import secrets
 from memlog.eventlog.events import Observed
 from memlog.vocabulary import CATEGORIES, CONFIDENCES, SOURCES
 
@@ -38,6 +39,9 @@ from memlog.vocabulary import CATEGORIES, CONFIDENCES, SOURCES
     help="Read entries from FILE (- for stdin): one JSON object per line, stored as one batch.",
 )
 @click.option("--no-redact", is_flag=True, help="Keep text that looks like a secret.")
+@click.option(
+    "--revive", is_flag=True, help="Bring a retired or superseded entry back (else it stays so)."
+)
 @json_option("Print the stored events as JSON.")
 @click.option("--print-json", is_flag=True, hidden=True, help="Old spelling of --json.")
 def observe(
@@ -54,6 +58,7 @@ def observe(
     source: str,
     json_input: IO[bytes] | None,
     no_redact: bool,
+    revive: bool,
     as_json: bool,
     print_json: bool,
 ) -> None:
@@ -61,11 +66,12 @@ def observe(
     if print_json:
         warn(["--print-json is deprecated and memlog 0.3 drops it: use --json"])
     ws = open_workspace(project=project)
+    changed: list[str] = []  # what was changed in the input (keywords normalised, capped)
     if json_input is not None:
         given = [n for n, v in (("name", name), ("description", description)) if v]
         if given or category or reasoning or keywords or references:
             raise InputError("--from cannot be combined with entry options")
-        events = capturing.observations(json_input.read(), ws.project)
+        events = capturing.observations(json_input.read(), ws.project, changed)
     else:
         missing = [
             f"--{n}"
@@ -86,12 +92,13 @@ def observe(
             "feature": feature,
             "source": source,
         }
-        events = [capturing.observation(item)]
+        events = [capturing.observation(item, changed)]
     with metered() as meter:
         done = capturing.observe(
-            ws, events, references_base=git_base, redact=not no_redact, meter=meter
-        )
-    warn(done.notes)
+            ws, events, references_base=git_base, redact=not no_redact, revive=revive,
+            meter=meter,
+        )  # fmt: skip
+    warn(changed + done.notes)
     _report(done.stored, as_json or print_json)
 
 
@@ -100,5 +107,5 @@ def _report(stored: list[Observed], as_json: bool) -> None:
         echo_json(stored)
         return
     for event in stored:
-        note = f" (redacted: {', '.join(event.redacted)})" if event.redacted else ""
+        note = f" (redacted {secrets.describe(event.redactions)})" if event.redactions else ""
         click.echo(f"observed {event.entry_id}  {event.name}  [seq {event.seq}]{note}")

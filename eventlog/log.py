@@ -25,11 +25,13 @@ import msgspec
 
 from memlog import __version__
 from memlog.errors import HomeError, LogWriteError
+from memlog.eventlog import rewrite as rw
 from memlog.eventlog import segments as seg
+from memlog.eventlog import snapshot
 from memlog.eventlog.codec import BadLine, decode_line, encode_line
 from memlog.eventlog.events import Event, EventBase, Writer
 from memlog.eventlog.ids import utc_now, uuid7
-from memlog.eventlog.secrets import redact_event
+from memlog.eventlog.secrets import redact_batch
 from memlog.home import ensure_dir
 
 DEFAULT_SEGMENT_BYTES = 64 << 20
@@ -109,7 +111,7 @@ class EventLog:
         """Append ``events`` atomically (all or none) and return them as stored."""
         if not events:
             return []
-        prepared = [redact_event(e) if self.redact else e for e in events]
+        prepared = redact_batch(events) if self.redact else list(events)
         with self._locked():
             path, first = self._tail_segment()
             stamped = self._stamp(prepared, first)
@@ -127,6 +129,7 @@ class EventLog:
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
+        snapshot.refuse_writes(self.home, "append to the log of")
         ensure_dir(self.home)
         created = not self.events_dir.exists()
         ensure_dir(self.events_dir)
@@ -138,6 +141,7 @@ class EventLog:
             raise HomeError(f"cannot write to {self.events_dir}: {exc.strerror}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
+            rw.finish(self.events_dir)
             yield
         finally:
             os.close(fd)
@@ -211,6 +215,30 @@ class EventLog:
 
     def segments(self) -> list[Path]:
         return seg.list_segments(self.events_dir)
+
+    def seq_at(self, position: Position) -> int | None:
+        """The sequence of the good line that ends exactly at ``position`` (None if none).
+
+        A view checks its stored position with it: after a log was rewritten
+        (a repair, a redaction) the same offset may fall inside another line.
+        """
+        try:
+            fd = os.open(self.events_dir / position.segment, os.O_RDONLY)
+        except OSError:
+            return None
+        try:
+            end = position.offset
+            if end <= 0 or os.pread(fd, 1, end - 1) != b"\n":
+                return None
+            start = seg.last_newline_end(fd, end - 1)
+            line = os.pread(fd, end - start, start)
+        finally:
+            os.close(fd)
+        try:
+            return decode_line(line).seq
+        except BadLine:
+            salvaged = _salvage(line[:-1])
+            return salvaged[1].seq if salvaged is not None else None
 
     def read(
         self,

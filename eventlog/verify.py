@@ -14,6 +14,7 @@ from pathlib import Path
 
 import msgspec
 
+from memlog.eventlog import rewrite
 from memlog.eventlog import segments as seg
 from memlog.eventlog.log import Damage, EventLog, read_segment
 from memlog.files import atomic_write
@@ -77,6 +78,7 @@ def acknowledged_seqs(home: Path) -> set[int]:
 
 
 def verify_log(log: EventLog) -> Report:
+    rewrite.recover(log)  # a committed rewrite is part of the log
     report = Report()
     check = _SeqCheck(acknowledged_seqs(log.home))
     counts: Counter[str] = Counter()

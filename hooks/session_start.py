@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from memlog.eventlog.snapshot import is_snapshot
 from memlog.home import HOOK_ERROR_LOG, resolve_home
 
 DEFAULT_BUDGET = 2.5
@@ -62,6 +63,8 @@ def log_error(home: Path, message: str, exc: BaseException | None = None) -> Non
     detail = "".join(traceback.format_exception(exc)) if exc is not None else ""
     text = f"{stamp} {message}\n{detail}"
     try:
+        if is_snapshot(home):  # a snapshot is read, never written
+            raise OSError("a snapshot")
         home.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(home / HOOK_ERROR_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:

@@ -24,7 +24,14 @@ from memlog.errors import ViewError
 from memlog.projections.fold import Entry
 from memlog.projections.markdown_view.kb_parser import observed_moment
 from memlog.projections.sqlite_view import lexicon, neighbours, store
-from memlog.projections.sqlite_view.vectors import ID_WIDTH, VECTOR_DIR, packed_file, space_rows
+from memlog.projections.sqlite_view.vectors import (
+    ID_WIDTH,
+    SUFFIX,
+    VECTOR_DIR,
+    packed_file,
+    row_size,
+    space_rows,
+)
 from memlog.projections.terms import term_counts
 from memlog.vocabulary import Space
 
@@ -231,24 +238,24 @@ def vector_scores(
 
 
 def _map(path: Path, count: int, dims: int) -> Matrix | None:
-    expected = count * (ID_WIDTH + 4 * dims)
+    """The first ``count`` rows of a packed file, mapped; None when it cannot be."""
+    width = row_size(dims)
     try:
         if count == 0:
             return Matrix([], np.zeros((0, dims), dtype=np.float32))
-        if path.stat().st_size != expected:
-            return None
-        raw = np.memmap(path, dtype=np.uint8, mode="r")
-    except (OSError, ValueError):
+        raw = np.memmap(path, dtype=np.uint8, mode="r", shape=(count * width,))
+    except (OSError, ValueError):  # gone (swept), or shorter than its pointer says
         return None
-    ids = raw[: count * ID_WIDTH].tobytes().decode("ascii")
-    matrix = raw[count * ID_WIDTH :].view("<f4").reshape(count, dims)
+    rows = raw.reshape(count, width)
+    ids = rows[:, :ID_WIDTH].tobytes().decode("ascii")
+    matrix = rows[:, ID_WIDTH:].view("<f4")  # strided: no copy, BLAS reads it as is
     return Matrix([ids[i : i + ID_WIDTH] for i in range(0, len(ids), ID_WIDTH)], matrix)
 
 
 def load_matrix(db: sqlite3.Connection, folder: Path, space: Space) -> Matrix:
     """Every vector of ``space`` in ``db``'s snapshot; ``folder`` is the view's home."""
     packed = packed_file(db, space)
-    if packed is not None:
+    if packed is not None and packed[1].endswith(SUFFIX):
         mapped = _map(folder / VECTOR_DIR / packed[1], packed[0], space.dimensions)
         if mapped is not None:
             return mapped

@@ -126,7 +126,6 @@ def test_invalid_line_names_line_and_field_and_appends_nothing(
     ("content", "expected"),
     [
         (entry("A", "B", bogus=1) + "\n", ["line 1", "unknown field `bogus`"]),
-        (entry("A", "B", keywords=[f"k{i}" for i in range(11)]), ["at most 10", "$.keywords"]),
         (entry("A", "   ") + "\n", ["line 1", "description is empty", "$.description"]),
         (entry("A", "B")[:-1] + "\n", ["line 1", "malformed JSON"]),
         ('{"name": "A", "category": "facts"}\n', ["line 1", "missing required field"]),
@@ -134,7 +133,7 @@ def test_invalid_line_names_line_and_field_and_appends_nothing(
         ("[" + entry("A", "B") + "," + entry("C", "D", "x") + "]", ["$[1].category"]),
         ("\n  \n", ["no entries"]),
     ],
-    ids=["unknown-field", "11-keywords", "empty", "malformed", "missing", "type", "array", "none"],
+    ids=["unknown-field", "empty", "malformed", "missing", "type", "array", "none"],
 )
 def test_invalid_json_input_is_refused(
     memlog_home: Path, content: str, expected: list[str]
@@ -155,14 +154,9 @@ def test_invalid_json_input_is_refused(
         (["--name", "A"], "missing --description, --category"),
         ([], "missing --name, --description, --category"),
         (["--name", "A", "--description", "B", "--category", "tips"], "'tips' is not one of"),
-        (
-            ["--name", "A", "--description", "B", "--category", "facts"]
-            + [f"--keyword=k{i}" for i in range(11)],
-            "at most 10 keywords",
-        ),
         (["--name", " ", "--description", "B", "--category", "facts"], "name is empty"),
     ],
-    ids=["json-and-name", "json-and-category", "missing", "nothing", "choice", "keywords", "blank"],
+    ids=["json-and-name", "json-and-category", "missing", "nothing", "choice", "blank"],
 )
 def test_invalid_options_are_refused(memlog_home: Path, args: list[str], expected: str) -> None:
     result = invoke("observe", *args, input="")
