@@ -8,7 +8,7 @@ that fails validation raises ``InvalidInput`` before anything is appended.
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
@@ -17,7 +17,7 @@ import msgspec
 from memlog.capture import promote as promotion
 from memlog.capture.importer import ImportPlan, markdown_files, plan_import
 from memlog.capture.observe import from_fields, parse_json_lines, with_references
-from memlog.capture.pipeline import Captured, capture
+from memlog.capture.pipeline import Captured, Meter, capture
 from memlog.errors import InvalidInput, MemlogError
 from memlog.eventlog import secrets
 from memlog.eventlog.events import EventBase, Observed, Retired
@@ -31,6 +31,7 @@ from memlog.workspace import Workspace
 __all__ = [
     "Captured",
     "Imported",
+    "Meter",
     "Promotion",
     "import_files",
     "observation",
@@ -47,10 +48,12 @@ Named = list[tuple[str, promotion.Verdict]]
 
 
 class Promotion(NamedTuple):
-    """The report lines of a promotion, and what could not be done after it."""
+    """The report lines of a promotion, what could not be done after it, and each
+    entry's name with the scope it was given and why."""
 
     report: list[str]
     notes: list[str]
+    named: Named = []
 
 
 class Imported(NamedTuple):
@@ -66,6 +69,7 @@ def observe(
     redact: bool = True,
     command: str = "observe",
     revive: bool = False,
+    meter: Meter | None = None,
 ) -> Captured[Observed]:
     """Record observations as one batch (with the files changed since a git base).
 
@@ -84,7 +88,7 @@ def observe(
     notes += _not_live(
         ws, [e.entry_id for e in (redact_batch(events) if redact else events)], revive
     )
-    done = capture(ws, events, command, redact=redact)
+    done = capture(ws, events, command, redact=redact, meter=meter)
     return Captured(done.stored, notes + done.notes)
 
 
@@ -117,6 +121,7 @@ def promote_input(
     reason: str = "",
     feature: str = "",
     references_base: str | None = None,
+    meter: Meter | None = None,
 ) -> Promotion:
     """Observe and promote the entries of a retrospective's JSON lines."""
     candidates = promotion.parse_candidates(data, ws.project, feature.strip())
@@ -131,8 +136,9 @@ def promote_input(
         promotion.promotion(c.event.entry_id, verdict, c.event.project, c.event.feature)
         for c, (_, verdict) in zip(filled, named, strict=True)
     ]
-    done = capture(ws, [*(c.event for c in filled), *promotions], "promote")
-    return Promotion(promotion.report(named), notes + redaction_notes(done.stored) + done.notes)
+    done = capture(ws, [*(c.event for c in filled), *promotions], "promote", meter=meter)
+    notes += redaction_notes(done.stored)
+    return Promotion(promotion.report(named), notes + done.notes, named)
 
 
 def _filled(
@@ -161,7 +167,7 @@ def promote_entries(
         for e, (_, v) in zip(entries, named, strict=True)
     ]
     done = capture(ws, events, "promote")
-    return Promotion(promotion.report(named), notes + done.notes)
+    return Promotion(promotion.report(named), notes + done.notes, named)
 
 
 def _verdict(
@@ -184,16 +190,16 @@ def import_files(
     paths: Iterable[Path],
     project: str | None = None,
     dry_run: bool = False,
-    progress: Callable[[int], None] | None = None,
+    meter: Meter | None = None,
 ) -> Imported:
     """Import knowledge-bank files; importing the same files again appends nothing
-    (``progress`` is told of every batch of entries embedded)."""
+    (``meter`` shows the embedding's progress)."""
     ws.catch_up()
     existing = {e.id: e for e in queries.entries(ws.home)}
     plan = plan_import(markdown_files(paths), existing, project)
     if not plan.events or dry_run:
         return Imported(plan, [])
-    done = capture(ws, plan.events, "import", progress=progress)
+    done = capture(ws, plan.events, "import", meter=meter)
     return Imported(plan, redaction_notes(done.stored) + done.notes)
 
 

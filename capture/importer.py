@@ -30,11 +30,6 @@ class ImportPlan(msgspec.Struct):
     files: list[str] = msgspec.field(default_factory=list)
     warnings: list[str] = msgspec.field(default_factory=list)
 
-    @property
-    def new_entries(self) -> int:
-        """How many distinct entries the observations name (at most this many are embedded)."""
-        return len({e.entry_id for e in self.events if isinstance(e, Observed)})
-
 
 def markdown_files(paths: Iterable[Path]) -> list[Path]:
     """The markdown files named, or found directly inside the directories named."""

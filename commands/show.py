@@ -6,6 +6,7 @@ import click
 
 from memlog.api import reading
 from memlog.commands.common import echo_json, open_workspace
+from memlog.errors import EntryNotFound
 from memlog.eventlog import secrets
 from memlog.eventlog.events import Event, Redacted
 from memlog.projections.fold import Entry
@@ -22,10 +23,12 @@ _SHOWN = (
 def show(entry_id: str, as_json: bool) -> None:
     """Print the entry ENTRY_ID (a unique prefix is enough) and every event about it."""
     ws = open_workspace()
+    if reading.is_empty(ws):
+        raise EntryNotFound(reading.NO_MEMORIES)
     entry = reading.entry(ws, entry_id)
-    history = reading.history(ws, entry.id)
+    history = reading.history(ws, entry.id, entry.description)
     if as_json:
-        echo_json({"entry": _public(entry), "events": history})
+        echo_json({"entry": reading.public(entry), "events": history})
         return
     _print_entry(entry)
     for event in history:
@@ -34,12 +37,6 @@ def show(entry_id: str, as_json: bool) -> None:
     click.echo(f"\nhistory ({len(history)} events):")
     for event in history:
         click.echo(f"  {event.seq:>7}  {event.ts}  {_describe(event)}")
-
-
-def _public(entry: Entry) -> dict[str, object]:
-    fields = {f: getattr(entry, f) for f in entry.__struct_fields__ if f != "vectors"}
-    fields["vectors"] = {k: v.dimensions for k, v in entry.vectors.items()}
-    return fields
 
 
 def _print_entry(entry: Entry) -> None:

@@ -7,6 +7,8 @@ a worker thread; when the budget (``memory_hook_budget_ms``, 2.5 s by
 default) is about to run out the hook prints an empty context and leaves.
 Failures never reach stdout and are never silent: they go to
 ``hook-errors.log`` in the memlog home, which ``memlog stats`` reports.
+When several registrations run the hook for one start (the plugin and
+``memlog setup``'s entries), only the first injects (``claims``).
 """
 
 from __future__ import annotations
@@ -75,7 +77,9 @@ def log_error(home: Path, message: str, exc: BaseException | None = None) -> Non
 
 def _work(payload: dict[str, Any], home: Path, started: float, box: dict[str, str]) -> None:
     """Build and record the injection; the text goes into ``box``."""
+    from memlog.api.adoption import adopt
     from memlog.api.recall import for_hook
+    from memlog.hooks.claims import claim
     from memlog.workspace import Workspace
 
     cwd = Path(str(payload.get("cwd") or os.getcwd()))
@@ -85,10 +89,14 @@ def _work(payload: dict[str, Any], home: Path, started: float, box: dict[str, st
     config = ws.config
     if not _wanted(payload, config.memory_injection_enabled, config.memory_inject_on_compact):
         return
+    adopted = adopt(ws, settle=False)  # an iflow store in the home, before the first write
+    for note in adopted.notes if adopted is not None else []:
+        log_error(home, note)
     budget = config.memory_hook_budget_ms / 1000
     box["budget"] = str(budget)
     deadline = started + budget - MARGIN - RANK_RESERVE
-    result = for_hook(ws, deadline, str(payload.get("session_id") or ""))
+    session = str(payload.get("session_id") or "")
+    result = for_hook(ws, deadline, session, claim=lambda: claim(home, payload))
     box["context"] = result.text
     for note in result.notes:
         log_error(home, note)

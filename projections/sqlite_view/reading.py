@@ -22,6 +22,7 @@ import numpy.typing as npt
 
 from memlog.errors import ViewError
 from memlog.projections.fold import Entry
+from memlog.projections.markdown_view.kb_parser import observed_moment
 from memlog.projections.sqlite_view import lexicon, neighbours, store
 from memlog.projections.sqlite_view.vectors import (
     ID_WIDTH,
@@ -60,8 +61,23 @@ def fts_query(text: str | None) -> str | None:
     return " OR ".join(f'"{t}"' for t in unique) if unique else None
 
 
+#: the ``Last observed`` date of an entry known only from imported files, else ''
+_IMPORTED_OBSERVED = (
+    "CASE WHEN sources = '[\"import\"]' AND last_observed GLOB "
+    "'[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' THEN last_observed ELSE '' END"
+)
+
+
+def recency_time(updated_at: str, last_observed: str) -> str:
+    """The time recency counts from: an imported entry's ``Last observed`` (an ISO date or
+    time, as UTC), else ``updated_at`` (the import itself would make every lesson new)."""
+    moment = observed_moment(last_observed)
+    return moment.replace(tzinfo=None).isoformat() if moment is not None else updated_at
+
+
 class Candidates(NamedTuple):
-    """Live entries eligible for injection, as parallel columns."""
+    """Live entries eligible for injection, as parallel columns (``updated_at``: the time
+    recency counts from, see ``recency_time``)."""
 
     ids: list[str]
     names: list[str]
@@ -107,17 +123,18 @@ class Snapshot:
         marks = ",".join("?" * len(categories))
         rows = self.db.execute(
             "SELECT id, name, category, observation_count, confidence, updated_at, recall_count, "
-            f"rowid FROM entries WHERE status = 'live' AND category IN ({marks}) ORDER BY id",
+            f"rowid, {_IMPORTED_OBSERVED} FROM entries WHERE status = 'live' "
+            f"AND category IN ({marks}) ORDER BY id",
             list(categories),
         ).fetchall()
-        columns: list[tuple[Any, ...]] = list(zip(*rows, strict=True)) if rows else [()] * 8
+        columns: list[tuple[Any, ...]] = list(zip(*rows, strict=True)) if rows else [()] * 9
         return Candidates(
             ids=list(columns[0]),
             names=list(columns[1]),
             categories=list(columns[2]),
             observation_count=np.asarray(columns[3], dtype=np.float64),
             confidence=list(columns[4]),
-            updated_at=list(columns[5]),
+            updated_at=[recency_time(u, o) for u, o in zip(columns[5], columns[8], strict=True)],
             recall_count=np.asarray(columns[6], dtype=np.float64),
             rowids=list(columns[7]),
         )

@@ -71,10 +71,12 @@ def hook_env(home: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def payload(root: Path, source: str = "startup") -> bytes:
+def payload(root: Path, source: str = "startup", session: str | None = None) -> bytes:
+    """A SessionStart payload; each call is a new session unless ``session`` is given
+    (a second run for the same session and source is a duplicate and injects nothing)."""
     return json.dumps(
         {
-            "session_id": "session-1",
+            "session_id": session or f"session-{uuid.uuid4()}",
             "transcript_path": str(root / "transcript.jsonl"),
             "cwd": str(root),
             "hook_event_name": "SessionStart",
@@ -139,7 +141,7 @@ def error_log(home: Path) -> str:
 def test_hook_injects_within_the_limit(memlog_home: Path, tmp_path: Path) -> None:
     seed(memlog_home)
     root = project(tmp_path, "memory_injection_limit: 9")
-    run = run_hook(memlog_home, payload(root), root)
+    run = run_hook(memlog_home, payload(root, session="session-1"), root)
     assert run.stderr == ""
     context = run.context
     assert context.startswith(HEADER + "\n")
