@@ -1,3 +1,3 @@
 """memlog: an event-sourced persistent engineering memory for Claude Code."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

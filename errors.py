@@ -36,6 +36,10 @@ class HomeError(MemlogError):
     """The memlog home cannot be created, read or written."""
 
 
+class ReadOnlyHome(MemlogError):
+    """The home is a snapshot (``memlog replay --to``): it is read, never written."""
+
+
 class ViewError(MemlogError):
     """A projection could not be built or read."""
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
+import fcntl
 import os
+from collections.abc import Iterator
 from pathlib import Path
 
 
@@ -25,16 +28,32 @@ def fsync_dir(path: Path) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes) -> None:
-    """Write ``data`` to a private temporary file, fsync it, rename it over ``path``
-    and fsync the directory (mode 0600, parents created 0700)."""
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+def write_synced(path: Path, data: bytes) -> None:
+    """Write ``data`` to ``path`` (created 0600, or truncated) and fsync it."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         write_all(fd, data)
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def atomic_write(path: Path, data: bytes) -> None:
+    """Write ``data`` to a private temporary file, fsync it, rename it over ``path``
+    and fsync the directory (mode 0600, parents created 0700)."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    write_synced(tmp, data)
     os.replace(tmp, path)
     fsync_dir(path.parent)
+
+
+@contextlib.contextmanager
+def locked(path: Path) -> Iterator[None]:
+    """Hold an exclusive ``flock`` on ``path`` (created 0600) for a ``with`` block."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)

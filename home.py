@@ -17,6 +17,19 @@ def resolve_home(env: dict[str, str] | None = None) -> Path:
     return Path(value).expanduser() if value else DEFAULT_HOME.expanduser()
 
 
+def resolve_cache(env: dict[str, str] | None = None) -> Path:
+    """Where memlog keeps caches that are no projection of the log (the local model's
+    runtime weights, digests of checked files): ``MEMLOG_CACHE_DIR``, else
+    ``$XDG_CACHE_HOME/memlog``, else ``~/.cache/memlog``.  Never the home: deleting every
+    file of the home but ``events/`` and replaying must give the same home."""
+    environ = os.environ if env is None else env
+    value = environ.get("MEMLOG_CACHE_DIR", "").strip()
+    if value:
+        return Path(value).expanduser()
+    base = environ.get("XDG_CACHE_HOME", "").strip() or "~/.cache"
+    return Path(base).expanduser() / "memlog"
+
+
 def ensure_dir(path: Path) -> Path:
     """Create ``path`` (and parents) with mode 0700; raise HomeError when impossible."""
     try:

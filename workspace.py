@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from memlog.config import Config, load_config
 from memlog.errors import MemlogError
 from memlog.eventlog.log import DamageHandler, EventLog
-from memlog.home import resolve_home
+from memlog.home import resolve_cache, resolve_home
 from memlog.project import find_project_root
 from memlog.projections.runner import CatchUp, catch_up
 from memlog.vocabulary import Space
@@ -102,4 +102,4 @@ class Workspace:
         """The configured embedding provider; ``ProviderUnavailable`` when it cannot run."""
         from memlog.embeddings.registry import make_provider  # numpy only when embedding
 
-        return make_provider(self.config, self.home)
+        return make_provider(self.config, resolve_cache())

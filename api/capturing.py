@@ -7,16 +7,21 @@ that fails validation raises ``InvalidInput`` before anything is appended.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+import sqlite3
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import NamedTuple
+
+import msgspec
 
 from memlog.capture import promote as promotion
 from memlog.capture.importer import ImportPlan, markdown_files, plan_import
 from memlog.capture.observe import from_fields, parse_json_lines, with_references
-from memlog.capture.pipeline import Captured, capture
-from memlog.errors import InvalidInput
-from memlog.eventlog.events import Observed, Retired
+from memlog.capture.pipeline import Captured, Meter, capture
+from memlog.errors import InvalidInput, MemlogError
+from memlog.eventlog import secrets
+from memlog.eventlog.events import EventBase, Observed, Retired
+from memlog.eventlog.secrets import redact_batch
 from memlog.git import changed_since
 from memlog.projections.fold import Entry
 from memlog.projections.sqlite_view import queries
@@ -26,6 +31,7 @@ from memlog.workspace import Workspace
 __all__ = [
     "Captured",
     "Imported",
+    "Meter",
     "Promotion",
     "import_files",
     "observation",
@@ -42,10 +48,12 @@ Named = list[tuple[str, promotion.Verdict]]
 
 
 class Promotion(NamedTuple):
-    """The report lines of a promotion, and what could not be done after it."""
+    """The report lines of a promotion, what could not be done after it, and each
+    entry's name with the scope it was given and why."""
 
     report: list[str]
     notes: list[str]
+    named: Named = []
 
 
 class Imported(NamedTuple):
@@ -60,8 +68,14 @@ def observe(
     references_base: str | None = None,
     redact: bool = True,
     command: str = "observe",
+    revive: bool = False,
+    meter: Meter | None = None,
 ) -> Captured[Observed]:
-    """Record observations as one batch (with the files changed since a git base)."""
+    """Record observations as one batch (with the files changed since a git base).
+
+    Observing a retired or superseded entry records the observation and leaves
+    it so, with a note; ``revive`` brings it back.
+    """
     notes: list[str] = []
     if references_base is not None:
         changed = changed_since(references_base, Path.cwd())
@@ -70,8 +84,34 @@ def observe(
                 f"no files changed between {references_base} and HEAD; no references added"
             )
         events = [with_references(e, changed) for e in events]
-    done = capture(ws, events, command, redact=redact)
+    events = [msgspec.structs.replace(e, revive=revive) for e in events]
+    notes += _not_live(
+        ws, [e.entry_id for e in (redact_batch(events) if redact else events)], revive
+    )
+    done = capture(ws, events, command, redact=redact, meter=meter)
     return Captured(done.stored, notes + done.notes)
+
+
+def _not_live(ws: Workspace, ids: Sequence[str], revive: bool) -> list[str]:
+    """A note for each entry observed that is retired or superseded."""
+    if not (ws.home / "memory.db").exists():
+        return []  # no view: nothing observed yet, or nothing to tell from
+    try:
+        ws.catch_up()
+        found = queries.entries(ws.home, ids, vectors=False)
+    except (MemlogError, sqlite3.Error, OSError):
+        return []  # the views cannot tell; the log keeps the observation either way
+    notes = []
+    for entry in (e for e in found if not e.live):
+        why = f" ({entry.status_reason})" if entry.status_reason else ""
+        if revive:
+            notes.append(f"entry {entry.id} was {entry.status}{why}; brought back (--revive)")
+        else:
+            notes.append(
+                f"entry {entry.id} is {entry.status}{why}: the observation is recorded and "
+                f"the entry stays {entry.status} (memlog observe --revive brings it back)"
+            )
+    return notes
 
 
 def promote_input(
@@ -81,6 +121,7 @@ def promote_input(
     reason: str = "",
     feature: str = "",
     references_base: str | None = None,
+    meter: Meter | None = None,
 ) -> Promotion:
     """Observe and promote the entries of a retrospective's JSON lines."""
     candidates = promotion.parse_candidates(data, ws.project, feature.strip())
@@ -95,8 +136,9 @@ def promote_input(
         promotion.promotion(c.event.entry_id, verdict, c.event.project, c.event.feature)
         for c, (_, verdict) in zip(filled, named, strict=True)
     ]
-    done = capture(ws, [*(c.event for c in filled), *promotions], "promote")
-    return Promotion(promotion.report(named), notes + done.notes)
+    done = capture(ws, [*(c.event for c in filled), *promotions], "promote", meter=meter)
+    notes += redaction_notes(done.stored)
+    return Promotion(promotion.report(named), notes + done.notes, named)
 
 
 def _filled(
@@ -125,7 +167,7 @@ def promote_entries(
         for e, (_, v) in zip(entries, named, strict=True)
     ]
     done = capture(ws, events, "promote")
-    return Promotion(promotion.report(named), notes + done.notes)
+    return Promotion(promotion.report(named), notes + done.notes, named)
 
 
 def _verdict(
@@ -148,17 +190,31 @@ def import_files(
     paths: Iterable[Path],
     project: str | None = None,
     dry_run: bool = False,
-    progress: Callable[[int], None] | None = None,
+    meter: Meter | None = None,
 ) -> Imported:
     """Import knowledge-bank files; importing the same files again appends nothing
-    (``progress`` is told of every batch of entries embedded)."""
+    (``meter`` shows the embedding's progress)."""
     ws.catch_up()
     existing = {e.id: e for e in queries.entries(ws.home)}
     plan = plan_import(markdown_files(paths), existing, project)
     if not plan.events or dry_run:
         return Imported(plan, [])
-    done = capture(ws, plan.events, "import", progress=progress)
-    return Imported(plan, done.notes)
+    done = capture(ws, plan.events, "import", meter=meter)
+    return Imported(plan, redaction_notes(done.stored) + done.notes)
+
+
+def redaction_notes(stored: Iterable[EventBase]) -> list[str]:
+    """One line per stored event whose text had secrets replaced: which fields, which classes."""
+    return [
+        f"{_what(e)}: secrets replaced by [REDACTED] ({secrets.describe(e.redactions)})"
+        for e in stored
+        if e.redactions
+    ]
+
+
+def _what(event: EventBase) -> str:
+    name = f" {event.name}" if isinstance(event, Observed) else ""
+    return f"entry {','.join(event.entry_ids)}{name}"
 
 
 def retire(ws: Workspace, prefix: str, reason: str) -> tuple[Entry, list[str]]:

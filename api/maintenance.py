@@ -8,13 +8,15 @@ from typing import NamedTuple
 
 from memlog.capture.embed import Outcome, embed_entries
 from memlog.errors import InvalidInput
+from memlog.eventlog import snapshot
 from memlog.eventlog.bounds import Bound, parse_bound
-from memlog.eventlog.log import DamageHandler
+from memlog.eventlog.log import DamageHandler, EventLog
 from memlog.eventlog.verify import Report, repair_log, verify_log
 from memlog.projections.audit import Audit, audit
 from memlog.projections.fold import Entry
 from memlog.projections.markdown_view.writer import markdown_digest
 from memlog.projections.runner import CatchUp, Rebuilt, db_path, rebuild
+from memlog.projections.scrub import truncate_wal
 from memlog.projections.sqlite_view import queries
 from memlog.projections.sqlite_view.digest import sqlite_digest
 from memlog.workspace import Workspace
@@ -53,10 +55,13 @@ def log_lines(ws: Workspace) -> int:
 
 def check_replay(ws: Workspace, until: str | None, target: Path | None) -> Bound | None:
     """The bound of a replay, once its arguments make sense together."""
+    snapshot.refuse_writes(ws.home, "rebuild the views of")
     if until and target is None:
         raise InvalidInput("--until needs --to DIR (the live views always follow the whole log)")
     if target is not None and target.resolve() == ws.home.resolve():
         raise InvalidInput("--to must be another directory than the memlog home")
+    if target is not None and EventLog(target).segments():
+        raise InvalidInput(f"{target} holds a memlog log; --to needs a new directory or a snapshot")
     return parse_bound(until) if until else None
 
 
@@ -70,6 +75,7 @@ def replay(
     bound = check_replay(ws, until, target)
     result = rebuild(ws.home, ws.space, bound, target, progress)
     folder = target or ws.home
+    truncate_wal(folder)  # no page of the database before the replay stays on disk
     return Replayed(result, folder, sqlite_digest(db_path(folder)), markdown_digest(folder))
 
 

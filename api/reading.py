@@ -10,14 +10,23 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 
+from memlog.eventlog import scan
 from memlog.eventlog.bounds import Bound, parse_bound, within
 from memlog.eventlog.events import Event
 from memlog.eventlog.log import Damage
 from memlog.home import hook_errors
 from memlog.projections.fold import Entry, Spend
-from memlog.projections.sqlite_view import ledger, queries
+from memlog.projections.sqlite_view import ledger, listing, queries
+from memlog.projections.sqlite_view.listing import STATUSES as STATUSES
+from memlog.projections.sqlite_view.listing import Filters as Filters
 from memlog.projections.sqlite_view.queries import Listing
 from memlog.workspace import Workspace
+
+#: what every reading command says on a home with nothing in it yet
+NO_MEMORIES = (
+    "no memories yet: memlog import PATH… or memlog observe --name … --description … "
+    "--category … adds some"
+)
 
 
 def tag(event: Event) -> str:
@@ -74,9 +83,16 @@ def entry(ws: Workspace, prefix: str) -> Entry:
     return queries.find_entry(ws.home, prefix)
 
 
-def history(ws: Workspace, entry_id: str) -> list[Event]:
-    """Every event about the entry, in log order."""
-    return [r.event for r in ws.log("show").read() if entry_id in r.event.entry_ids]
+def history(ws: Workspace, entry_id: str, description: str = "") -> list[Event]:
+    """Every event about the entry, in log order (only the lines naming it are decoded)."""
+    return list(scan.about(ws.log("show"), entry_id, description))
+
+
+def public(entry: Entry) -> dict[str, object]:
+    """An entry as plain data for JSON: every field, vectors as their dimensions only."""
+    fields = {f: getattr(entry, f) for f in entry.__struct_fields__ if f != "vectors"}
+    fields["vectors"] = {k: v.dimensions for k, v in entry.vectors.items()}
+    return fields
 
 
 def entries(ws: Workspace, ids: Sequence[str], vectors: bool = False) -> list[Entry]:
@@ -89,9 +105,32 @@ def list_live(
 ) -> tuple[Listing, list[str]]:
     """Live entries, most recently updated first; and notes from bringing the views up."""
     notes = ws.refresh()
-    if not (ws.home / "memory.db").exists():
+    if not has_view(ws):
         return Listing(0, []), notes
     return queries.list_live(ws.home, category, (project or "").strip() or None, limit), notes
+
+
+def is_empty(ws: Workspace) -> bool:
+    """Whether the home holds no memory at all yet: no view, and a log with nothing in it
+    (a snapshot written by ``replay --to`` has views and no log: it is not empty)."""
+    return not has_view(ws) and not any(path.stat().st_size for path in ws.log().segments())
+
+
+def has_view(ws: Workspace) -> bool:
+    return (ws.home / "memory.db").exists()
+
+
+def list_entries(
+    ws: Workspace, filters: Filters, limit: int = 50, offset: int = 0
+) -> tuple[Listing, list[str]]:
+    """Entries matching ``filters``, most recently updated first; notes from catching up."""
+    notes = ws.refresh()
+    if not has_view(ws):
+        return Listing(0, []), notes
+    return listing.list_entries(ws.home, filters, limit, offset), notes
+
+
+_NO_ENTRIES: dict[str, object] = {"live": 0, "by_status": {}, "by_category": {}, "by_project": {}}
 
 
 def stats(ws: Workspace) -> dict[str, object]:
@@ -101,18 +140,19 @@ def stats(ws: Workspace) -> dict[str, object]:
     counts = Counter(tag(r.event) for r in log.read(on_damage=damaged.append))
     ws.catch_up()
     space = ws.space
+    viewed = has_view(ws)
     return {
         "home": str(log.home),
         "events": counts.total(),
         "by_type": dict(sorted(counts.items())),
         "damaged_lines": len(damaged),
         "segments": len(log.segments()),
-        "entries": queries.entry_counts(ws.home),
+        "entries": queries.entry_counts(ws.home) if viewed else _NO_ENTRIES,
         "embeddings": {
             "provider": space.provider,
             "model": space.model,
             "dimensions": space.dimensions,
-            "pending": queries.pending_count(ws.home, space),
+            "pending": queries.pending_count(ws.home, space) if viewed else 0,
         },
         "hook_errors": hook_errors(ws.home),
         "extraction": extraction(ws),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from memlog.git import current_branch
 from memlog.projections.branch_memory import block
@@ -32,10 +32,22 @@ def search(
     return build(Request.interactive(ws, limit=limit, query=query, categories=categories))
 
 
-def for_hook(ws: Workspace, deadline: float, session_id: str = "") -> Injection:
-    """The SessionStart injection within ``deadline``, recorded as a recall."""
+def for_hook(
+    ws: Workspace,
+    deadline: float,
+    session_id: str = "",
+    claim: Callable[[], bool] | None = None,
+) -> Injection:
+    """The SessionStart injection within ``deadline``, recorded as a recall.
+
+    ``claim``, asked once there is something to inject, says whether this run
+    injects (several registrations of the hook may run for one start); when
+    it says no, nothing is injected or recorded.
+    """
     request = Request.hook(ws, deadline)
     result = with_branch_memory(ws, build(request))
+    if (result.chosen or result.text) and claim is not None and not claim():
+        return Injection(text="", mode=result.mode)
     result.notes += record(request, result, session_id)
     return result
 

@@ -30,11 +30,6 @@ class ImportPlan(msgspec.Struct):
     files: list[str] = msgspec.field(default_factory=list)
     warnings: list[str] = msgspec.field(default_factory=list)
 
-    @property
-    def new_entries(self) -> int:
-        """How many distinct entries the observations name (at most this many are embedded)."""
-        return len({e.entry_id for e in self.events if isinstance(e, Observed)})
-
 
 def markdown_files(paths: Iterable[Path]) -> list[Path]:
     """The markdown files named, or found directly inside the directories named."""
@@ -85,6 +80,7 @@ def observation(entry: ParsedEntry, project: str) -> Observed:
         last_observed=entry.last_observed or "",
         origin=entry.source_path,
         details=_details(entry),
+        revive=False,  # a retired entry stays retired when a file still holds it
     )
 
 

@@ -32,7 +32,6 @@ from memlog.config import Config
 from memlog.eventlog.events import Labelled
 from memlog.eventlog.log import EventLog
 from memlog.keywords.local import LocalKeywords
-from memlog.keywords.rules import Grounding, is_valid
 from memlog.keywords.tiers import CallerKeywords, KeywordProvider, Tiered
 
 if TYPE_CHECKING:
@@ -72,10 +71,13 @@ class Labelling(NamedTuple):
 
 
 def needs_labels(entry: Labelable, supplied: Mapping[str, Sequence[str]]) -> bool:
-    """Whether to label ``entry``: keywords were given for it, or its own break the rules."""
-    if supplied.get(entry.id):
-        return True
-    return not is_valid(list(entry.keywords), Grounding(entry.description, entry.reasoning))
+    """Whether to label ``entry``: it has no keywords, and its writer gave none.
+
+    Keywords a writer gave (or an imported file had) are kept as given, even
+    when they break the generators' rules: a writer is told what was changed
+    (``observe.keyword_notes``), never overruled.
+    """
+    return not supplied.get(entry.id) and not entry.keywords
 
 
 def build_tiers(

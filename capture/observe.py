@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TypeVar
 
 import msgspec
@@ -34,15 +34,36 @@ def _unique(items: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(i for i in items if i))
 
 
-def to_event(item: ObservationInput, where: str = "") -> Observed:
-    """Validate ``item`` beyond its schema and build the event; raise InvalidInput."""
+def keyword_notes(given: Sequence[str], where: str = "") -> list[str]:
+    """What was changed in the keywords a writer gave (they are kept, not replaced)."""
+    prefix = f"{where}: " if where else ""
+    notes = []
+    renamed = [(k, normalise_keyword(k)) for k in given if normalise_keyword(k) != k]
+    if renamed:
+        shown = ", ".join(f"{k!r} as {n!r}" if n else f"{k!r} dropped" for k, n in renamed)
+        notes.append(f"{prefix}keywords are lowercase a-z, 0-9 and -: recorded {shown}")
+    kept = _unique(normalise_keyword(k) for k in given)
+    if len(kept) > MAX_KEYWORDS:
+        notes.append(
+            f"{prefix}an entry keeps at most {MAX_KEYWORDS} keywords: kept the first "
+            f"{MAX_KEYWORDS} of {len(kept)} ({', '.join(kept[MAX_KEYWORDS:])} dropped)"
+        )
+    return notes
+
+
+def to_event(item: ObservationInput, where: str = "", notes: list[str] | None = None) -> Observed:
+    """Validate ``item`` beyond its schema and build the event; raise InvalidInput.
+
+    Keywords are kept as given, normalised and capped at 10; what that changed
+    is added to ``notes``.
+    """
     prefix = f"{where}: " if where else ""
     for field in ("name", "description"):
         if not getattr(item, field).strip():
             raise InvalidInput(f"{prefix}{field} is empty - at `$.{field}`")
-    keywords = _unique(normalise_keyword(k) for k in item.keywords)
-    if len(keywords) > MAX_KEYWORDS:
-        raise InvalidInput(f"{prefix}at most {MAX_KEYWORDS} keywords - at `$.keywords`")
+    keywords = _unique(normalise_keyword(k) for k in item.keywords)[:MAX_KEYWORDS]
+    if notes is not None:
+        notes += keyword_notes(item.keywords, where)
     return Observed(
         name=" ".join(item.name.split()),
         description=item.description.strip(),
@@ -54,11 +75,13 @@ def to_event(item: ObservationInput, where: str = "") -> Observed:
         source=item.source,
         project=item.project.strip(),
         feature=item.feature.strip(),
+        revive=False,
     )
 
 
-def from_fields(fields: Mapping[str, object]) -> Observed:
-    """The event for one entry given as a mapping of option values."""
+def from_fields(fields: Mapping[str, object], notes: list[str] | None = None) -> Observed:
+    """The event for one entry given as a mapping of option values (what was changed in
+    it goes to ``notes``)."""
     for field, value in fields.items():
         for text in value if isinstance(value, list) else [value]:
             if isinstance(text, str) and not _is_utf8(text):
@@ -67,7 +90,7 @@ def from_fields(fields: Mapping[str, object]) -> Observed:
         item = msgspec.convert(fields, ObservationInput)
     except msgspec.ValidationError as exc:
         raise InvalidInput(str(exc)) from None
-    return to_event(item)
+    return to_event(item, notes=notes)
 
 
 def _is_utf8(text: str) -> bool:
@@ -100,10 +123,12 @@ def decode_items(
     return pairs
 
 
-def parse_json_lines(data: bytes, default_project: str = "") -> list[Observed]:
+def parse_json_lines(
+    data: bytes, default_project: str = "", notes: list[str] | None = None
+) -> list[Observed]:
     """Events for every JSON object in ``data`` (one per line, or one JSON array)."""
     pairs = decode_items(data, _LINE_DECODER, _ARRAY_DECODER)
-    return [to_event(_with_project(item, default_project), where) for where, item in pairs]
+    return [to_event(_with_project(item, default_project), where, notes) for where, item in pairs]
 
 
 def _with_project(item: ObservationInput, project: str) -> ObservationInput:

@@ -25,6 +25,8 @@ from memlog.projections.sqlite_view import queries
 from memlog.workspace import Workspace
 
 E = TypeVar("E", bound=EventBase)
+#: opens a progress report for a stage of ``total`` steps; returns what counts the steps
+Meter = Callable[[str, int], Callable[[int], None]]
 
 
 class Captured(NamedTuple, Generic[E]):
@@ -34,52 +36,50 @@ class Captured(NamedTuple, Generic[E]):
     notes: list[str]
 
 
-Progress = Callable[[int], None]
-
-
 def capture(
     ws: Workspace,
     events: Sequence[E],
     command: str,
     redact: bool = True,
-    progress: Progress | None = None,
+    meter: Meter | None = None,
 ) -> Captured[E]:
-    """Append ``events`` (one batch), then bring the new entries to full strength
-    (``progress`` is told of every batch of entries embedded)."""
+    """Append ``events`` (one batch), then bring the new entries to full strength.
+
+    ``meter`` reports the long part (embedding) to a progress display.
+    """
     stored = ws.log(command, redact=redact).append(events)
     observed = [e for e in stored if isinstance(e, Observed)]
     supplied = {e.entry_id: e.keywords for e in observed}
-    return Captured(stored, settle(ws, supplied.keys(), supplied, progress))
+    return Captured(stored, settle(ws, supplied.keys(), supplied, meter))
 
 
 def settle(
     ws: Workspace,
     entry_ids: Iterable[str],
     supplied: Mapping[str, Sequence[str]] | None = None,
-    progress: Progress | None = None,
+    meter: Meter | None = None,
 ) -> list[str]:
     """Update the views, embed and label ``entry_ids``; update again if anything was added."""
     ids = set(entry_ids)
     notes = ws.refresh()
     if not ids:
         return notes
-    embedded, more_vectors = _embed(ws, ids, progress)
+    embedded, more_vectors = _embed(ws, ids, meter)
     labelled, more_labels = _label(ws, ids, supplied or {})
     notes += embedded + labelled
     return notes + (ws.refresh() if more_vectors or more_labels else [])
 
 
-def _embed(
-    ws: Workspace, entry_ids: set[str], progress: Progress | None = None
-) -> tuple[list[str], bool]:
+def _embed(ws: Workspace, entry_ids: set[str], meter: Meter | None) -> tuple[list[str], bool]:
     """Embed the entries now if the provider can; otherwise they stay pending."""
     try:
         entries = queries.pending_entries(ws.home, ws.space, ids=entry_ids)
         if not entries:
             return [], False
         provider = ws.provider()
+        step = meter("embedding", len(entries)) if meter is not None else None
         try:
-            outcome = embed_entries(ws.log("embed"), entries, provider, ws.space, progress)
+            outcome = embed_entries(ws.log("embed"), entries, provider, ws.space, step)
         finally:
             provider.close()
     except (MemlogError, sqlite3.Error) as exc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from memlog.api import branches as api
-from memlog.commands.common import echo_json, open_workspace, warn
+from memlog.commands.common import echo_json, emit, json_option, open_workspace, warn
 from memlog.vocabulary import SECTIONS
 
 
@@ -55,8 +55,13 @@ def show(name: str, project: str | None, as_json: bool) -> None:
 @click.argument("name")
 @click.option("--reason", required=True, help="Why this branch memory no longer holds.")
 @click.option("--project", help="The project [default: the current one].")
-def clear(name: str, reason: str, project: str | None) -> None:
+@json_option("Print the ids of the entries retired as JSON.")
+def clear(name: str, reason: str, project: str | None, as_json: bool) -> None:
     """Retire every entry of NAME's branch memory from it; history stays in the log."""
     entries, notes = api.clear(open_workspace(), name, reason, project)
     warn(notes)
-    click.echo(f"cleared {len(entries)} entries from the branch memory of {name}")
+    emit(
+        as_json,
+        {"branch": name, "retired": [e.id for e in entries], "reason": reason.strip()},
+        lambda: click.echo(f"cleared {len(entries)} entries from the branch memory of {name}"),
+    )

@@ -15,6 +15,13 @@ import click
 
 from memlog import __version__
 from memlog.commands.base import as_click_error
+from memlog.commands.conventions import (
+    DEPRECATED_JSON_INPUT,
+    HELP_OPTIONS,
+    finish,
+    legacy_input,
+    silence_stdout,
+)
 
 COMMANDS = {
     "observe": ("memlog.commands.observe", "observe"),
@@ -38,6 +45,10 @@ COMMANDS = {
     "branch": ("memlog.commands.branches", "branch"),
     "maintenance": ("memlog.commands.maintenance_cmd", "maintenance"),
     "claude-md": ("memlog.commands.claude_md", "claude_md"),
+    "list": ("memlog.commands.list_cmd", "list_"),
+    "doctor": ("memlog.commands.doctor", "doctor"),
+    "ui": ("memlog.commands.ui", "ui"),
+    "redact": ("memlog.commands.redact", "redact"),
     "sync": ("memlog.commands.sync", "sync"),
 }
 
@@ -55,26 +66,42 @@ class LazyGroup(click.Group):
         command: click.Command = getattr(importlib.import_module(target[0]), target[1])
         return command
 
+    def resolve_command(
+        self, ctx: click.Context, args: list[str]
+    ) -> tuple[str | None, click.Command | None, list[str]]:
+        name, command, rest = super().resolve_command(ctx, args)
+        if command is not None:
+            rest, old = legacy_input(command, rest)
+            if old:
+                click.echo(f"memlog: {DEPRECATED_JSON_INPUT}", err=True)
+        return name, command, rest
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except BrokenPipeError:  # the reader left (`memlog log | head`): not a failure
+            silence_stdout()
+            raise click.exceptions.Exit(0) from None
         except Exception as exc:  # noqa: BLE001 - the one place a failure becomes a line
             raise as_click_error(exc) from None
 
 
-@click.group(cls=LazyGroup)
+@click.group(cls=LazyGroup, context_settings={"help_option_names": HELP_OPTIONS})
 @click.version_option(__version__, prog_name="memlog")
 def cli() -> None:
     """memlog: persistent engineering memory for Claude Code.
 
     Every change is an event appended to a checksummed log under
     $MEMLOG_HOME (default ~/.claude/iflow/memory); everything else is
-    rebuilt from it.
+    rebuilt from it.  `--json` prints JSON; `memlog COMMAND -h` explains each.
     """
 
 
 def main() -> None:
     os.umask(0o077)  # every file memlog creates is private to its user
-    cli(prog_name="memlog")
+    try:
+        cli.main(prog_name="memlog")
+    except SystemExit as done:
+        finish(done.code)

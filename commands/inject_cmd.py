@@ -6,13 +6,15 @@ from pathlib import Path
 
 import click
 
-from memlog.api import recall
-from memlog.commands.common import echo_json, open_workspace, warn
+from memlog.api import reading, recall
+from memlog.commands.common import echo_json, open_workspace, say_empty, warn
 
 
 @click.command()
-@click.argument("project_dir", required=False, type=click.Path(file_okay=False, path_type=Path))
-@click.option("--project-root", type=click.Path(file_okay=False, path_type=Path),
+@click.argument(
+    "project_dir", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path)
+)
+@click.option("--project-root", type=click.Path(exists=True, file_okay=False, path_type=Path),
               help="Project root (as iflow's memory.py took it); implies --record.")  # fmt: skip
 @click.option("--limit", type=click.IntRange(min=-1), help="Entries at most (0 none, -1 all).")
 @click.option("--global-store", type=click.Path(file_okay=False, path_type=Path),
@@ -35,6 +37,8 @@ def inject(
     remember = record if record is not None else project_root is not None
     result = recall.inject(ws, limit, remember=remember)
     warn(result.notes)
+    if not result.chosen and project_root is None and reading.is_empty(ws):
+        say_empty(as_json)
     if as_json:
         echo_json(result)
     elif explain:

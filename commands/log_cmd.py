@@ -7,10 +7,9 @@ from collections import deque
 import click
 
 from memlog.api import reading
+from memlog.commands.common import open_workspace, say_empty
 from memlog.eventlog.codec import ENCODER
 from memlog.eventlog.events import TYPE_NAMES, Event, Observed
-from memlog.home import resolve_home
-from memlog.workspace import Workspace
 
 
 @click.command()
@@ -29,7 +28,10 @@ def log(
     as_json: bool,
 ) -> None:
     """List events in log order, oldest first."""
-    ws = Workspace.unconfigured(resolve_home())  # the log needs no project configuration
+    ws = open_workspace()
+    if reading.is_empty(ws):
+        say_empty(as_json)
+        return
     matching = reading.numbered(ws, types, entry, since, until)
     shown = deque(matching, maxlen=limit) if limit is not None else matching
     for number, event in shown:

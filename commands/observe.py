@@ -8,7 +8,9 @@ import click
 
 from memlog.api import capturing
 from memlog.commands.base import InputError
-from memlog.commands.common import echo_json, open_workspace, warn
+from memlog.commands.common import echo_json, json_option, open_workspace, warn
+from memlog.commands.conventions import metered
+from memlog.eventlog import secrets
 from memlog.eventlog.events import Observed
 from memlog.vocabulary import CATEGORIES, CONFIDENCES, SOURCES
 
@@ -31,13 +33,17 @@ from memlog.vocabulary import CATEGORIES, CONFIDENCES, SOURCES
 @click.option("--feature", default="", help="Feature the entry came from.")
 @click.option("--source", type=click.Choice(SOURCES), default="manual", show_default=True)
 @click.option(
-    "--json",
+    "--from",
     "json_input",
     type=click.File("rb"),
     help="Read entries from FILE (- for stdin): one JSON object per line, stored as one batch.",
 )
 @click.option("--no-redact", is_flag=True, help="Keep text that looks like a secret.")
-@click.option("--print-json", is_flag=True, help="Print the stored events as JSON.")
+@click.option(
+    "--revive", is_flag=True, help="Bring a retired or superseded entry back (else it stays so)."
+)
+@json_option("Print the stored events as JSON.")
+@click.option("--print-json", is_flag=True, hidden=True, help="Old spelling of --json.")
 def observe(
     name: str | None,
     description: str | None,
@@ -52,15 +58,20 @@ def observe(
     source: str,
     json_input: IO[bytes] | None,
     no_redact: bool,
+    revive: bool,
+    as_json: bool,
     print_json: bool,
 ) -> None:
-    """Record one entry from options, or many from --json, as observations."""
+    """Record one entry from options, or many from --from FILE, as observations."""
+    if print_json:
+        warn(["--print-json is deprecated and memlog 0.3 drops it: use --json"])
     ws = open_workspace(project=project)
+    changed: list[str] = []  # what was changed in the input (keywords normalised, capped)
     if json_input is not None:
         given = [n for n, v in (("name", name), ("description", description)) if v]
         if given or category or reasoning or keywords or references:
-            raise InputError("--json cannot be combined with entry options")
-        events = capturing.observations(json_input.read(), ws.project)
+            raise InputError("--from cannot be combined with entry options")
+        events = capturing.observations(json_input.read(), ws.project, changed)
     else:
         missing = [
             f"--{n}"
@@ -68,7 +79,7 @@ def observe(
             if not v
         ]
         if missing:
-            raise InputError(f"missing {', '.join(missing)} (or give --json FILE)")
+            raise InputError(f"missing {', '.join(missing)} (or give --from FILE)")
         item = {
             "name": name,
             "description": description,
@@ -81,10 +92,14 @@ def observe(
             "feature": feature,
             "source": source,
         }
-        events = [capturing.observation(item)]
-    done = capturing.observe(ws, events, references_base=git_base, redact=not no_redact)
-    warn(done.notes)
-    _report(done.stored, print_json)
+        events = [capturing.observation(item, changed)]
+    with metered() as meter:
+        done = capturing.observe(
+            ws, events, references_base=git_base, redact=not no_redact, revive=revive,
+            meter=meter,
+        )  # fmt: skip
+    warn(changed + done.notes)
+    _report(done.stored, as_json or print_json)
 
 
 def _report(stored: list[Observed], as_json: bool) -> None:
@@ -92,5 +107,5 @@ def _report(stored: list[Observed], as_json: bool) -> None:
         echo_json(stored)
         return
     for event in stored:
-        note = f" (redacted: {', '.join(event.redacted)})" if event.redacted else ""
+        note = f" (redacted {secrets.describe(event.redactions)})" if event.redactions else ""
         click.echo(f"observed {event.entry_id}  {event.name}  [seq {event.seq}]{note}")

@@ -9,17 +9,18 @@ import click
 
 from memlog.api import capturing
 from memlog.commands.base import InputError
-from memlog.commands.common import open_workspace, warn
+from memlog.commands.common import emit, json_option, open_workspace, warn
+from memlog.commands.conventions import metered
 from memlog.vocabulary import Scope
 
 
 @click.command()
 @click.argument("entry_ids", nargs=-1)
 @click.option(
-    "--json",
+    "--from",
     "json_input",
     type=click.File("rb"),
-    help="Observe and promote the entries in FILE (- for stdin): the `memlog observe --json` "
+    help="Observe and promote the entries in FILE (- for stdin): the `memlog observe --from` "
     "lines, each with optional `scope` (universal|project) and `reason`.",
 )
 @click.option(
@@ -39,8 +40,9 @@ from memlog.vocabulary import Scope
     "--references-from-git",
     "git_base",
     metavar="BASE",
-    help="With --json: add the files of `git diff --name-only BASE...HEAD` to each entry.",
+    help="With --from: add the files of `git diff --name-only BASE...HEAD` to each entry.",
 )
+@json_option("Print each entry's scope and reason as JSON.")
 def promote(
     entry_ids: tuple[str, ...],
     json_input: IO[bytes] | None,
@@ -50,8 +52,9 @@ def promote(
     feature: str,
     project_root: Path | None,
     git_base: str | None,
+    as_json: bool,
 ) -> None:
-    """Promote ENTRY_IDS (prefixes are enough), or the entries of --json, by scope.
+    """Promote ENTRY_IDS (prefixes are enough), or the entries of --from FILE, by scope.
 
     Universal entries go to the global store; project-specific ones stay
     with their project.  Without a scope from the retrospective, an entry
@@ -65,14 +68,25 @@ def promote(
     ws = open_workspace(where, exact=project_root is not None, project=project)
     if json_input is not None:
         if entry_ids:
-            raise InputError("give entry ids or --json, not both")
-        done = capturing.promote_input(ws, json_input.read(), scope, reason, feature, git_base)
+            raise InputError("give entry ids or --from FILE, not both")
+        data = json_input.read()
+        with metered() as meter:
+            done = capturing.promote_input(ws, data, scope, reason, feature, git_base, meter)
     else:
         if not entry_ids:
-            raise InputError("give entry ids (prefixes are enough) or --json FILE")
+            raise InputError("give entry ids (prefixes are enough) or --from FILE")
         if git_base is not None:
-            raise InputError("--references-from-git works with --json")
+            raise InputError("--references-from-git works with --from")
         done = capturing.promote_entries(ws, entry_ids, scope, reason, feature)
     warn(done.notes)
-    for line in done.report:
+    emit(as_json, _as_data(done), lambda: _print(done.report))
+
+
+def _as_data(done: capturing.Promotion) -> dict[str, object]:
+    entries = [{"name": n, "scope": v.scope, "reason": v.reason} for n, v in done.named]
+    return {"summary": done.report[0] if done.report else "", "entries": entries}
+
+
+def _print(report: list[str]) -> None:
+    for line in report:
         click.echo(line)

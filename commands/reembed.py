@@ -7,14 +7,16 @@ import sys
 import click
 
 from memlog.api import maintenance
-from memlog.commands.common import open_workspace, warn
+from memlog.commands.common import emit, json_option, open_workspace, warn
+from memlog.commands.conventions import progress
 
 
 @click.command()
 @click.option(
     "--all", "everything", is_flag=True, help="Re-embed every live entry, not only pending."
 )
-def reembed(everything: bool) -> None:
+@json_option("Print how many entries were embedded and how many are left as JSON.")
+def reembed(everything: bool, as_json: bool) -> None:
     """Embed live entries lacking a vector for the configured provider+model.
 
     Works in batches (50 entries, 256 with the local model), one entry.reembedded
@@ -24,13 +26,20 @@ def reembed(everything: bool) -> None:
     ws = open_workspace()
     space = ws.space
     entries = maintenance.to_embed(ws, everything)
+    figures: dict[str, object] = {"provider": space.provider, "model": space.model}
     if not entries:
-        click.echo(f"nothing to embed for {space.provider}/{space.model}")
+        figures.update(embedded=0, pending=0, stopped="")
+        emit(as_json, figures, lambda: click.echo(f"nothing to embed for {space.key}"))
         return
-    with click.progressbar(length=len(entries), label="embedding", file=sys.stderr) as bar:
-        outcome, notes = maintenance.reembed(ws, entries, bar.update)
+    with progress("embedding", len(entries)) as step:
+        outcome, notes = maintenance.reembed(ws, entries, step)
     warn(notes)
-    click.echo(f"embedded {outcome.embedded} entries with {space.provider}/{space.model}")
+    figures.update(embedded=outcome.embedded, pending=outcome.pending, stopped=outcome.stopped)
+    emit(
+        as_json,
+        figures,
+        lambda: click.echo(f"embedded {outcome.embedded} entries with {space.key}"),
+    )
     if outcome.stopped:
         click.echo(f"stopped: {outcome.stopped} ({outcome.pending} pending)", err=True)
         sys.exit(3)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from memlog.api import recall
-from memlog.commands.common import echo_json, open_workspace, warn
+from memlog.api import reading, recall
+from memlog.commands.common import echo_json, open_workspace, say_empty, warn
 from memlog.commands.inject_cmd import print_explain
 from memlog.vocabulary import CATEGORIES
 
@@ -20,7 +20,13 @@ def search(query: str, limit: int, category: str | None, explain: bool, as_json:
     """Search memories with the hook's hybrid ranking (vector, keyword, prominence)."""
     if not query.strip():
         raise click.BadParameter("the query is empty", param_hint="QUERY")
-    result = recall.search(open_workspace(), query, limit, (category,) if category else None)
+    ws = open_workspace()
+    if reading.is_empty(ws):
+        say_empty(as_json)
+        if as_json:
+            echo_json([])
+        return
+    result = recall.search(ws, query, limit, (category,) if category else None)
     warn(result.notes)
     if as_json:
         echo_json(result.chosen)

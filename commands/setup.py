@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from memlog.claude_code import plugin
 from memlog.claude_code.entries import EXECUTABLE, HOOKS, find_executable, hook_group, mcp_server
 from memlog.claude_code.settings import (
     Action,
@@ -17,7 +18,7 @@ from memlog.claude_code.settings import (
     project_targets,
     user_targets,
 )
-from memlog.commands.common import warn
+from memlog.commands.common import echo_json, json_option, warn
 from memlog.project import find_project_root
 
 
@@ -37,7 +38,10 @@ from memlog.project import find_project_root
 @click.option(
     "--dry-run", is_flag=True, help="Print the changes as a unified diff; change nothing."
 )
-def setup(project_scope: bool, project_root: Path | None, uninstall: bool, dry_run: bool) -> None:
+@json_option("Print the files changed (or the diffs, with --dry-run) as JSON.")
+def setup(
+    project_scope: bool, project_root: Path | None, uninstall: bool, dry_run: bool, as_json: bool
+) -> None:
     """Register memlog with Claude Code: its hooks and the MCP server.
 
     The hooks are SessionStart (memories in), SessionEnd and PreCompact (the
@@ -50,27 +54,42 @@ def setup(project_scope: bool, project_root: Path | None, uninstall: bool, dry_r
     itself before it changes.  Running it twice changes nothing the second
     time.  --uninstall restores a file's bytes from before the install when
     nothing else changed since, and otherwise removes memlog's entries only.
+
+    When the memlog plugin is installed and enabled it already provides both,
+    so setup adds nothing and removes entries of its own that would run twice.
     """
     if project_root is not None and not project_scope:
         raise click.UsageError("--project-root goes with --project")
+    root: Path | None = None
     if project_scope:
-        root = project_root or find_project_root(Path.cwd()) or Path.cwd()
-        targets, executable = project_targets(root.resolve()), EXECUTABLE
+        root = (project_root or find_project_root(Path.cwd()) or Path.cwd()).resolve()
+        targets, executable = project_targets(root), EXECUTABLE
     else:
         targets, executable = user_targets(Path.home()), find_executable()
-    action: Action = "uninstall" if uninstall else "install"
-    plan = plan_uninstall if uninstall else plan_install
-    changes = plan(targets, executable)
+    plugins = plugin.covering(plugin.installed(Path.home()), root)
+    removing = uninstall or bool(plugins)
+    action: Action = "uninstall" if removing else "install"
+    changes = (plan_uninstall if removing else plan_install)(targets, executable)
     if dry_run:
-        _show(changes)
+        _show(changes, as_json)
         return
     backups = apply(changes, action)
-    _report(changes, backups)
-    if not uninstall:
+    report = _report(changes, backups)
+    if as_json:
+        echo_json({"action": action, "plugin": [p.describe() for p in plugins], "files": report})
+        return
+    for line in report:
+        click.echo(f"{line['path']}: {line['note']}{_kept(line)}")
+    if plugins:
+        _plugin_note(plugins, uninstall, any(c.changed for c in changes))
+    elif not uninstall:
         _summary(executable, any(c.changed for c in changes))
 
 
-def _show(changes: list[Change]) -> None:
+def _show(changes: list[Change], as_json: bool) -> None:
+    if as_json:
+        echo_json([{"path": str(c.target.path), "diff": diff(c)} for c in changes if c.changed])
+        return
     for change in changes:
         if change.changed:
             click.echo(diff(change), nl=False)
@@ -78,11 +97,29 @@ def _show(changes: list[Change]) -> None:
         click.echo("nothing to change")
 
 
-def _report(changes: list[Change], backups: dict[Path, Path]) -> None:
+def _report(changes: list[Change], backups: dict[Path, Path]) -> list[dict[str, str]]:
+    lines = []
     for change in changes:
         path = change.target.path
-        kept = f" (backup: {backups[path].name})" if path in backups else ""
-        click.echo(f"{path}: {change.note}{kept}")
+        backup = backups[path].name if path in backups else ""
+        lines.append({"path": str(path), "note": change.note, "backup": backup})
+    return lines
+
+
+def _kept(line: dict[str, str]) -> str:
+    return f" (backup: {line['backup']})" if line["backup"] else ""
+
+
+def _plugin_note(plugins: list[plugin.PluginInstall], uninstall: bool, changed: bool) -> None:
+    if uninstall:
+        return
+    names = ", ".join(p.describe() for p in plugins)
+    click.echo(
+        f"the memlog {names} already runs the hooks and the MCP server: "
+        "memlog setup adds neither, so nothing runs twice"
+    )
+    if changed:
+        click.echo("memlog setup's own entries were removed; restart Claude Code to load that.")
 
 
 def _summary(executable: str, changed: bool) -> None:

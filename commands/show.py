@@ -6,7 +6,9 @@ import click
 
 from memlog.api import reading
 from memlog.commands.common import echo_json, open_workspace
-from memlog.eventlog.events import Event
+from memlog.errors import EntryNotFound
+from memlog.eventlog import secrets
+from memlog.eventlog.events import Event, Redacted
 from memlog.projections.fold import Entry
 
 _SHOWN = (
@@ -21,21 +23,20 @@ _SHOWN = (
 def show(entry_id: str, as_json: bool) -> None:
     """Print the entry ENTRY_ID (a unique prefix is enough) and every event about it."""
     ws = open_workspace()
+    if reading.is_empty(ws):
+        raise EntryNotFound(reading.NO_MEMORIES)
     entry = reading.entry(ws, entry_id)
-    history = reading.history(ws, entry.id)
+    history = reading.history(ws, entry.id, entry.description)
     if as_json:
-        echo_json({"entry": _public(entry), "events": history})
+        echo_json({"entry": reading.public(entry), "events": history})
         return
     _print_entry(entry)
+    for event in history:
+        if isinstance(event, Redacted):
+            click.echo(_lineage(event))
     click.echo(f"\nhistory ({len(history)} events):")
     for event in history:
         click.echo(f"  {event.seq:>7}  {event.ts}  {_describe(event)}")
-
-
-def _public(entry: Entry) -> dict[str, object]:
-    fields = {f: getattr(entry, f) for f in entry.__struct_fields__ if f != "vectors"}
-    fields["vectors"] = {k: v.dimensions for k, v in entry.vectors.items()}
-    return fields
 
 
 def _print_entry(entry: Entry) -> None:
@@ -55,4 +56,15 @@ def _print_entry(entry: Entry) -> None:
 def _describe(event: Event) -> str:
     tag = reading.tag(event)
     extra = getattr(event, "reason", "") or getattr(event, "source", "") or ""
-    return f"{tag} {extra}".rstrip()
+    removed = f" (redacted {secrets.describe(event.redactions)})" if event.redactions else ""
+    return f"{tag} {extra}".rstrip() + removed
+
+
+def _lineage(event: Redacted) -> str:
+    """``redacted on 2026-11-23 because … (from events 1, 3: description, keywords)``."""
+    seqs = ", ".join(str(s) for s in sorted({r.seq for r in event.removed}))
+    fields = ", ".join(sorted({r.field for r in event.removed}))
+    return (
+        f"redacted on {event.ts[:10]} (seq {event.seq}) because {event.reason} "
+        f"(removed from events {seqs}: {fields})"
+    )

@@ -7,7 +7,7 @@ from typing import Any
 import click
 
 from memlog.api import reading
-from memlog.commands.common import echo_json, open_workspace
+from memlog.commands.common import echo_json, open_workspace, say_empty
 from memlog.home import HOOK_ERROR_LOG
 
 
@@ -15,10 +15,13 @@ from memlog.home import HOOK_ERROR_LOG
 @click.option("--json", "as_json", is_flag=True, help="Print the figures as JSON.")
 def stats(as_json: bool) -> None:
     """Count events by type and live entries by category and project."""
-    figures = reading.stats(open_workspace())
+    ws = open_workspace()
+    figures = reading.stats(ws)
+    if reading.is_empty(ws):
+        say_empty(as_json)
     if as_json:
         echo_json(figures)
-    else:
+    elif figures["events"] or figures["damaged_lines"]:
         _print(figures)
 
 

@@ -6,8 +6,8 @@ import sys
 
 import click
 
-from memlog.api import maintenance
-from memlog.commands.common import echo_json, open_workspace
+from memlog.api import maintenance, reading
+from memlog.commands.common import echo_json, open_workspace, say_empty
 from memlog.eventlog.verify import Report
 from memlog.projections.audit import Audit
 
@@ -19,7 +19,13 @@ from memlog.projections.audit import Audit
 def verify(repair: bool, log_only: bool, as_json: bool) -> None:
     """Check every checksum, schema and sequence number, then rebuild the views aside
     and compare them with the live ones. Exit 0 only when all is clean."""
-    done = maintenance.verify(open_workspace(), repair, log_only)
+    ws = open_workspace()
+    if reading.is_empty(ws) and not (ws.home / "memory.db").exists():
+        say_empty(as_json)
+        if as_json:
+            echo_json(maintenance.verify(ws, False, True)._asdict())
+        return
+    done = maintenance.verify(ws, repair, log_only)
     if as_json:
         echo_json(done._asdict())
     else:

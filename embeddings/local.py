@@ -84,10 +84,10 @@ IntMatrix = npt.NDArray[np.int64]
 class LocalProvider(EmbeddingProvider):
     """all-MiniLM-L6-v2 run locally; the model is found, checked and mapped on first use.
 
-    ``model_path`` is an explicit model directory; ``cache_dir`` (the memlog
-    home) holds the verification stamp, without it every process hashes the
-    files once.  The model has no query/document distinction, so ``task`` is
-    ignored.
+    ``model_path`` is an explicit model directory; ``cache_dir`` (memlog's cache
+    directory, never the home) holds the verification stamp and the runtime
+    weights; without it every process hashes the files and builds the weights.
+    The model has no query/document distinction, so ``task`` is ignored.
     """
 
     name: ClassVar[str] = "local"

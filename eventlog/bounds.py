@@ -22,6 +22,10 @@ class Bound(NamedTuple):
         """Whether an event lies strictly before this bound."""
         return seq < self.seq if self.seq is not None else ts < (self.ts or "")
 
+    def text(self) -> str:
+        """The bound as given: a sequence number or a UTC time."""
+        return str(self.seq) if self.seq is not None else self.ts or ""
+
 
 def parse_bound(value: str) -> Bound:
     """``123`` is a sequence number; anything else must be an ISO 8601 time (UTC if naive)."""

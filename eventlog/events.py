@@ -36,6 +36,14 @@ class Writer(msgspec.Struct, frozen=True, omit_defaults=True):
     pid: int = 0
 
 
+class Finding(msgspec.Struct, frozen=True):
+    """Secrets of one class removed from one payload field (``count`` of them)."""
+
+    field: str
+    kind: str
+    count: int = 1
+
+
 class EventBase(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
     """The envelope every event carries; the log fills it in under its lock."""
 
@@ -49,6 +57,8 @@ class EventBase(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
     #: the sequence of the last event of the batch this one was appended with
     #: (0 when appended alone): readers take a batch whole or not at all
     batch_end: int = 0
+    #: what was removed from which field, by class (``redacted`` names the fields only)
+    redactions: tuple[Finding, ...] = ()
 
     @property
     def entry_ids(self) -> tuple[str, ...]:
@@ -81,10 +91,16 @@ class Observed(EventBase, frozen=True, kw_only=True, tag="entry.observed"):
     section: Section | Literal[""] = ""
     #: the git branch the entry was extracted on (with ``project``: its branch memory)
     branch: str = ""
+    #: the entry id when the description no longer hashes to it (``memlog redact``
+    #: rewrote the description); empty: the content hash of the description
+    stable_id: Annotated[str, Meta(pattern="^(?:[0-9a-f]{16})?$")] = ""
+    #: whether observing a retired or superseded entry brings it back; None (lines
+    #: written before the choice existed) brings it back, as those versions did
+    revive: bool | None = None
 
     @property
     def entry_id(self) -> str:
-        return content_hash(self.description)
+        return self.stable_id or content_hash(self.description)
 
     @property
     def entry_ids(self) -> tuple[str, ...]:
@@ -170,6 +186,32 @@ class Superseded(EventBase, frozen=True, kw_only=True, tag="entry.superseded"):
     @property
     def entry_ids(self) -> tuple[str, ...]:
         return (self.entry_id, self.by)
+
+
+class Removal(msgspec.Struct, frozen=True):
+    """Text a redaction removed from one field of one earlier event."""
+
+    seq: int
+    field: str
+    count: int
+    kind: str = "match"
+
+
+class Redacted(EventBase, frozen=True, kw_only=True, tag="entry.redacted"):
+    """Secrets were removed from earlier events (rewritten in place) and from every view.
+
+    The removed text itself is recorded nowhere: ``removed`` says where it was.
+    """
+
+    ids: tuple[EntryId, ...]
+    reason: Text
+    #: ``match``: text given by the user; ``detected``: found by the redaction rules
+    kind: str = "match"
+    removed: tuple[Removal, ...] = ()
+
+    @property
+    def entry_ids(self) -> tuple[str, ...]:
+        return self.ids
 
 
 # -- sessions of Claude Code, extraction and maintenance ----------------------------------
@@ -269,6 +311,7 @@ Event = (
     | SessionProgress
     | MemoryEvolved
     | MaintenanceRan
+    | Redacted
 )
 EVENT_TYPES: tuple[type[EventBase], ...] = (
     Observed,
@@ -282,5 +325,6 @@ EVENT_TYPES: tuple[type[EventBase], ...] = (
     SessionProgress,
     MemoryEvolved,
     MaintenanceRan,
+    Redacted,
 )
 TYPE_NAMES: tuple[str, ...] = tuple(str(t.__struct_config__.tag) for t in EVENT_TYPES)

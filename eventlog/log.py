@@ -25,18 +25,18 @@ import msgspec
 
 from memlog import __version__
 from memlog.errors import HomeError, LogWriteError
-from memlog.eventlog import clock, devices
+from memlog.eventlog import clock, devices, snapshot
+from memlog.eventlog import rewrite as rw
 from memlog.eventlog import segments as seg
-from memlog.eventlog.codec import BadLine, decode_line, encode_line
+from memlog.eventlog.codec import BadLine, decode_line, encode_line, salvage
 from memlog.eventlog.events import Event, EventBase, Writer
 from memlog.eventlog.ids import uuid7
-from memlog.eventlog.secrets import redact_event
+from memlog.eventlog.secrets import redact_batch
 from memlog.home import ensure_dir
 
 DEFAULT_SEGMENT_BYTES = 64 << 20
 LOCK_NAME = ".lock"
 _READ_CHUNK = 8 << 20
-_GLUE_MARK = b'{"type":"'
 E = TypeVar("E", bound=EventBase)
 
 
@@ -127,9 +127,8 @@ class EventLog:
         """Append ``events`` atomically (all or none) and return them as stored."""
         if not events:
             return []
-        prepared = [redact_event(e) if self.redact else e for e in events]
+        prepared = redact_batch(events) if self.redact else list(events)
         with self._locked():
-            self.append_dir = self._own_dir()
             path, first = self._tail_segment()
             stamped = self._stamp(prepared, first)
             self._write(path, b"".join(encode_line(e) for e in stamped))
@@ -154,6 +153,7 @@ class EventLog:
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
+        snapshot.refuse_writes(self.home, "append to the log of")
         ensure_dir(self.home)
         created = not self.events_dir.exists()
         ensure_dir(self.events_dir)
@@ -165,6 +165,8 @@ class EventLog:
             raise HomeError(f"cannot write to {self.events_dir}: {exc.strerror}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
+            rw.finish(self.events_dir)
+            self.append_dir = self._own_dir()
             yield
         finally:
             os.close(fd)
@@ -247,6 +249,14 @@ class EventLog:
     def name_of(self, path: Path) -> str:
         """A segment's name in reports and positions (``<device>/<file>`` per device)."""
         return devices.relative_name(self.events_dir, path)
+
+    def seq_at(self, position: Position) -> int | None:
+        """The sequence of the good line that ends exactly at ``position`` (None if none).
+
+        A view checks its stored position with it: after a log was rewritten
+        (a repair, a redaction) the same offset may fall inside another line.
+        """
+        return seg.seq_ending_at(self.events_dir / position.segment, position.offset)
 
     def read(
         self,
@@ -378,7 +388,7 @@ def _records(
     except BadLine as exc:
         reason = exc.reason
     found: tuple[Record, ...] = ()
-    salvaged = _salvage(line)
+    salvaged = salvage(line)
     if salvaged is not None:
         cut, event = salvaged
         reason = "torn prefix glued to a good line"
@@ -386,14 +396,3 @@ def _records(
         line = line[:cut]
     on_damage(Damage(segment, start, len(line), line_no, reason))
     return found
-
-
-def _salvage(line: bytes) -> tuple[int, Event] | None:
-    """A good line glued after a torn prefix: its offset in ``line`` and its event."""
-    cut = line.find(_GLUE_MARK, 1)
-    while cut > 0:
-        try:
-            return cut, decode_line(line[cut:])
-        except BadLine:
-            cut = line.find(_GLUE_MARK, cut + 1)
-    return None

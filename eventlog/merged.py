@@ -163,6 +163,17 @@ def _device_events(
             yield (stamp, record.event.id), device, path.name, record
 
 
+def marks_hold(events_dir: Path, position: Position) -> bool:
+    """Whether every device's line under ``position`` is still the event it names."""
+    try:
+        cursor = decode(position)
+        for device, mark in cursor.devices.items():
+            _check_mark(events_dir / device / mark.segment, mark)
+    except Unfollowable:
+        return False
+    return True
+
+
 def _check_mark(path: Path, mark: DeviceMark) -> None:
     """The line under ``mark`` must still be the event it names (else the file was rewritten)."""
     try:

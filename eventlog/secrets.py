@@ -1,62 +1,113 @@
-"""Replace obvious secrets in event payloads before they reach the log."""
+"""Replace secrets in event payloads before they reach the log, and say what went.
+
+``redact_event`` runs every text field of a payload (strings, and the
+strings of tuples) through ``redaction.redact`` and records on the event
+which field lost what class of secret (``redactions``; ``redacted`` keeps
+naming the fields, as before).  ``describe`` turns that record into the
+one line a command or the MCP server shows its caller.
+"""
 
 from __future__ import annotations
 
-import re
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from typing import Any, TypeVar
 
 import msgspec
 
-from memlog.eventlog.events import EventBase
+from memlog.eventlog.events import EventBase, Finding, Observed
+from memlog.eventlog.redaction import REDACTED, redact
 
-REDACTED = "[REDACTED]"
 E = TypeVar("E", bound=EventBase)
+__all__ = [
+    "REDACTED", "describe", "redact_batch", "redact_event", "redact_text", "text_fields",
+]  # fmt: skip
 
-_PATTERNS = [
-    re.compile(
-        r"-----BEGIN [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----"
-        r".*?-----END [A-Z0-9 ]*PRIVATE KEY( BLOCK)?-----",
-        re.DOTALL,
-    ),
-    re.compile(r"\bsk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_\-]{20,}"),
-    re.compile(r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b"),
-    re.compile(r"\bgh[pousr]_[A-Za-z0-9]{30,}\b"),
-    re.compile(r"\bgithub_pat_[A-Za-z0-9_]{30,}\b"),
-    re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"),
-    re.compile(r"\bAIza[0-9A-Za-z_\-]{35}\b"),
-    re.compile(r"(?i)(?<=\bbearer )[A-Za-z0-9._~+/\-]{16,}=*"),
-]
-#: fields of the envelope and of vectors: never scanned
+#: fields of the envelope, of vectors and of ids: never scanned
 _SKIP = frozenset(
-    {"type", "seq", "id", "ts", "v", "writer", "redacted", "vector", "entry_id", "by"}
-)
+    {
+        "type", "seq", "id", "ts", "v", "writer", "redacted", "redactions", "batch_end",
+        "vector", "entry_id", "by", "ids", "stable_id", "removed",
+    }
+)  # fmt: skip
 
 
 def redact_text(text: str) -> str:
     """``text`` with every recognised secret replaced by ``[REDACTED]``."""
-    for pattern in _PATTERNS:
-        text = pattern.sub(REDACTED, text)
-    return text
+    return redact(text).text
 
 
-def _redact_value(value: Any) -> Any:
-    if isinstance(value, str):
-        return redact_text(value)
-    if isinstance(value, tuple):
-        return tuple(_redact_value(item) for item in value)
-    return value
-
-
-def redact_event(event: E) -> E:
-    """Return ``event`` with secrets replaced and the redacted fields recorded."""
-    changes: dict[str, Any] = {}
+def text_fields(event: EventBase) -> Iterable[tuple[str, Any]]:
+    """The payload fields that hold text (a string or a tuple of strings), with values."""
     for field in event.__struct_fields__:
         if field in _SKIP:
             continue
         value = getattr(event, field)
-        cleaned = _redact_value(value)
+        if isinstance(value, str) or (isinstance(value, tuple) and value and _all_str(value)):
+            yield field, value
+
+
+def _all_str(values: tuple[Any, ...]) -> bool:
+    return all(isinstance(v, str) for v in values)
+
+
+def _clean(value: Any, kinds: Counter[str]) -> Any:
+    if isinstance(value, str):
+        cleaned = redact(value)
+        kinds.update(cleaned.found)
+        return cleaned.text
+    return tuple(_clean(item, kinds) for item in value)
+
+
+def redact_event(event: E) -> E:
+    """Return ``event`` with secrets replaced and what was replaced recorded."""
+    changes: dict[str, Any] = {}
+    findings: list[Finding] = []
+    for field, value in text_fields(event):
+        kinds: Counter[str] = Counter()
+        cleaned = _clean(value, kinds)
         if cleaned != value:
             changes[field] = cleaned
+            findings += [Finding(field, kind, n) for kind, n in sorted(kinds.items())]
     if not changes:
         return event
-    return msgspec.structs.replace(event, redacted=tuple(sorted(changes)), **changes)
+    return msgspec.structs.replace(
+        event,
+        redacted=tuple(sorted({*event.redacted, *changes})),
+        redactions=(*event.redactions, *findings),
+        **changes,
+    )
+
+
+def redact_batch(events: Sequence[E]) -> list[E]:
+    """``redact_event`` on each event of a batch; an entry whose description changed has a
+    new id, and the batch's other events about it (a promotion, a label) follow it."""
+    cleaned = [redact_event(e) for e in events]
+    moved = {
+        old.entry_id: new.entry_id
+        for old, new in zip(events, cleaned, strict=True)
+        if isinstance(old, Observed) and isinstance(new, Observed)
+        and old.entry_id != new.entry_id
+    }  # fmt: skip
+    return [_follow(e, moved) for e in cleaned] if moved else cleaned
+
+
+def _follow(event: E, moved: dict[str, str]) -> E:
+    changes: dict[str, Any] = {}
+    for field in ("entry_id", "by"):
+        value = getattr(event, field, None)
+        if isinstance(value, str) and value in moved:
+            changes[field] = moved[value]
+    ids = getattr(event, "ids", None)
+    if isinstance(ids, tuple) and any(i in moved for i in ids):
+        changes["ids"] = tuple(moved.get(i, i) for i in ids)
+    return msgspec.structs.replace(event, **changes) if changes else event
+
+
+def describe(findings: Iterable[Finding]) -> str:
+    """``description: stripe-key; reasoning: password ×2`` — what was removed, not what it was."""
+    by_field: dict[str, list[str]] = {}
+    for found in findings:
+        label = found.kind if found.count == 1 else f"{found.kind} ×{found.count}"
+        by_field.setdefault(found.field, []).append(label)
+    return "; ".join(f"{field}: {', '.join(kinds)}" for field, kinds in by_field.items())

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import msgspec
 
-from memlog.eventlog import devices
+from memlog.eventlog import devices, rewrite
 from memlog.eventlog import segments as seg
 from memlog.eventlog.log import Damage, EventLog, read_segment
 from memlog.files import atomic_write
@@ -92,6 +92,7 @@ def sequences(log: EventLog) -> list[tuple[str, list[Path]]]:
 
 
 def verify_log(log: EventLog) -> Report:
+    rewrite.recover(log)  # a committed rewrite is part of the log
     report = Report()
     counts: Counter[str] = Counter()
 

@@ -7,6 +7,8 @@ a worker thread; when the budget (``memory_hook_budget_ms``, 2.5 s by
 default) is about to run out the hook prints an empty context and leaves.
 Failures never reach stdout and are never silent: they go to
 ``hook-errors.log`` in the memlog home, which ``memlog stats`` reports.
+When several registrations run the hook for one start (the plugin and
+``memlog setup``'s entries), only the first injects (``claims``).
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from memlog.eventlog.snapshot import is_snapshot
 from memlog.home import HOOK_ERROR_LOG, resolve_home
 
 DEFAULT_BUDGET = 2.5
@@ -60,6 +63,8 @@ def log_error(home: Path, message: str, exc: BaseException | None = None) -> Non
     detail = "".join(traceback.format_exception(exc)) if exc is not None else ""
     text = f"{stamp} {message}\n{detail}"
     try:
+        if is_snapshot(home):  # a snapshot is read, never written
+            raise OSError("a snapshot")
         home.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(home / HOOK_ERROR_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         try:
@@ -72,7 +77,9 @@ def log_error(home: Path, message: str, exc: BaseException | None = None) -> Non
 
 def _work(payload: dict[str, Any], home: Path, started: float, box: dict[str, str]) -> None:
     """Build and record the injection; the text goes into ``box``."""
+    from memlog.api.adoption import adopt
     from memlog.api.recall import for_hook
+    from memlog.hooks.claims import claim
     from memlog.workspace import Workspace
 
     cwd = Path(str(payload.get("cwd") or os.getcwd()))
@@ -82,10 +89,14 @@ def _work(payload: dict[str, Any], home: Path, started: float, box: dict[str, st
     config = ws.config
     if not _wanted(payload, config.memory_injection_enabled, config.memory_inject_on_compact):
         return
+    adopted = adopt(ws, settle=False)  # an iflow store in the home, before the first write
+    for note in adopted.notes if adopted is not None else []:
+        log_error(home, note)
     budget = config.memory_hook_budget_ms / 1000
     box["budget"] = str(budget)
     deadline = started + budget - MARGIN - RANK_RESERVE
-    result = for_hook(ws, deadline, str(payload.get("session_id") or ""))
+    session = str(payload.get("session_id") or "")
+    result = for_hook(ws, deadline, session, claim=lambda: claim(home, payload))
     box["context"] = result.text
     for note in result.notes:
         log_error(home, note)

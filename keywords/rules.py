@@ -117,13 +117,17 @@ def related(first: str, second: str) -> bool:
 
 
 _STOP_BASES = frozenset(base_form(w) for w in STOPWORDS)
+#: what memlog itself writes into text (``[REDACTED]`` in place of a secret): never a label
+MARKERS: frozenset[str] = frozenset({"redacted"})
 
 
 def is_stopword(keyword: str) -> bool:
-    """A forbidden generic word (or its plural, past or gerund), or a function word."""
+    """A forbidden generic word (or its plural, past or gerund), a function word, or a
+    marker memlog wrote."""
     return (
         keyword in STOPWORDS
         or keyword in FUNCTION_WORDS
+        or keyword in MARKERS
         or ("-" not in keyword and base_form(keyword) in _STOP_BASES)
     )
 

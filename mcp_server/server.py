@@ -13,6 +13,7 @@ a crash is kept in ``errors.log`` and reported as one line.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Annotated, Any, Literal, TypeVar
@@ -186,5 +187,12 @@ def build_server(cwd: Path) -> MCPServer:
 
 
 def run(cwd: Path) -> None:
-    """Serve on stdin/stdout until the client closes the stream."""
-    build_server(cwd).run("stdio")
+    """Serve on stdin/stdout until the client closes the stream (an iflow store waiting
+    in the home is adopted first; its vectors follow in the background)."""
+    from memlog.api.adoption import adopt
+
+    server = build_server(cwd)
+    adopted = adopt(Workspace.open(cwd), settle=False)
+    for line in [*adopted.notes, adopted.line] if adopted is not None else []:
+        print(f"memlog: {line}", file=sys.stderr)  # stdout carries the protocol
+    server.run("stdio")

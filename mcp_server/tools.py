@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 
 from memlog.api import capturing, reading, recall
 from memlog.errors import InvalidInput
+from memlog.eventlog import secrets
 from memlog.eventlog.events import Observed
 from memlog.projections.fold import Entry, space_key
 from memlog.vocabulary import CATEGORIES, KB_CATEGORIES
@@ -47,6 +48,11 @@ class Stored(BaseModel):
     source: str = SOURCE
     embedded: bool = Field(description="Whether the entry has a vector in the space in force.")
     keywords: list[str] = Field(default_factory=list)
+    redacted: list[str] = Field(
+        default_factory=list,
+        description="Secrets replaced by [REDACTED] before storing, as 'field: class' "
+        "(the text itself is never stored or returned).",
+    )
     notes: list[str] = Field(default_factory=list, description="Warnings, if any.")
 
 
@@ -124,7 +130,13 @@ def store_memory(
     )
     existed = _entry(ws, event.entry_id) is not None
     done = capturing.observe(ws, [event], command=COMMAND)
-    return _stored_result(ws, done.stored[0], existed, done.notes)
+    stored = done.stored[0]
+    notes = done.notes
+    if stored.redactions:
+        notes = [f"secrets replaced by [REDACTED]: {secrets.describe(stored.redactions)}", *notes]
+    result = _stored_result(ws, stored, existed, notes)
+    result.redacted = [f"{f.field}: {f.kind}" for f in stored.redactions]
+    return result
 
 
 def _require_text(**fields: str) -> None:

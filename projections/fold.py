@@ -20,6 +20,7 @@ from memlog.eventlog.events import (
     Observed,
     Promoted,
     Recalled,
+    Redacted,
     Reembedded,
     Retired,
     SessionPending,
@@ -204,7 +205,8 @@ def _observe_again(entry: Entry, event: Observed) -> None:
     _union(entry.keywords, event.keywords)
     del entry.keywords[MAX_KEYWORDS:]
     entry.last_observed = max(entry.last_observed, event.last_observed)
-    entry.status, entry.status_reason, entry.superseded_by = "live", "", ""
+    if event.revive is not False:  # None: written before revival was asked for
+        entry.status, entry.status_reason, entry.superseded_by = "live", "", ""
     _add_provenance(entry, event)
 
 
@@ -213,7 +215,7 @@ def _observed(state: State, event: Observed) -> str:
     if entry is None:
         entry = state.entries[event.entry_id] = _create(event)
     else:
-        if not entry.live:  # back in every branch memory it was in
+        if not entry.live and event.revive is not False:  # back in every branch memory
             for key in entry.branches:
                 _stamp(entry, key, event.ts)
         _observe_again(entry, event)
@@ -276,6 +278,10 @@ def _superseded(entry: Entry, event: Superseded) -> None:
         entry.superseded_by = event.by
 
 
+def _redacted(entry: Entry) -> None:
+    entry.vectors.clear()  # embedded from text that is gone: embedded again after
+
+
 def _update(entry: Entry, event: Event) -> None:
     match event:
         case Promoted():
@@ -290,6 +296,8 @@ def _update(entry: Entry, event: Event) -> None:
             _retired(entry, event)
         case Superseded():
             _superseded(entry, event)
+        case Redacted():
+            _redacted(entry)
 
 
 def apply(state: State, event: Event) -> State:
@@ -300,7 +308,7 @@ def apply(state: State, event: Event) -> State:
     if isinstance(event, SessionPending | SessionProgress | MemoryEvolved | MaintenanceRan):
         _ledger(state, event)
         return state
-    ids = event.ids if isinstance(event, Recalled) else (event.entry_ids[0],)
+    ids = event.ids if isinstance(event, Recalled | Redacted) else (event.entry_ids[0],)
     for entry_id in dict.fromkeys(ids):
         entry = state.entries.get(entry_id)
         if entry is not None:

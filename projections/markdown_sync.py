@@ -10,12 +10,10 @@ lock keeps two processes from writing the files at once.
 from __future__ import annotations
 
 import contextlib
-import fcntl
-import os
 import sqlite3
-from collections.abc import Iterator
 from pathlib import Path
 
+from memlog import files
 from memlog.projections.fold import Entry
 from memlog.projections.markdown_view import branch, render
 from memlog.projections.markdown_view.writer import (
@@ -31,14 +29,8 @@ LOCK_NAME = ".markdown.lock"
 Signature = tuple[tuple[str, ...], str]
 
 
-@contextlib.contextmanager
-def locked(folder: Path) -> Iterator[None]:
-    fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        os.close(fd)
+def locked(folder: Path) -> contextlib.AbstractContextManager[None]:
+    return files.locked(folder / LOCK_NAME)
 
 
 def changed_files(touched: list[Entry], before: dict[str, Signature]) -> dict[str, set[str]]:

@@ -15,22 +15,24 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
 from memlog.errors import ViewError
+from memlog.eventlog import rewrite, snapshot
 from memlog.eventlog.bounds import Bound, within
-from memlog.eventlog.events import Reembedded
+from memlog.eventlog.events import Redacted
+from memlog.eventlog.ids import utc_now
 from memlog.eventlog.log import START, DamageHandler, EventLog, Position, Record
-from memlog.eventlog.merged import Unfollowable, unread_bytes
+from memlog.eventlog.merged import Unfollowable, marks_hold, unread_bytes
 from memlog.projections import markdown_sync
 from memlog.projections.fold import State, apply
 from memlog.projections.markdown_view import render
-from memlog.projections.markdown_view.writer import load_state
-from memlog.projections.sqlite_view import indexes, ledger, store
+from memlog.projections.markdown_view.writer import load_state, remove_unplanned
+from memlog.projections.sqlite_view import index_files, indexes, ledger, packed, store, vectors
 from memlog.projections.sqlite_view.schema import SCHEMA_VERSION
-from memlog.projections.sqlite_view.vectors import VECTOR_DIR, collect_garbage, write_packed
+from memlog.projections.sqlite_view.vectors import VECTOR_DIR, write_packed
 from memlog.spawn import spawn_memlog
 from memlog.vocabulary import DEFAULT_SPACE, Space
 
@@ -72,18 +74,30 @@ def db_path(folder: Path) -> Path:
 
 
 def catch_up(
-    home: Path, space: Space = DEFAULT_SPACE, on_damage: DamageHandler | None = None
+    home: Path,
+    space: Space = DEFAULT_SPACE,
+    on_damage: DamageHandler | None = None,
+    lock_wait: float | None = None,
 ) -> CatchUp:
-    """Bring both views up to the end of the log; rebuild them when they cannot follow."""
+    """Bring both views up to the end of the log; rebuild them when they cannot follow.
+
+    A snapshot is read as it is.  ``lock_wait``: seconds to wait for another
+    writer of ``memory.db`` (its busy timeout by default) before giving up
+    with ``ViewError``; readers are never blocked by a writer, so a caller in
+    a hurry reads the view as it stands instead.
+    """
     log = EventLog(home)
+    rewrite.recover(log)  # a redaction a crash cut short is finished before anything reads
     if not log.segments() and not db_path(home).exists():
         return CatchUp(0, False, 0, [])
+    if snapshot.is_snapshot(home):
+        return CatchUp(0, False, _stored_seq(home), [])
     current = _current_seq(home, space)
     if current is not None:
         return CatchUp(0, False, current, [])
     _remove_stale_asides(home)
     try:
-        return _incremental(home, log, space, on_damage)
+        return _incremental(home, log, space, on_damage, lock_wait)
     except _NeedsRebuild:
         pass
     except sqlite3.DatabaseError as exc:
@@ -105,12 +119,27 @@ def _current_seq(home: Path, space: Space) -> int | None:
         with store.opened(db_path(home), readonly=True) as db:
             stored_space = tuple(store.get_meta(db, k) for k in _SPACE_KEYS)
             version = store.get_meta(db, "schema_version")
-            seq = store.get_position(db).seq
+            stored = store.get_position(db)
     except sqlite3.DatabaseError:
         return None
     in_space = stored_space == (space.provider, space.model, str(space.dimensions))
     current = in_space and version == str(SCHEMA_VERSION) and _markdown_current(home)
-    return seq if current else None
+    return stored.seq if current and _still_there(home, stored) else None
+
+
+def _still_there(home: Path, stored: store.Stored) -> bool:
+    return _still_there_in(EventLog(home), stored)
+
+
+def _still_there_in(log: EventLog, stored: store.Stored) -> bool:
+    """Whether the event the view stopped at still ends where the view says (after a
+    repair or a redaction rewrote lines, the same offset may fall inside another line)."""
+    position = stored.position
+    if not position.offset:
+        return True
+    if position.segment.startswith("{"):  # a log kept per device: every device's last line
+        return marks_hold(log.events_dir, position)
+    return log.seq_at(position) == stored.seq
 
 
 def _markdown_current(folder: Path) -> bool:
@@ -133,15 +162,30 @@ def lag_bytes(home: Path) -> int:
     return total if found is None else found
 
 
+def _stored_seq(home: Path) -> int:
+    try:
+        with store.opened(db_path(home), readonly=True) as db:
+            return store.get_position(db).seq
+    except sqlite3.DatabaseError:
+        return 0
+
+
 def _incremental(
-    home: Path, log: EventLog, space: Space, on_damage: DamageHandler | None
+    home: Path,
+    log: EventLog,
+    space: Space,
+    on_damage: DamageHandler | None,
+    lock_wait: float | None = None,
 ) -> CatchUp:
-    with store.opened(db_path(home)) as db, store.transaction(db):
-        before = store.get_position(db)
-        space_changed = _ensure_space(db, space)
-        records = _records_after(log, before, on_damage)
-        changed = _apply(db, home, space, records, space_changed)
-        after = store.get_position(db)
+    busy = store.BUSY_TIMEOUT_MS if lock_wait is None else max(int(lock_wait * 1000), 0)
+    with _preparing(home), store.opened(db_path(home), busy_ms=busy) as db:
+        with store.transaction(db):
+            before = store.get_position(db)
+            space_changed = _ensure_space(db, space)
+            records = _records_after(log, before, on_damage)
+            changed = _apply(db, home, space, records, space_changed)
+            after = store.get_position(db)
+    _sweep(home)
     notes = markdown_sync.follow(home, db_path(home), changed, before, after)
     return CatchUp(len(records), False, after.seq, notes)
 
@@ -154,12 +198,16 @@ def _records_after(
         raise _NeedsRebuild  # the segment is gone or shorter: the log was rewritten
     if not segment and stored.seq:
         raise _NeedsRebuild
+    if not _still_there_in(log, stored):
+        raise _NeedsRebuild  # the log was rewritten: the offset is no longer that event's end
     try:
         records = list(log.read(stored.position, on_damage))
     except Unfollowable:
         raise _NeedsRebuild from None
     if records and records[0].ordinal <= stored.seq:
         raise _NeedsRebuild
+    if any(isinstance(r.event, Redacted) for r in records):
+        raise _NeedsRebuild  # earlier lines were rewritten: only a replay removes their text
     return records
 
 
@@ -177,22 +225,20 @@ def _apply(
     ledger.load(db, state, (r.event for r in records))
     before = {i: render.signature(e) for i, e in state.entries.items()}
     indexed = indexes.signature(state.entries.values(), space)
+    had = {i: vectors.in_space(e.vectors, space) for i, e in state.entries.items()}
     for record in records:
         apply(state, record.event)
     touched = [state.entries[i] for i in sorted(state.touched)]
     store.write_entries(db, touched, space.key)
     ledger.write(db, state)
-    if repack or any(_in_space(r, space) for r in records):
+    if repack:
         write_packed(db, folder / VECTOR_DIR, space)
+    else:
+        vectors.follow_entries(db, folder / VECTOR_DIR, space, touched, had)
     indexes.refresh(db, folder, space, touched, indexed)
     last = records[-1]
     store.set_meta(db, store.position_meta(store.Stored(last.after, last.ordinal)))
     return markdown_sync.changed_files(touched, before)
-
-
-def _in_space(record: Record, space: Space) -> bool:
-    event = record.event
-    return isinstance(event, Reembedded) and (event.provider, event.model) == space[:2]
 
 
 def _ensure_space(db: sqlite3.Connection, space: Space) -> bool:
@@ -246,15 +292,22 @@ def rebuild(
     target: Path | None = None,
     progress: Progress | None = None,
 ) -> Rebuilt:
-    """Rebuild both views from zero into ``target`` (the home by default)."""
+    """Rebuild both views from zero into ``target`` (the home by default).
+
+    A ``target`` is marked as a snapshot before its views are written.
+    """
+    snapshot.refuse_writes(home, "rebuild the views of")
     folder = target or home
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
     state, stored, applied = fold_log(EventLog(home), until, progress)
+    if target is not None:
+        made = snapshot.Snapshot(str(home), stored.seq, until.text() if until else "", utc_now())
+        snapshot.mark(target, made)
     _build_database(folder, state, space, stored)
     with markdown_sync.locked(folder):
-        notes = markdown_sync.write_markdown(
-            folder, render.plan(state.entries.values()), load_state(folder), stored
-        )
+        files, written = render.plan(state.entries.values()), load_state(folder)
+        notes = remove_unplanned(folder, files, written)
+        notes += markdown_sync.write_markdown(folder, files, written, stored)
     live = sum(1 for e in state.entries.values() if e.live)
     return Rebuilt(applied, live, stored.seq, notes)
 
@@ -264,13 +317,28 @@ def _build_database(folder: Path, state: State, space: Space, stored: store.Stor
     aside = folder / f".{store.DB_NAME}.rebuild-{os.getpid()}"
     _remove_db_files(aside)
     ordered = sorted(state.entries.values(), key=lambda e: e.id)
-    with store.opened(aside) as db, store.transaction(db):
-        store.write_entries(db, ordered, space.key)
-        ledger.write(db, state, everything=True)
-        write_packed(db, folder / VECTOR_DIR, space)
-        indexes.rebuild(db, folder, space, ordered)
-        store.set_meta(db, {**_space_meta(space), **store.position_meta(stored)})
-    _switch_in(aside, db_path(folder))
+    with _preparing(folder):  # no sweep until the live view names the new files
+        with store.opened(aside) as db, store.transaction(db):
+            store.write_entries(db, ordered, space.key)
+            ledger.write(db, state, everything=True)
+            write_packed(db, folder / VECTOR_DIR, space)
+            indexes.rebuild(db, folder, space, ordered)
+            store.set_meta(db, {**_space_meta(space), **store.position_meta(stored)})
+        _switch_in(aside, db_path(folder))
+    _sweep(folder, wait=True)
+
+
+@contextlib.contextmanager
+def _preparing(folder: Path) -> Iterator[None]:
+    """Hold off sweeps of every packed file while new ones are written and named."""
+    with packed.preparing(folder / VECTOR_DIR), index_files.preparing(folder):
+        yield
+
+
+def _sweep(folder: Path, wait: bool = False) -> None:
+    """Remove the packed files the committed view no longer names."""
+    vectors.sweep(folder / VECTOR_DIR, db_path(folder), wait)
+    index_files.sweep(folder, db_path(folder), wait)
 
 
 def _switch_in(aside: Path, live_path: Path) -> None:
@@ -284,9 +352,6 @@ def _switch_in(aside: Path, live_path: Path) -> None:
         os.replace(aside, live_path)
     else:
         _remove_db_files(aside)
-    with store.opened(live_path) as db:
-        collect_garbage(db, live_path.parent / VECTOR_DIR)
-        indexes.sweep(db, live_path.parent)
 
 
 def _backup_into(aside: Path, live_path: Path) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memlog.errors import MemlogError
+from memlog.eventlog.segments import list_segments
 from memlog.projections.sqlite_view.store import DB_NAME
 from memlog.retrieval.request import Injection, Request
 from memlog.retrieval.semantic import SemanticRun
@@ -41,4 +42,6 @@ def markdown_injection(request: Request) -> Injection:
 
 def never_written(home: Path) -> bool:
     """No log and no view yet: an empty memory, not a failure to report."""
-    return not (home / "events").is_dir() and not (home / DB_NAME).exists()
+    if (home / DB_NAME).exists():
+        return False
+    return not any(path.stat().st_size for path in list_segments(home / "events"))

@@ -4,13 +4,16 @@
 store files (never SQLite); the rest are pure functions.  ``select_legacy``
 reproduces memory.py of the cross-project memory design:
 
-1. local and global entries are deduplicated by content hash, keeping the
-   one with the higher observation count (the local one on a tie); entries
-   with an empty description never match anything, so they are all kept;
-2. each category is sorted by observation count (desc), confidence
-   (high > medium > low), then recency: an ISO ``Last observed`` date (the
-   global store's) newest first, ahead of entries without one, and file
-   position descending (later in a file is newer);
+1. the files are read as memory.py reads them: the project's
+   ``anti-patterns.md``, ``patterns.md``, ``heuristics.md``, then the global
+   store's in the same order; entries are deduplicated by content hash in
+   the order first seen, a later copy with a strictly higher observation
+   count taking the first one's place (empty descriptions share one hash);
+2. each category is sorted, stably, on observation count (desc), confidence
+   (high > medium > low) and recency (desc): the POSIX time of an ISO
+   ``Last observed`` (naive times are local, as Python reads them), else
+   the entry's position in its file; entries equal on all three keep the
+   order they were first seen in;
 3. when ``limit >= 3 * non-empty categories``, each non-empty category first
    gets ``min(3, size)`` entries; the rest of the budget goes by category
    priority: anti-patterns, heuristics, patterns;
@@ -25,7 +28,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 
 from memlog.projections.markdown_view.kb_parser import ParsedEntry, parse_file
@@ -42,7 +45,9 @@ from memlog.vocabulary import (
 
 CATEGORY_PRIORITY = KB_CATEGORIES
 
-PriorityKey = tuple[int, int, int, float, int, bool, str, str]
+PriorityKey = tuple[int, int, float]
+#: the order memory.py reads the files in (its first-seen order breaks ties)
+READ_ORDER: tuple[KbCategory, ...] = ("anti-patterns", "patterns", "heuristics")
 
 
 def select_legacy(
@@ -59,47 +64,38 @@ def select_legacy(
 
 
 def deduplicate(entries: Iterable[ParsedEntry]) -> list[ParsedEntry]:
-    """One entry per content hash: the higher observation count, the earlier on a tie."""
-    kept: list[ParsedEntry] = []
-    index: dict[str, int] = {}
+    """One entry per content hash, in the order first seen; a strictly higher count wins."""
+    kept: dict[str, ParsedEntry] = {}
     for entry in entries:
-        if not entry.description:
-            kept.append(entry)
-            continue
-        at = index.setdefault(entry.content_hash, len(kept))
-        if at == len(kept):
-            kept.append(entry)
-        elif entry.observation_count > kept[at].observation_count:
-            kept[at] = entry
-    return kept
+        held = kept.get(entry.content_hash)
+        if held is None or entry.observation_count > held.observation_count:
+            kept[entry.content_hash] = entry  # a replacement keeps the first one's place
+    return list(kept.values())
 
 
 def priority_key(entry: ParsedEntry) -> PriorityKey:
-    """Ascending sort key: count desc, confidence desc, recency desc, then a stable rest."""
+    """Ascending sort key: count desc, confidence desc, recency desc (ties stay stable)."""
+    return (-entry.observation_count, -CONFIDENCE_RANK[entry.confidence], -recency(entry))
+
+
+def recency(entry: ParsedEntry) -> float:
+    """The ``Last observed`` time when it is an ISO time, else the position in the file.
+
+    memory.py counts a file's position in chunks split at ``### `` lines, the
+    text before the first one included: one more than the entry's index.
+    """
     stamp = observed_timestamp(entry.last_observed)
-    return (
-        -entry.observation_count,
-        -CONFIDENCE_RANK[entry.confidence],
-        0 if stamp is not None else 1,
-        -(stamp or 0.0),
-        -entry.position,
-        entry.is_global,
-        entry.source_path,
-        entry.name,
-    )
+    return stamp if stamp is not None else float(entry.position + 1)
 
 
 def observed_timestamp(value: str | None) -> float | None:
-    """POSIX time of an ISO ``Last observed`` value (naive means UTC), else None."""
+    """POSIX time of an ISO ``Last observed`` value (naive means local time), else None."""
     if not value:
         return None
     try:
-        moment = datetime.fromisoformat(value.strip())
-    except ValueError:
+        return datetime.fromisoformat(value.strip().replace("Z", "+00:00")).timestamp()
+    except (ValueError, OverflowError, OSError):
         return None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return moment.timestamp()
 
 
 def sort_into_categories(entries: Iterable[ParsedEntry]) -> dict[KbCategory, list[ParsedEntry]]:
@@ -172,9 +168,9 @@ def read_markdown_sources(
     """Entries of the project's knowledge bank and of the global store files."""
     local: list[ParsedEntry] = []
     if root is not None:
-        for name in KB_CATEGORIES:
+        for name in READ_ORDER:
             local += _parsed(root / "docs" / "knowledge-bank" / f"{name}.md")
-    global_ = [e for name in KB_CATEGORIES for e in _parsed(home / f"{name}.md")]
+    global_ = [e for name in READ_ORDER for e in _parsed(home / f"{name}.md")]
     return local, global_
 
 

@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 import msgspec
 
 from memlog.errors import MemlogError
+from memlog.eventlog import snapshot
 from memlog.eventlog.events import Recalled
 from memlog.files import atomic_write
 from memlog.retrieval.request import Injection, Request
@@ -20,6 +21,10 @@ def record(request: Request, result: Injection, session_id: str = "") -> list[st
     notes: list[str] = []
     if not result.chosen:
         return notes
+    try:
+        snapshot.refuse_writes(request.home, "record an injection in")
+    except MemlogError as exc:
+        return [f"recall not recorded: {exc}"]
     recalled = Recalled(
         ids=tuple(c.id for c in result.chosen), session_id=session_id,
         project=request.ws.project, query=result.query or "", mode=result.mode,

@@ -25,6 +25,8 @@ from memlog.workspace import Workspace
 INTERACTIVE_SECONDS = 60.0
 #: a view further behind than this is caught up in the background, not in the hook
 HOOK_CATCH_UP_BYTES = 2 << 20
+#: seconds the hook waits for another writer of memory.db before reading the view as it is
+HOOK_LOCK_WAIT = 0.25
 
 
 @dataclass(frozen=True)
@@ -46,11 +48,14 @@ class Request:
     embed_budget: float | None = None
     #: read the SQLite view even when the configuration asks for the markdown pipeline
     semantic_only: bool = False
+    #: seconds to wait for another writer of the view before reading it as it stands
+    #: (None: the database's busy timeout)
+    lock_wait: float | None = None
 
     @classmethod
     def hook(cls, ws: Workspace, deadline: float) -> Request:
         """The SessionStart hook's request: its deadline, a bounded catch-up."""
-        return cls(ws, deadline, max_catch_up_bytes=HOOK_CATCH_UP_BYTES)
+        return cls(ws, deadline, max_catch_up_bytes=HOOK_CATCH_UP_BYTES, lock_wait=HOOK_LOCK_WAIT)
 
     @classmethod
     def interactive(

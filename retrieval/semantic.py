@@ -116,7 +116,7 @@ class SemanticRun:
                 )
                 catch_up_in_background(home)
                 return
-            catch_up(home, self.space)
+            catch_up(home, self.space, lock_wait=self.request.lock_wait)
         except (MemlogError, OSError) as exc:
             self.notes.append(f"views not caught up ({exc}); read as they are")
 

@@ -50,7 +50,9 @@ RANK = {name: n for n, (name, _) in enumerate(LAYERS)}
 APART = {("capture", "retrieval"), ("retrieval", "capture")}
 #: interface packages that must not depend on the command line
 NOT_ON_THE_CLI = ("memlog.hooks", "memlog.mcp_server", "memlog.claude_code", "memlog.ui")
-SKIPPED_DIRS = {"tests", "benchmarks", "examples", "build", ".git", "__pycache__", ".venv"}
+SKIPPED_DIRS = {
+    "tests", "benchmarks", "examples", "build", ".git", "__pycache__", ".venv", "test-output",
+}  # fmt: skip
 
 
 def layer_of(module: str) -> str | None:

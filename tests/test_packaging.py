@@ -36,7 +36,7 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     shutil.copytree(ROOT, source, ignore=NOT_SOURCES)
     run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", work / "dist", source,
         cwd=work)  # fmt: skip
-    (built,) = (work / "dist").glob("memlog-*.whl")
+    (built,) = (work / "dist").glob("claude_memlog-*.whl")  # the command is still memlog
     return built
 
 
@@ -65,6 +65,7 @@ def test_wheel_contents(wheel: Path) -> None:
     assert "memlog/py.typed" in names
     assert "memlog/eventlog/log.py" in names and "memlog/commands/cli.py" in names
     assert "memlog/hooks/hooks.json" in names
+    assert "memlog/ui/templates/entries.html" in names and "memlog/ui/static/style.css" in names
     model = {f"memlog/embeddings/minilm/{n}" for n in ("model.int8.safetensors", "vocab.txt",
              "config.json", "LICENSE", "NOTICE")}  # fmt: skip
     assert model <= set(names), model - set(names)

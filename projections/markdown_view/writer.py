@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import shutil
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -39,7 +40,7 @@ def load_state(folder: Path) -> MarkdownState:
 
 
 def save_state(folder: Path, state: MarkdownState) -> None:
-    state.files = dict(sorted(state.files.items()))  # the same bytes whatever the history
+    state.files = dict(sorted(state.files.items()))  # the same files, the same bytes
     atomic_write(folder / STATE_NAME, msgspec.json.encode(state))
 
 
@@ -66,6 +67,25 @@ def write_files(folder: Path, files: dict[str, str], state: MarkdownState) -> li
         if current != data:
             atomic_write(path, data)
         state.files[rel] = digest(data)
+    return notes
+
+
+def remove_unplanned(folder: Path, planned: Iterable[str], state: MarkdownState) -> list[str]:
+    """Remove the files memlog wrote that a full plan no longer has (a rebuild from the
+    same log then leaves the same files); one edited by hand is kept as a backup first."""
+    notes: list[str] = []
+    keep = set(planned)
+    for rel in sorted(set(state.files) - keep):
+        path = folder / rel
+        try:
+            current = path.read_bytes()
+        except FileNotFoundError:
+            current = None
+        if current is not None and digest(current) != state.files[rel]:
+            notes.append(f"{rel} was edited by hand; kept a copy as {_backup(path).name}")
+        if current is not None:
+            path.unlink()
+        del state.files[rel]
     return notes
 
 

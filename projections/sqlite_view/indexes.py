@@ -1,8 +1,9 @@
 """The ranking indexes beside the rows: the lexical index and the neighbour lists.
 
 The runner calls ``refresh`` in the transaction of every catch-up, after the
-rows are written, and ``rebuild`` when it builds the view from zero; both
-leave the same files (see ``lexicon`` and ``neighbours``).  Only what the
+rows are written, and ``rebuild`` when it builds the view from zero, both
+inside ``index_files.preparing``; both leave the same files (see ``lexicon``
+and ``neighbours``), and the runner sweeps the old ones once it committed.  Only what the
 events changed is redone: the terms of touched entries whose text or
 liveness changed, the neighbour lists around vectors that came or went.
 """
@@ -14,7 +15,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from memlog.projections.fold import Entry
-from memlog.projections.sqlite_view import packed, store
+from memlog.projections.sqlite_view import index_files, store
 from memlog.vocabulary import Space
 
 LEXICON, NEIGHBOURS = "lex", "nbr"  # the kinds of lexicon.py and neighbours.py
@@ -45,7 +46,7 @@ def refresh(
     from memlog.projections.sqlite_view import lexicon, neighbours  # numpy: only when writing
 
     after = signature(touched, space)
-    if packed.pointer(db, LEXICON) is None:  # a new or migrated view: index everything
+    if index_files.pointer(db, LEXICON) is None:  # a new or migrated view: index everything
         lexicon.write_terms(db, store.load_entries(db).values())
         lexicon.build(db, folder)
     else:  # a recall or a count changes nothing indexed: no tokenising, no rebuild
@@ -55,7 +56,6 @@ def refresh(
     changed = [i for i, sig in after.items() if _differs(before.get(i), sig, 0, 1)]
     if changed or _stale(db, space):
         neighbours.build(db, folder, space, changed)
-    packed.sweep(db, folder)
 
 
 def _differs(
@@ -71,7 +71,7 @@ def _stale(db: sqlite3.Connection, space: Space) -> bool:
     from memlog.projections.sqlite_view import neighbours
 
     current = store.get_meta(db, "neighbour_space")
-    return packed.pointer(db, NEIGHBOURS) is None or current != neighbours.space_tag(space)
+    return index_files.pointer(db, NEIGHBOURS) is None or current != neighbours.space_tag(space)
 
 
 def rebuild(db: sqlite3.Connection, folder: Path, space: Space, entries: list[Entry]) -> None:
@@ -82,7 +82,3 @@ def rebuild(db: sqlite3.Connection, folder: Path, space: Space, entries: list[En
     lexicon.build(db, folder)
     db.execute("DELETE FROM _metadata WHERE key = 'neighbour_space'")
     neighbours.build(db, folder, space)
-
-
-def sweep(db: sqlite3.Connection, folder: Path) -> None:
-    packed.sweep(db, folder)

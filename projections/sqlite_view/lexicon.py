@@ -33,7 +33,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memlog.projections.fold import Entry
-from memlog.projections.sqlite_view import packed
+from memlog.projections.sqlite_view import index_files
 from memlog.projections.sqlite_view.indexes import indexed_text
 from memlog.projections.terms import term_counts
 
@@ -87,7 +87,7 @@ def build(db: sqlite3.Connection, folder: Path) -> None:
     """Pack ``lexical_terms`` into a new index file and point ``packed_sets`` at it."""
     rows = db.execute("SELECT entry_id, terms FROM lexical_terms ORDER BY entry_id").fetchall()
     data = encode([r[0] for r in rows], [np.frombuffer(r[1], dtype=_TERM) for r in rows])
-    packed.point(db, folder, KIND, packed.write(folder, KIND, data), len(rows))
+    index_files.point(db, KIND, index_files.write(folder, KIND, data), len(rows))
 
 
 def encode(ids: list[str], docs: list[npt.NDArray[np.void]]) -> bytes:
@@ -105,7 +105,7 @@ def encode(ids: list[str], docs: list[npt.NDArray[np.void]]) -> bytes:
     weights = np.repeat(idf, df) * tf * (K1 + 1) / (tf + norm[doc]) if doc.size else tf
     bounds = np.append(starts, len(hashes)).astype("<u8")
     counts = (len(ids), len(terms), len(hashes))
-    return packed.pack(
+    return index_files.pack(
         MAGIC, counts, ids, terms.astype("<u8"), bounds, doc.astype("<u4"),
         weights.astype("<f4"),
     )  # fmt: skip
@@ -138,13 +138,13 @@ class Lexicon:
 
 def load(db: sqlite3.Connection, folder: Path) -> Lexicon | None:
     """The index this snapshot points at, mapped; None when there is none or it is unusable."""
-    found = packed.load(db, folder, KIND, MAGIC, _parts)
+    found = index_files.load(db, folder, KIND, MAGIC, _parts)
     if found is None:
         return None
     _, ids, (hashes, starts, docs, weights) = found
     return Lexicon(ids, hashes, starts, docs, weights)
 
 
-def _parts(counts: packed.Counts) -> list[tuple[str, int]]:
+def _parts(counts: index_files.Counts) -> list[tuple[str, int]]:
     _, terms, postings = counts
     return [("<u8", terms), ("<u8", terms + 1), ("<u4", postings), ("<f4", postings)]

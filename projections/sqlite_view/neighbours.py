@@ -33,7 +33,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
-from memlog.projections.sqlite_view import packed
+from memlog.projections.sqlite_view import index_files
 from memlog.projections.sqlite_view.vectors import space_rows
 from memlog.vocabulary import Space
 
@@ -109,8 +109,8 @@ def build(db: sqlite3.Connection, folder: Path, space: Space, changed: Iterable[
         index, dots = compute(matrix, np.arange(len(ids), dtype=np.int64))
     else:
         index, dots = update(old, ids, matrix, set(changed))
-    data = packed.pack(MAGIC, (len(ids), K, scale(space.dimensions)), ids, index, dots)
-    packed.point(db, folder, KIND, packed.write(folder, KIND, data), len(ids))
+    data = index_files.pack(MAGIC, (len(ids), K, scale(space.dimensions)), ids, index, dots)
+    index_files.point(db, KIND, index_files.write(folder, KIND, data), len(ids))
     db.execute(
         "INSERT OR REPLACE INTO _metadata(key, value) VALUES ('neighbour_space', ?)",
         (space_tag(space),),
@@ -170,7 +170,7 @@ def _merge(
 
 def load(db: sqlite3.Connection, folder: Path) -> Graph | None:
     """The graph this snapshot points at, mapped; None when there is none or it is unusable."""
-    found = packed.load(db, folder, KIND, MAGIC, lambda c: [("<i4", c[0] * c[1])] * 2)
+    found = index_files.load(db, folder, KIND, MAGIC, lambda c: [("<i4", c[0] * c[1])] * 2)
     if found is None:
         return None
     (count, k, _), ids, (index, dots) = found

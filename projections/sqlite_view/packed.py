@@ -1,156 +1,164 @@
-"""Content-named packed files beside ``memory.db``: the lexical index and the neighbour lists.
+"""Packed files beside ``memory.db``: named by their content, appended in place, swept.
 
-A packed file is named by the sha256 of its bytes (``index/<hash>.<kind>``),
-written and fsynced *before* the transaction that points ``packed_sets``
-at it commits, and never modified afterwards; so a reader that follows the
-pointer of its own snapshot maps a complete file that matches its rows,
-and a rebuild from the log, which writes the same bytes, gives the same
-name.  A file no longer pointed at is touched when it loses its pointer
-and swept once that is ``GRACE_SECONDS`` old: a reader that read the old
-pointer has had that long to map it (a mapped file outlives its name).  A
-missing or damaged file costs only the signal it carries: readers rank
-without it.
+A packed file holds fixed-size rows that readers map into memory (the vector
+matrix; any other per-row data can use the same mechanism).  A row of
+``memory.db`` points at it: the file name and how many rows it covers.  Four
+rules keep every reader consistent without taking a lock to read:
+
+1. **Written before it is named.**  A file (or the rows appended to it) is
+   written and fsynced *before* the transaction that points at it commits, so
+   a reader that follows the pointer of its own snapshot finds its rows there.
+2. **Named by content.**  A new file is called ``<sha256 of its bytes>`` plus
+   the kind's suffix, so the same rows always make the same file: two rebuilds
+   of one log leave byte-identical homes, and a rebuild that finds its file
+   already there (same name, same size) reuses it.
+3. **Committed rows never change.**  A catch-up that only adds rows appends
+   them after the last row of the file, writing those rows and nothing else,
+   and only when the file ends exactly where the committed pointer says (else
+   a crash left rows nobody committed, and a new file is written instead).
+   The name stays that of the rows the file was created with.
+4. **Swept once nothing points at it.**  Writers hold ``.packed.lock`` shared
+   from before they write a file until the transaction naming it has
+   committed (``preparing``); ``sweep`` takes it exclusively and removes every
+   file of a kind that the committed view does not name, so a file on its way
+   to being named is never removed.  Unlinking a file a reader has mapped is
+   safe on POSIX; a reader that finds its file gone reads the rows of
+   ``memory.db`` instead.  Disk use stays that of the live rows.
+
+A new kind needs a suffix, a ``kind``-specific way to name the files its
+committed rows point at, and these four calls.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import hashlib
 import os
-import sqlite3
-import struct
-import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from memlog.files import atomic_write
+from memlog.files import atomic_write, fsync_dir, write_all
 
-if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-
-    Bytes = npt.NDArray[np.uint8]
-
-INDEX_DIR = "index"
-GRACE_SECONDS = 60.0
-ID_WIDTH = 16
-#: header of every packed file: magic (8 bytes), then three unsigned 64-bit counts
-HEADER = struct.Struct("<8sQQQ")
+LOCK_NAME = ".packed.lock"
+_TMP_SUFFIX = ".tmp"
 
 
-def write(folder: Path, kind: str, data: bytes) -> str:
-    """Store ``data`` under its content name in ``folder/index`` (once); return the name."""
-    name = f"{hashlib.sha256(data).hexdigest()[:32]}.{kind}"
-    path = folder / INDEX_DIR / name
-    if not path.exists():
-        atomic_write(path, data)
+def content_name(data: bytes, suffix: str) -> str:
+    """The name of a packed file holding ``data``: its sha256 and the kind's suffix."""
+    return hashlib.sha256(data).hexdigest() + suffix
+
+
+@contextlib.contextmanager
+def preparing(folder: Path) -> Iterator[None]:
+    """Hold off sweeps of ``folder`` while files are written and the view names them."""
+    with _lock(folder, fcntl.LOCK_SH):
+        yield
+
+
+def write(folder: Path, data: bytes, suffix: str) -> str:
+    """Write ``data`` as a new content-named file (reusing an identical one); its name.
+
+    Call inside ``preparing``, before the transaction that names the file.
+    """
+    name = content_name(data, suffix)
+    path = folder / name
+    try:
+        if path.stat().st_size == len(data):
+            return name  # the same name and size: the same bytes
+    except FileNotFoundError:
+        pass
+    atomic_write(path, data)
     return name
 
 
-def pointer(db: sqlite3.Connection, kind: str) -> tuple[str, int] | None:
-    """The file and count ``packed_sets`` points at for ``kind`` in this snapshot."""
-    row = db.execute("SELECT file, count FROM packed_sets WHERE kind = ?", (kind,)).fetchone()
-    return (str(row[0]), int(row[1])) if row is not None else None
+def append(folder: Path, name: str, size: int, data: bytes) -> bool:
+    """Append ``data`` to the file ``name`` if it is exactly ``size`` bytes long now.
 
-
-def point(db: sqlite3.Connection, folder: Path, kind: str, name: str | None, count: int) -> None:
-    """Point ``kind`` at ``name`` (none: drop it), inside the caller's write transaction."""
-    old = pointer(db, kind)
-    if name is None:
-        db.execute("DELETE FROM packed_sets WHERE kind = ?", (kind,))
-    else:
-        db.execute(
-            "INSERT INTO packed_sets(kind, file, count) VALUES (?, ?, ?) ON CONFLICT(kind) "
-            "DO UPDATE SET file = excluded.file, count = excluded.count",
-            (kind, name, count),
-        )
-    if old is not None and old[0] != name:
-        with contextlib.suppress(OSError):
-            os.utime(folder / INDEX_DIR / old[0])  # the grace period starts now
-
-
-def sweep(db: sqlite3.Connection, folder: Path) -> int:
-    """Remove files pointed at by nothing for longer than the grace period; how many went."""
-    keep = {row[0] for row in db.execute("SELECT file FROM packed_sets")}
+    False (nothing written) when the file is missing or another length: the
+    caller writes a new file instead.  Call inside ``preparing``.
+    """
     try:
-        names = os.listdir(folder / INDEX_DIR)
+        fd = os.open(folder / name, os.O_WRONLY)
     except FileNotFoundError:
-        return 0
-    cutoff, removed = time.time() - GRACE_SECONDS, 0
-    for name in names:
-        path = folder / INDEX_DIR / name
-        with contextlib.suppress(OSError):
-            if name not in keep and path.stat().st_mtime < cutoff:
-                path.unlink()
-                removed += 1
+        return False
+    try:
+        if os.fstat(fd).st_size != size:
+            return False
+        try:
+            os.lseek(fd, size, os.SEEK_SET)
+            write_all(fd, data)
+            os.fsync(fd)
+        except OSError:
+            _truncate_quietly(fd, size)
+            raise
+        return True
+    finally:
+        os.close(fd)
+
+
+def sweep(
+    folder: Path,
+    suffix: str | tuple[str, ...],
+    referenced: Callable[[], set[str]],
+    wait: bool = False,
+) -> list[str]:
+    """Remove the files of ``folder`` ending in ``suffix`` that ``referenced()`` does not name.
+
+    ``referenced`` reads the names the committed view points at; it is called
+    once the lock is held, so no file on its way to being named is removed.
+    Without ``wait`` a sweep that would wait for a writer is skipped (the next
+    one does it).  Returns the names removed.
+    """
+    names = _names(folder)
+    files = [n for n in names if n.endswith(suffix)]
+    if len(files) <= 1 and not any(_is_tmp(n) for n in names):
+        return []  # the one file left is the one named (a view always names its file)
+    flags = fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB)
+    try:
+        with _lock(folder, flags):
+            return _remove_unreferenced(folder, suffix, referenced())
+    except BlockingIOError:
+        return []
+
+
+def _remove_unreferenced(folder: Path, suffix: str | tuple[str, ...], keep: set[str]) -> list[str]:
+    removed = []
+    for name in _names(folder):
+        if name.endswith(suffix) and name not in keep:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(folder / name)
+            removed.append(name)
+        elif _is_tmp(name):
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(folder / name)  # left by a writer killed mid-write
+    if removed:
+        fsync_dir(folder)
     return removed
 
 
-def pack(magic: bytes, counts: tuple[int, int, int], ids: list[str], *arrays: np.ndarray) -> bytes:
-    """Header, the 16-byte ids, then each array's little-endian bytes in order."""
-    import numpy as np
-
-    parts = [HEADER.pack(magic, *counts), "".join(ids).encode("ascii")]
-    parts += [np.ascontiguousarray(a).tobytes() for a in arrays]
-    return b"".join(parts)
-
-
-def open_mapped(
-    folder: Path, name: str, magic: bytes
-) -> tuple[tuple[int, int, int], np.ndarray, Bytes] | None:
-    """Map a packed file: its counts, its ids (a ``S16`` array over the mapping, nothing
-    decoded) and the bytes after them; None if unusable."""
-    import numpy as np
-
+@contextlib.contextmanager
+def _lock(folder: Path, flags: int) -> Iterator[None]:
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
     try:
-        raw = np.memmap(folder / INDEX_DIR / name, dtype=np.uint8, mode="r")
-    except (OSError, ValueError):
-        return None
-    if raw.size < HEADER.size:
-        return None
-    found, *counts = HEADER.unpack(raw[: HEADER.size].tobytes())
-    if found != magic:
-        return None
-    end = HEADER.size + counts[0] * ID_WIDTH
-    if end > raw.size:
-        return None
-    ids = raw[HEADER.size : end].view(f"S{ID_WIDTH}")
-    return (counts[0], counts[1], counts[2]), ids, raw[end:]
+        fcntl.flock(fd, flags)
+        yield
+    finally:
+        os.close(fd)
 
 
-def take(raw: Bytes, offset: int, dtype: str, count: int) -> tuple[np.ndarray, int]:
-    """``count`` items of ``dtype`` from ``raw`` at byte ``offset``, and the offset after them."""
-    import numpy as np
-
-    size = np.dtype(dtype).itemsize * count
-    if offset + size > raw.size:
-        raise ValueError("packed file is shorter than its header says")
-    return raw[offset : offset + size].view(dtype), offset + size
+def _is_tmp(name: str) -> bool:
+    return name.startswith(".") and name.endswith(_TMP_SUFFIX)
 
 
-Counts = tuple[int, int, int]
-
-
-def load(
-    db: sqlite3.Connection,
-    folder: Path,
-    kind: str,
-    magic: bytes,
-    parts: Callable[[Counts], list[tuple[str, int]]],
-) -> tuple[Counts, np.ndarray, list[np.ndarray]] | None:
-    """The file this snapshot points at for ``kind``, mapped: its counts, ids and the arrays
-    ``parts(counts)`` describes (dtype, items); None when there is none or it is unusable."""
-    found = pointer(db, kind)
-    opened = open_mapped(folder, found[0], magic) if found else None
-    if opened is None:
-        return None
-    counts, ids, raw = opened
-    arrays, at = [], 0
+def _names(folder: Path) -> list[str]:
     try:
-        for dtype, items in parts(counts):
-            array, at = take(raw, at, dtype, items)
-            arrays.append(array)
-    except ValueError:
-        return None
-    return counts, ids, arrays
+        return sorted(os.listdir(folder))
+    except FileNotFoundError:
+        return []
+
+
+def _truncate_quietly(fd: int, size: int) -> None:
+    with contextlib.suppress(OSError):  # rows past ``size`` are named by nothing: harmless
+        os.ftruncate(fd, size)

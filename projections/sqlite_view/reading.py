@@ -22,8 +22,16 @@ import numpy.typing as npt
 
 from memlog.errors import ViewError
 from memlog.projections.fold import Entry
+from memlog.projections.markdown_view.kb_parser import observed_moment
 from memlog.projections.sqlite_view import lexicon, neighbours, store
-from memlog.projections.sqlite_view.vectors import ID_WIDTH, VECTOR_DIR, packed_file, space_rows
+from memlog.projections.sqlite_view.vectors import (
+    ID_WIDTH,
+    SUFFIX,
+    VECTOR_DIR,
+    packed_file,
+    row_size,
+    space_rows,
+)
 from memlog.projections.terms import term_counts
 from memlog.vocabulary import Space
 
@@ -53,8 +61,23 @@ def fts_query(text: str | None) -> str | None:
     return " OR ".join(f'"{t}"' for t in unique) if unique else None
 
 
+#: the ``Last observed`` date of an entry known only from imported files, else ''
+_IMPORTED_OBSERVED = (
+    "CASE WHEN sources = '[\"import\"]' AND last_observed GLOB "
+    "'[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' THEN last_observed ELSE '' END"
+)
+
+
+def recency_time(updated_at: str, last_observed: str) -> str:
+    """The time recency counts from: an imported entry's ``Last observed`` (an ISO date or
+    time, as UTC), else ``updated_at`` (the import itself would make every lesson new)."""
+    moment = observed_moment(last_observed)
+    return moment.replace(tzinfo=None).isoformat() if moment is not None else updated_at
+
+
 class Candidates(NamedTuple):
-    """Live entries eligible for injection, as parallel columns."""
+    """Live entries eligible for injection, as parallel columns (``updated_at``: the time
+    recency counts from, see ``recency_time``)."""
 
     ids: list[str]
     names: list[str]
@@ -100,17 +123,18 @@ class Snapshot:
         marks = ",".join("?" * len(categories))
         rows = self.db.execute(
             "SELECT id, name, category, observation_count, confidence, updated_at, recall_count, "
-            f"rowid FROM entries WHERE status = 'live' AND category IN ({marks}) ORDER BY id",
+            f"rowid, {_IMPORTED_OBSERVED} FROM entries WHERE status = 'live' "
+            f"AND category IN ({marks}) ORDER BY id",
             list(categories),
         ).fetchall()
-        columns: list[tuple[Any, ...]] = list(zip(*rows, strict=True)) if rows else [()] * 8
+        columns: list[tuple[Any, ...]] = list(zip(*rows, strict=True)) if rows else [()] * 9
         return Candidates(
             ids=list(columns[0]),
             names=list(columns[1]),
             categories=list(columns[2]),
             observation_count=np.asarray(columns[3], dtype=np.float64),
             confidence=list(columns[4]),
-            updated_at=list(columns[5]),
+            updated_at=[recency_time(u, o) for u, o in zip(columns[5], columns[8], strict=True)],
             recall_count=np.asarray(columns[6], dtype=np.float64),
             rowids=list(columns[7]),
         )
@@ -214,24 +238,24 @@ def vector_scores(
 
 
 def _map(path: Path, count: int, dims: int) -> Matrix | None:
-    expected = count * (ID_WIDTH + 4 * dims)
+    """The first ``count`` rows of a packed file, mapped; None when it cannot be."""
+    width = row_size(dims)
     try:
         if count == 0:
             return Matrix([], np.zeros((0, dims), dtype=np.float32))
-        if path.stat().st_size != expected:
-            return None
-        raw = np.memmap(path, dtype=np.uint8, mode="r")
-    except (OSError, ValueError):
+        raw = np.memmap(path, dtype=np.uint8, mode="r", shape=(count * width,))
+    except (OSError, ValueError):  # gone (swept), or shorter than its pointer says
         return None
-    ids = raw[: count * ID_WIDTH].tobytes().decode("ascii")
-    matrix = raw[count * ID_WIDTH :].view("<f4").reshape(count, dims)
+    rows = raw.reshape(count, width)
+    ids = rows[:, :ID_WIDTH].tobytes().decode("ascii")
+    matrix = rows[:, ID_WIDTH:].view("<f4")  # strided: no copy, BLAS reads it as is
     return Matrix([ids[i : i + ID_WIDTH] for i in range(0, len(ids), ID_WIDTH)], matrix)
 
 
 def load_matrix(db: sqlite3.Connection, folder: Path, space: Space) -> Matrix:
     """Every vector of ``space`` in ``db``'s snapshot; ``folder`` is the view's home."""
     packed = packed_file(db, space)
-    if packed is not None:
+    if packed is not None and packed[1].endswith(SUFFIX):
         mapped = _map(folder / VECTOR_DIR / packed[1], packed[0], space.dimensions)
         if mapped is not None:
             return mapped

@@ -47,14 +47,16 @@ _JSON = msgspec.json.Encoder()
 _LIST = msgspec.json.Decoder(list[str])
 
 
-def connect(path: Path, readonly: bool = False) -> sqlite3.Connection:
+def connect(
+    path: Path, readonly: bool = False, busy_ms: int = BUSY_TIMEOUT_MS
+) -> sqlite3.Connection:
     """Open ``memory.db`` (WAL, busy timeout, autocommit); writers also migrate it."""
     if readonly:
         db = _connect_readonly(path)
     else:
         ensure_dir(path.parent)
-        db = sqlite3.connect(path, isolation_level=None, timeout=BUSY_TIMEOUT_MS / 1000)
-    db.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        db = sqlite3.connect(path, isolation_level=None, timeout=busy_ms / 1000)
+    db.execute(f"PRAGMA busy_timeout = {int(busy_ms)}")
     if not readonly:
         db.execute("PRAGMA journal_mode = WAL")
         db.execute("PRAGMA synchronous = NORMAL")
@@ -79,9 +81,11 @@ def _connect_readonly(path: Path) -> sqlite3.Connection:
 
 
 @contextmanager
-def opened(path: Path, readonly: bool = False) -> Iterator[sqlite3.Connection]:
+def opened(
+    path: Path, readonly: bool = False, busy_ms: int = BUSY_TIMEOUT_MS
+) -> Iterator[sqlite3.Connection]:
     """``connect`` for the length of a ``with`` block; closed whatever happens."""
-    db = connect(path, readonly)
+    db = connect(path, readonly, busy_ms)
     try:
         yield db
     finally:

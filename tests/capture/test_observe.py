@@ -33,7 +33,6 @@ def test_fields_are_trimmed_and_the_id_is_the_description_hash() -> None:
         ({"description": "\n"}, "description is empty - at `$.description`"),
         ({"category": "tips"}, "Invalid enum value 'tips' - at `$.category`"),
         ({"confidence": "sure"}, "Invalid enum value 'sure' - at `$.confidence`"),
-        ({"keywords": [f"k{i}" for i in range(11)]}, "at most 10 keywords - at `$.keywords`"),
         ({"name": "bad \udcff byte"}, "name is not valid UTF-8 - at `$.name`"),
     ],
 )
@@ -79,3 +78,32 @@ def test_to_event_names_the_place_in_errors() -> None:
 
     with pytest.raises(InvalidInput, match="^line 4: name is empty"):
         to_event(ObservationInput(name=" ", description="d", category="patterns"), "line 4")
+
+
+# -- keywords a writer gives are kept as given (issue 12, failure 5) ------------------------------
+
+
+def test_keywords_are_kept_capped_at_ten_with_a_notice() -> None:
+    notes: list[str] = []
+    given = ["Parser", "table cells", "zebrafish", *[f"k{i}" for i in range(9)]]
+    event = from_fields({**FIELDS, "keywords": given}, notes)
+    assert event.keywords == ("parser", "table-cells", "zebrafish", *[f"k{i}" for i in range(7)])
+    assert notes == [
+        "keywords are lowercase a-z, 0-9 and -: recorded 'Parser' as 'parser', "
+        "'table cells' as 'table-cells'",
+        "an entry keeps at most 10 keywords: kept the first 10 of 12 (k7, k8 dropped)",
+    ]
+
+
+def test_keywords_that_need_no_change_need_no_notice() -> None:
+    notes: list[str] = []
+    event = from_fields({**FIELDS, "keywords": ["one"]}, notes)  # one, ungrounded: kept
+    assert event.keywords == ("one",) and notes == []
+
+
+def test_json_lines_say_which_line_was_changed() -> None:
+    notes: list[str] = []
+    data = json.dumps({**FIELDS, "keywords": ["Big Word"]}).encode()
+    parse_json_lines(data, "", notes)
+    assert notes == ["line 1: keywords are lowercase a-z, 0-9 and -: recorded 'Big Word' as "
+                     "'big-word'"]  # fmt: skip

@@ -9,6 +9,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner, Result
 
 from memlog.capture.promote import (
@@ -25,7 +26,7 @@ from memlog.eventlog.events import Observed, Promoted
 from memlog.eventlog.log import EventLog
 from memlog.tests.support import REPO  # noqa: E402
 
-SKILL = REPO / "skills" / "retrospecting" / "memory-step.md"
+SKILL = REPO / "skills" / "retrospecting" / "SKILL.md"
 REPORT = re.compile(
     r"^Memory promotion: (\d+) universal entries promoted to global store, "
     r"(\d+) project-specific entries kept local\.$"
@@ -371,7 +372,9 @@ def test_a_failing_git_diff_is_a_clear_error(repo: Path, memlog_home: Path, base
 
 
 def test_the_skill_step_is_short_and_documents_real_commands() -> None:
-    text = SKILL.read_text()
+    front, body = skill_parts()
+    assert front["name"] == "retrospecting" and len(front["description"]) > 40
+    text = body
     assert len(text.splitlines()) <= 40
     commands = set(re.findall(r"(?m)(?:^\s*|`)memlog ([a-z-]+)", text))
     assert {"observe", "promote"} <= commands <= set(COMMANDS)
@@ -385,6 +388,14 @@ def test_the_skill_step_is_short_and_documents_real_commands() -> None:
     assert options and options <= known, options - known
     for phrase in ("Memory promotion: ", *ANCHORS):
         assert phrase in " ".join(text.split())
+
+
+def skill_parts() -> tuple[dict[str, str], str]:
+    """The SKILL.md front matter (as Claude Code reads it) and the step after it."""
+    text = SKILL.read_text()
+    assert text.startswith("---\n"), "SKILL.md needs front matter for Claude Code"
+    head, _, body = text[4:].partition("\n---\n")
+    return yaml.safe_load(head), body
 
 
 def test_the_skill_example_line_is_valid_input(tree: Path) -> None:

@@ -67,11 +67,11 @@ def _by_argument(tmp_path: Path) -> tuple[list[str], str | None]:
 def _by_file(tmp_path: Path) -> tuple[list[str], str | None]:
     path = tmp_path / "entries.jsonl"
     path.write_text(TWO_LINES)
-    return ["--json", str(path)], None
+    return ["--from", str(path)], None
 
 
 def _by_stdin(tmp_path: Path) -> tuple[list[str], str | None]:
-    return ["--json", "-"], TWO_LINES
+    return ["--from", "-"], TWO_LINES
 
 
 SOURCES: dict[str, Callable[[Path], tuple[list[str], str | None]]] = {
@@ -98,10 +98,10 @@ def test_observe_from_every_input(memlog_home: Path, tmp_path: Path, source: str
         assert [e.seq for e in observed] == [1, 2]  # one batch, then the vectors
 
 
-def test_observe_json_array_and_print_json(memlog_home: Path, tmp_path: Path) -> None:
+def test_observe_json_array_and_json_output(memlog_home: Path, tmp_path: Path) -> None:
     path = tmp_path / "entries.json"
     path.write_text("[" + entry("A", "First") + ", " + entry("B", "Second", "facts") + "]")
-    result = invoke("observe", "--json", str(path), "--print-json")
+    result = invoke("observe", "--from", str(path), "--json")
     assert result.exit_code == 0, result.output
     printed = msgspec.json.decode(result.stdout)
     assert [p["name"] for p in printed] == ["A", "B"]
@@ -115,7 +115,7 @@ def test_invalid_line_names_line_and_field_and_appends_nothing(
     path = tmp_path / "bad.jsonl"
     path.write_text(BAD_SECOND_LINE)
     target, stdin = (str(path), None) if source == "file" else ("-", BAD_SECOND_LINE)
-    result = invoke("observe", "--json", target, input=stdin)
+    result = invoke("observe", "--from", target, input=stdin)
     assert result.exit_code == 2
     line = one_error_line(result)
     assert "line 2" in line and "$.category" in line and "tips" in line
@@ -126,7 +126,6 @@ def test_invalid_line_names_line_and_field_and_appends_nothing(
     ("content", "expected"),
     [
         (entry("A", "B", bogus=1) + "\n", ["line 1", "unknown field `bogus`"]),
-        (entry("A", "B", keywords=[f"k{i}" for i in range(11)]), ["at most 10", "$.keywords"]),
         (entry("A", "   ") + "\n", ["line 1", "description is empty", "$.description"]),
         (entry("A", "B")[:-1] + "\n", ["line 1", "malformed JSON"]),
         ('{"name": "A", "category": "facts"}\n', ["line 1", "missing required field"]),
@@ -134,12 +133,12 @@ def test_invalid_line_names_line_and_field_and_appends_nothing(
         ("[" + entry("A", "B") + "," + entry("C", "D", "x") + "]", ["$[1].category"]),
         ("\n  \n", ["no entries"]),
     ],
-    ids=["unknown-field", "11-keywords", "empty", "malformed", "missing", "type", "array", "none"],
+    ids=["unknown-field", "empty", "malformed", "missing", "type", "array", "none"],
 )
 def test_invalid_json_input_is_refused(
     memlog_home: Path, content: str, expected: list[str]
 ) -> None:
-    result = invoke("observe", "--json", "-", input=content)
+    result = invoke("observe", "--from", "-", input=content)
     assert result.exit_code == 2, result.output
     line = one_error_line(result)
     for part in expected:
@@ -150,19 +149,14 @@ def test_invalid_json_input_is_refused(
 @pytest.mark.parametrize(
     ("args", "expected"),
     [
-        (["--name", "A", "--description", "B", "--json", "-"], "--json cannot be combined"),
-        (["--category", "facts", "--json", "-"], "--json cannot be combined"),
+        (["--name", "A", "--description", "B", "--from", "-"], "--from cannot be combined"),
+        (["--category", "facts", "--from", "-"], "--from cannot be combined"),
         (["--name", "A"], "missing --description, --category"),
         ([], "missing --name, --description, --category"),
         (["--name", "A", "--description", "B", "--category", "tips"], "'tips' is not one of"),
-        (
-            ["--name", "A", "--description", "B", "--category", "facts"]
-            + [f"--keyword=k{i}" for i in range(11)],
-            "at most 10 keywords",
-        ),
         (["--name", " ", "--description", "B", "--category", "facts"], "name is empty"),
     ],
-    ids=["json-and-name", "json-and-category", "missing", "nothing", "choice", "keywords", "blank"],
+    ids=["json-and-name", "json-and-category", "missing", "nothing", "choice", "blank"],
 )
 def test_invalid_options_are_refused(memlog_home: Path, args: list[str], expected: str) -> None:
     result = invoke("observe", *args, input="")
@@ -308,10 +302,12 @@ def test_log_refuses_bad_filters(seeded: list[Event], args: list[str], expected:
     assert expected in result.stderr and "Traceback" not in result.output
 
 
-def test_log_of_an_empty_home_is_empty(memlog_home: Path) -> None:
+def test_log_of_an_empty_home_says_so(memlog_home: Path) -> None:
     result = invoke("log")
-    assert result.exit_code == 0 and result.stdout == ""
+    assert result.exit_code == 0 and result.stdout.startswith("no memories yet: memlog import")
     assert not memlog_home.exists()  # reading creates nothing
+    as_json = invoke("log", "--json")
+    assert as_json.stdout == "" and as_json.stderr.startswith("memlog: no memories yet")
 
 
 # -- verify ----------------------------------------------------------------------
@@ -374,7 +370,9 @@ def test_verify_reports_a_torn_tail(seeded: list[Event], memlog_home: Path) -> N
 
 def test_verify_of_an_empty_home(memlog_home: Path) -> None:
     result = invoke("verify", "--log-only")
-    assert result.exit_code == 0 and "log: 0 events in 0 segments" in result.stdout
+    assert result.exit_code == 0 and result.stdout.startswith("no memories yet: ")
+    report = json.loads(invoke("verify", "--json").stdout)
+    assert report["clean"] and report["log"]["events"] == 0
 
 
 # -- stats -----------------------------------------------------------------------

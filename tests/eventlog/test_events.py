@@ -66,6 +66,8 @@ def strategy_for(kind: mi.Type) -> st.SearchStrategy[Any]:
             return st.one_of(*(strategy_for(t) for t in types))
         case mi.NoneType():
             return st.none()
+        case mi.BoolType():
+            return st.booleans()
         case mi.StructType(cls=cls):
             return struct_strategy(cls)
     raise AssertionError(f"no strategy for {kind!r}")
@@ -103,6 +105,19 @@ STORED_TODAY = (
     b'{"type":"entry.observed","seq":1,"id":"01a2001c-52f4-7a3e-9d1b-3c5e8f0a7b21",'
     b'"ts":"2026-11-21T23:47:12.345678Z","v":1,"writer":{"tool":"memlog/0.1.0",'
     b'"command":"observe","host":"build-host","pid":4242},"redacted":[],"batch_end":0,'
+    b'"redactions":[],"name":"Retry flaky network calls",'
+    b'"description":"Wrap outbound HTTP calls in a bounded retry with jitter.",'
+    b'"category":"patterns","reasoning":"Seen three times in CI.","confidence":"high",'
+    b'"keywords":["retry","http"],"references":["net/client.py"],"source":"retro",'
+    b'"project":"alpha","feature":"023-memory","count":null,"last_observed":"","origin":"",'
+    b'"details":[],"section":"","branch":"","stable_id":"","revive":null,"sum":"7ae40ae4cc945ba1"}\n'
+)
+#: the same event as written with ``section`` and ``branch`` but before redactions were
+#: recorded by class (and before ``stable_id`` and ``revive``)
+STORED_BEFORE_REDACTIONS = (
+    b'{"type":"entry.observed","seq":1,"id":"01a2001c-52f4-7a3e-9d1b-3c5e8f0a7b21",'
+    b'"ts":"2026-11-21T23:47:12.345678Z","v":1,"writer":{"tool":"memlog/0.1.0",'
+    b'"command":"observe","host":"build-host","pid":4242},"redacted":[],"batch_end":0,'
     b'"name":"Retry flaky network calls",'
     b'"description":"Wrap outbound HTTP calls in a bounded retry with jitter.",'
     b'"category":"patterns","reasoning":"Seen three times in CI.","confidence":"high",'
@@ -110,7 +125,7 @@ STORED_TODAY = (
     b'"project":"alpha","feature":"023-memory","count":null,"last_observed":"","origin":"",'
     b'"details":[],"section":"","branch":"","sum":"571dd767e5fc4e1c"}\n'
 )
-#: the same event as written before ``section`` and ``branch`` were added
+#: the same event as written before ``section``, ``branch`` and the redaction fields
 STORED_BEFORE_BRANCH = (
     b'{"type":"entry.observed","seq":1,"id":"01a2001c-52f4-7a3e-9d1b-3c5e8f0a7b21",'
     b'"ts":"2026-11-21T23:47:12.345678Z","v":1,"writer":{"tool":"memlog/0.1.0",'
@@ -149,6 +164,7 @@ STORED_FIRST_RELEASE = (
 STORED_LINES = {
     "today": STORED_TODAY,
     "before-branch": STORED_BEFORE_BRANCH,
+    "before-redactions": STORED_BEFORE_REDACTIONS,
     "before-batch-end": STORED_BEFORE_BATCH_END,
     "first-release": STORED_FIRST_RELEASE,
 }
@@ -175,6 +191,7 @@ def test_stored_lines_still_decode(version: str) -> None:
     event = decode_line(STORED_LINES[version])
     assert event == STORED_EVENT
     assert isinstance(event, Observed) and event.details == () and event.batch_end == 0
+    assert event.redactions == () and event.stable_id == "" and event.revive is None
     assert event.entry_id == content_hash(STORED_EVENT.description)
 
 
@@ -433,7 +450,7 @@ def test_observe_redacts_unless_told_not_to(memlog_home: Path, flag: list[str]) 
     else:
         assert stored["description"] == description.replace(secret, REDACTED)
         assert stored["redacted"] == ["description"]
-        assert "(redacted: description)" in result.stdout
+        assert "(redacted description: slack-token)" in result.stdout
     assert result.stdout.startswith(f"observed {content_hash(stored['description'])} ")
     raw = b"".join(p.read_bytes() for p in EventLog(memlog_home).segments())
     assert (secret.encode() in raw) == bool(flag)

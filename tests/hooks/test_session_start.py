@@ -71,10 +71,12 @@ def hook_env(home: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def payload(root: Path, source: str = "startup") -> bytes:
+def payload(root: Path, source: str = "startup", session: str | None = None) -> bytes:
+    """A SessionStart payload; each call is a new session unless ``session`` is given
+    (a second run for the same session and source is a duplicate and injects nothing)."""
     return json.dumps(
         {
-            "session_id": "session-1",
+            "session_id": session or f"session-{uuid.uuid4()}",
             "transcript_path": str(root / "transcript.jsonl"),
             "cwd": str(root),
             "hook_event_name": "SessionStart",
@@ -139,7 +141,7 @@ def error_log(home: Path) -> str:
 def test_hook_injects_within_the_limit(memlog_home: Path, tmp_path: Path) -> None:
     seed(memlog_home)
     root = project(tmp_path, "memory_injection_limit: 9")
-    run = run_hook(memlog_home, payload(root), root)
+    run = run_hook(memlog_home, payload(root, session="session-1"), root)
     assert run.stderr == ""
     context = run.context
     assert context.startswith(HEADER + "\n")
@@ -350,3 +352,42 @@ def test_hanging_provider_is_cut_off_at_the_deadline(memlog_home: Path, tmp_path
     tracking = json.loads((memlog_home / ".last-injection.json").read_text())
     assert tracking["mode"] in ("keyword", "prominence")
     assert "sk-test" not in log + run.stderr + run.context
+
+
+LOCKER = r"""
+import sqlite3, sys, time
+db = sqlite3.connect(sys.argv[1], isolation_level=None)
+db.execute("BEGIN EXCLUSIVE")
+print("locked", flush=True)
+time.sleep(60)
+"""
+
+
+@pytest.mark.slow
+def test_the_hook_answers_while_another_process_holds_the_write_lock(
+    memlog_home: Path, tmp_path: Path
+) -> None:
+    """Regression of failure 6 of issue 12: with ``BEGIN EXCLUSIVE`` held on memory.db the
+    hook waited for the lock and answered empty at its deadline (2.38 s); readers are not
+    blocked by a writer in WAL mode, so it reads the view as it stands instead."""
+    seed(memlog_home)
+    root = project(tmp_path)
+    env = hook_env(memlog_home, MEMLOG_EMBEDDING_PROVIDER="hashing")
+    first = run_hook(memlog_home, payload(root), root, env=env)  # builds the views
+    assert len(entry_headers(first.context)) == 12
+    EventLog(memlog_home).append([observed("patterns", 99)])  # a catch-up is now needed
+    locker = subprocess.Popen(
+        [sys.executable, "-c", LOCKER, str(memlog_home / "memory.db")],
+        stdout=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert locker.stdout is not None and locker.stdout.readline().strip() == "locked"
+        run = run_hook(memlog_home, payload(root), root, env=env)
+    finally:
+        locker.kill()
+        locker.communicate()
+    assert run.context.startswith(HEADER)
+    assert len(entry_headers(run.context)) == 12  # the view as it stood, without lesson 99
+    assert "views not caught up" in error_log(memlog_home)
+    assert "deadline reached" not in error_log(memlog_home)
+    assert len(recalls(memlog_home)) == 2  # the recall is recorded all the same

@@ -439,10 +439,13 @@ def test_modes_that_generate_nothing(memlog_home: Path, mode: str) -> None:
 
 
 def test_needs_labels() -> None:
+    """Only an entry without keywords is labelled: keywords a writer gave are kept."""
     assert needs_labels(entry(DESCRIPTION), {})
     done = entry(DESCRIPTION, ["markdown", "pipe", "backtick"])
     assert not needs_labels(done, {})
-    assert needs_labels(done, {done.id: ["cells", "row", "span"]})
+    assert not needs_labels(done, {done.id: ["cells", "row", "span"]})
+    assert not needs_labels(entry(DESCRIPTION), {done.id: ["zebrafish"]})
+    assert not needs_labels(entry(DESCRIPTION, ["only-one"]), {})
 
 
 # -- end to end: memlog observe, memlog search ------------------------------------------
@@ -472,16 +475,18 @@ def test_observe_records_labels_that_search_finds(memlog_home: Path) -> None:
     )  # fmt: skip
     assert other.exit_code == 0, other.output
     events = labelled_events(memlog_home)
-    assert [e.provider for e in events] == ["caller", "local"]
-    assert events[0].keywords == ("markdown", "pipe", "backtick", "zebrafish")
+    # the writer's keywords are kept as given (no entry.labelled); the other entry is labelled
+    assert [e.provider for e in events] == ["local"]
     assert_ac5(
-        list(events[1].keywords), "Deployment scripts need a lock around the release step.", ""
+        list(events[0].keywords), "Deployment scripts need a lock around the release step.", ""
     )
+    (given,) = [r.event for r in EventLog(memlog_home).read() if isinstance(r.event, Observed)][:1]
+    assert given.keywords == ("markdown", "pipe", "backtick", "zebrafish")
     # "zebrafish" is only a label: search finds the entry through its indexed keywords
     found = invoke("search", "zebrafish", "--json")
     assert found.exit_code == 0, found.output
     chosen = json.loads(found.stdout)
-    assert chosen[0]["id"] == events[0].entry_id
+    assert chosen[0]["id"] == given.entry_id
     assert chosen[0]["components"]["lexical_raw"] > 0
     assert all(c["components"]["lexical_raw"] == 0 for c in chosen[1:])
 

@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, contextmanager
@@ -98,8 +99,11 @@ def text_of(result: Any) -> str:
 
 
 def run_hook(project: Path, home: Path, **env: str) -> dict[str, Any]:
-    payload = {"session_id": "s-1", "cwd": str(project), "hook_event_name": "SessionStart",
-               "source": "startup", "transcript_path": ""}  # fmt: skip
+    # each run is a session of its own: a second run for one session start injects nothing
+    payload = {
+        "session_id": f"s-{uuid.uuid4()}", "cwd": str(project), "hook_event_name": "SessionStart",
+        "source": "startup", "transcript_path": "",
+    }  # fmt: skip
     done = subprocess.run(
         [sys.executable, "-m", "memlog", "hook", "session-start"],
         input=json.dumps(payload),
@@ -473,7 +477,9 @@ def test_hook_and_cli_never_import_the_sdk(memlog_home: Path) -> None:
 
 def test_mcp_json_registers_the_server() -> None:
     config = json.loads((REPO / ".mcp.json").read_text(encoding="utf-8"))
-    assert config == {"mcpServers": {"memlog": {"command": "memlog", "args": ["serve-mcp"]}}}
+    # the plugin's server starts through the same wrapper as its hooks (one clear fallback)
+    server = {"command": "${CLAUDE_PLUGIN_ROOT}/hooks/run-memlog", "args": ["serve-mcp"]}
+    assert config == {"mcpServers": {"memlog": server}}
 
 
 def test_a_crash_in_a_tool_is_one_line_and_logged(memlog_home: Path) -> None:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import shutil
+from pathlib import Path
+
 import pytest
 
 from memlog.eventlog.events import Confidence
@@ -15,11 +18,13 @@ from memlog.projections.markdown_view.kb_parser import (
 from memlog.retrieval.legacy import (
     allocate,
     deduplicate,
+    read_markdown_sources,
     render_legacy_block,
     select_legacy,
     sort_into_categories,
 )
 from memlog.tests.support import FIXTURES  # noqa: E402
+from memlog.vocabulary import KB_CATEGORIES, SECTION_TITLES
 
 NEW = FIXTURES / "knowledge-bank-6bb5ea25"
 
@@ -117,9 +122,11 @@ def test_dedup_tie_keeps_local() -> None:
     assert names(select_legacy(local, global_, 20)) == ["local"]
 
 
-def test_empty_descriptions_never_match() -> None:
+def test_empty_descriptions_share_one_hash_as_in_memory_py() -> None:
     pool = [entry("a", description=""), entry("b", description="", is_global=True)]
-    assert names(deduplicate(pool)) == ["a", "b"]
+    assert names(deduplicate(pool)) == ["a"]
+    pool.append(entry("c", description="", count=2))
+    assert names(deduplicate(pool)) == ["c"]
 
 
 # --- allocation -------------------------------------------------------------
@@ -250,3 +257,135 @@ def test_render_skips_empty_sections_and_nothing_renders_empty() -> None:
         "### Heuristics\n### only\nonly description.\n\n---"
     )
     assert render_legacy_block([]) == ""
+
+
+# --- memory.py's exact order (regression of failure 4 of issue 12) ---------------------------
+
+_TITLES = {"anti-patterns": "Anti-Patterns", "heuristics": "Heuristics", "patterns": "Patterns"}
+_TYPES = {"anti-patterns": "Anti-Pattern", "heuristics": "Heuristic", "patterns": "Pattern"}
+
+
+def duplicating_global_store(folder: Path) -> None:
+    """A global store holding every third project entry (up to 4 per category) at a higher
+    count, and two entries of its own, all equal in count, confidence and ``Last observed``:
+    only the order entries were first seen in can tell them apart."""
+    for category in KB_CATEGORIES:
+        picked = parse_file(NEW / f"{category}.md").entries[::3][:4]
+        blocks = [(e.name, e.description) for e in picked]
+        blocks += [(f"Global {category} {i}", f"A global-only {category} lesson {i}.")
+                   for i in range(2)]  # fmt: skip
+        text = f"# Global {_TITLES[category]}\n\nCross-project learnings.\n"
+        for name, description in reversed(blocks):
+            text += (
+                f"\n### {_TYPES[category]}: {name}\n{description}\n- Observation count: 3\n"
+                "- Last observed: 2026-01-15\n- Tags: universal\n- Confidence: medium\n"
+            )
+        (folder / f"{category}.md").write_text(text)
+
+
+#: the headers memlog prints, exactly as iflow's memory.py printed them for the same files
+MEMORY_PY: dict[tuple[str, int], list[str]] = {
+    ("empty", 20): [
+        "Anti-Pattern: Parser Against Assumed Format",
+        "Anti-Pattern: Bash Variable Interpolation in Inline Python",
+        "Anti-Pattern: Frozen Artifact Contradictions",
+        "Anti-Pattern: Line Number References in Sequential Tasks",
+        "Anti-Pattern: Implementation Reviewer Flagging Pre-Existing Code as Blockers",
+        "Anti-Pattern: Specifying a Parser Without a Complete Round-Trip Example",
+        "Anti-Pattern: Post-Approval Informational Iterations",
+        "Anti-Pattern: Dual-Representation Dependency Graphs",
+        'Anti-Pattern: Skipping Workflow for "Simple" Tasks',
+        "Anti-Pattern: Relative Paths in Hooks",
+        "Anti-Pattern: Over-Granular Tasks",
+        "Anti-Pattern: Working in Wrong Worktree",
+        "Reviewer Iteration Count as Complexity Signal",
+        "Circuit Breaker Hits as Assumption Signals",
+        "Read Target Files During Task Creation",
+        "Line Budget Management",
+        "Expect Extra Task Review Iterations When Plan Leaves Format Details Ambiguous",
+        "Pattern: Skeptic Design Reviewer Catches Feasibility Blockers Early",
+        "Pattern: Heavy Upfront Review Investment",
+        "Pattern: Detailed Rebuttals With Line-Number Evidence Resolve False Positives",
+    ],
+    ("empty", 9): [
+        "Anti-Pattern: Parser Against Assumed Format",
+        "Anti-Pattern: Bash Variable Interpolation in Inline Python",
+        "Anti-Pattern: Frozen Artifact Contradictions",
+        "Reviewer Iteration Count as Complexity Signal",
+        "Circuit Breaker Hits as Assumption Signals",
+        "Read Target Files During Task Creation",
+        "Pattern: Skeptic Design Reviewer Catches Feasibility Blockers Early",
+        "Pattern: Heavy Upfront Review Investment",
+        "Pattern: Detailed Rebuttals With Line-Number Evidence Resolve False Positives",
+    ],
+    ("empty", 5): [
+        "Anti-Pattern: Parser Against Assumed Format",
+        "Anti-Pattern: Bash Variable Interpolation in Inline Python",
+        "Anti-Pattern: Frozen Artifact Contradictions",
+        "Anti-Pattern: Line Number References in Sequential Tasks",
+        "Anti-Pattern: Implementation Reviewer Flagging Pre-Existing Code as Blockers",
+    ],
+    ("duplicating", 20): [
+        "Anti-Pattern: Working in Wrong Worktree",
+        'Anti-Pattern: Skipping Workflow for "Simple" Tasks',
+        "Anti-Pattern: Dual-Representation Dependency Graphs",
+        "Anti-Pattern: Post-Approval Informational Iterations",
+        "Anti-Pattern: Global anti-patterns 1",
+        "Anti-Pattern: Global anti-patterns 0",
+        "Anti-Pattern: Parser Against Assumed Format",
+        "Anti-Pattern: Bash Variable Interpolation in Inline Python",
+        "Anti-Pattern: Frozen Artifact Contradictions",
+        "Anti-Pattern: Line Number References in Sequential Tasks",
+        "Anti-Pattern: Implementation Reviewer Flagging Pre-Existing Code as Blockers",
+        "Anti-Pattern: Specifying a Parser Without a Complete Round-Trip Example",
+        "Anti-Pattern: Relative Paths in Hooks",
+        "Anti-Pattern: Over-Granular Tasks",
+        "Heuristic: Reference File Sizing",
+        "Heuristic: Cross-Skill Coupling Depth",
+        "Heuristic: Read Real File Samples During Design When Parsing Existing Files",
+        "Pattern: Context7 for Configuration Verification",
+        "Pattern: Hardened Persona for Review Agents",
+        "Pattern: Hook Schema Compliance",
+    ],
+    ("duplicating", 9): [
+        "Anti-Pattern: Working in Wrong Worktree",
+        'Anti-Pattern: Skipping Workflow for "Simple" Tasks',
+        "Anti-Pattern: Dual-Representation Dependency Graphs",
+        "Heuristic: Reference File Sizing",
+        "Heuristic: Cross-Skill Coupling Depth",
+        "Heuristic: Read Real File Samples During Design When Parsing Existing Files",
+        "Pattern: Context7 for Configuration Verification",
+        "Pattern: Hardened Persona for Review Agents",
+        "Pattern: Hook Schema Compliance",
+    ],
+    ("duplicating", 5): [
+        "Anti-Pattern: Working in Wrong Worktree",
+        'Anti-Pattern: Skipping Workflow for "Simple" Tasks',
+        "Anti-Pattern: Dual-Representation Dependency Graphs",
+        "Anti-Pattern: Post-Approval Informational Iterations",
+        "Anti-Pattern: Global anti-patterns 1",
+    ],
+}
+
+
+@pytest.mark.ac("023:AC-1.3")
+@pytest.mark.parametrize(("store", "limit"), sorted(MEMORY_PY), ids=lambda v: str(v))
+def test_the_order_memory_py_prints(tmp_path: Path, store: str, limit: int) -> None:
+    root, home = tmp_path / "project", tmp_path / "home"
+    shutil.copytree(NEW, root / "docs" / "knowledge-bank")
+    home.mkdir()
+    if store == "duplicating":
+        duplicating_global_store(home)
+    local, global_ = read_markdown_sources(root, home)
+    block = render_legacy_block(select_legacy(local, global_, limit))
+    headers = [ln[4:] for ln in block.splitlines() if ln.startswith("### ")]
+    assert [h for h in headers if h not in {t[4:] for t in SECTION_TITLES.values()}] == (
+        MEMORY_PY[store, limit]
+    )
+
+
+def test_equal_dates_keep_the_order_first_seen() -> None:
+    """Equal count, confidence and ``Last observed``: file order, never reversed."""
+    pool = [entry(f"g{i}", last_observed="2026-01-15", position=i, is_global=True)
+            for i in range(4)]  # fmt: skip
+    assert names(sort_into_categories(pool)["anti-patterns"]) == ["g0", "g1", "g2", "g3"]

@@ -15,8 +15,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memlog.projections.sqlite_view import reading
-from memlog.projections.sqlite_view.vectors import VECTOR_DIR
+from memlog.projections.sqlite_view import packed, reading
+from memlog.projections.sqlite_view.vectors import SUFFIX, VECTOR_DIR, pack_rows
 from memlog.retrieval import ranking
 from memlog.vocabulary import Space
 
@@ -264,12 +264,10 @@ def test_ac1b_relevant_entries_fill_the_top_25() -> None:
 
 
 def write_packed(folder: Path, ids: list[str], matrix: np.ndarray) -> str:
-    """A packed vector file as the sqlite view writes it: ids, then float32 rows."""
+    """A packed vector file as the sqlite view writes it: one row per id, then its floats."""
     folder.mkdir(parents=True, exist_ok=True)
-    name = "bench.f32"
-    data = "".join(ids).encode("ascii") + matrix.astype("<f4").tobytes()
-    (folder / name).write_bytes(data)
-    return name
+    rows = zip(ids, (row.astype("<f4").tobytes() for row in matrix), strict=True)
+    return packed.write(folder, pack_rows(rows), SUFFIX)
 
 
 @pytest.mark.ac("024:9a")

@@ -51,9 +51,11 @@ def memlog_ok(home: Path, *args: str) -> Result:
     return result
 
 
-def observe(home: Path, description: str, name: str = "", category: str = "patterns") -> None:
+def observe(
+    home: Path, description: str, name: str = "", category: str = "patterns", *more: str
+) -> None:
     memlog_ok(home, "observe", "--name", name or description[:30], "--description", description,
-              "--category", category)  # fmt: skip
+              "--category", category, *more)  # fmt: skip
 
 
 def sqlite_dump(path: Path) -> str:

@@ -70,7 +70,8 @@ def work_apart(homes: list[Path], project: Path) -> None:
     memlog_ok(homes[0], "retire", content_hash(TEST_FIRST)[:10], "--reason", "not always")
     supersede(homes[0], PIN, SMALL)
     redact_line(homes[0], device_of(homes[0]), LEAK)
-    observe(homes[1], TEST_FIRST, category="heuristics")  # observed again while retired there
+    # observed again, asked to come back, while retired on the other machine
+    observe(homes[1], TEST_FIRST, "", "heuristics", "--revive")
     supersede(homes[1], PIN, TEST_FIRST)
     recall(homes[1], project)
     for home in homes[2:]:
@@ -123,7 +124,7 @@ def test_two_homes_end_with_byte_identical_views(tmp_path: Path, order: tuple[in
     assert pin["status"] == "superseded"
     assert pin["superseded_by"] == content_hash(TEST_FIRST)  # the later supersede wins
     assert "[REDACTED]" in str(pin["reasoning"])
-    assert entry(homes[1], TEST_FIRST)["status"] == "live"  # observed after the retire
+    assert entry(homes[1], TEST_FIRST)["status"] == "live"  # revived after the retire
     counted = recalls(homes[0])
     assert counted and max(counted.values()) == 2  # both homes' recalls add up
     for entry_id, times in counted.items():
@@ -222,3 +223,19 @@ def test_a_fast_clock_elsewhere_is_followed_and_noted(
     assert entry(homes[0], PLAIN)["status"] == "retired"  # sorts after what it answers
     last = json.loads(memlog_ok(homes[0], "log", "--json").output.splitlines()[-1])
     assert clock.micros(last["ts"]) > future
+
+
+@pytest.mark.parametrize("where", [0, 1])
+def test_memlog_redact_on_any_machine_reaches_every_home(tmp_path: Path, where: int) -> None:
+    """``memlog redact`` rewrites every device's lines it holds; sync carries the redacted
+    copies to the other homes and to the remote's tip, and no home keeps the text."""
+    homes, remote = start(tmp_path, 2)
+    sync_all(homes, (0, 1))
+    assert LEAK in str(entry(homes[1], PIN)["reasoning"])  # it travelled before it was found
+    memlog_ok(homes[where], "redact", "--match", LEAK, "--reason", "a password")
+    assert "[REDACTED]" in str(entry(homes[where], PIN)["reasoning"])
+    sync_all(homes, (where, 1 - where))
+    check_converged(homes, remote)
+    for home in homes:
+        assert "[REDACTED]" in str(entry(home, PIN)["reasoning"])
+        assert memlog_ok(home, "log", "--type", "entry.redacted").output.strip()

@@ -12,7 +12,7 @@ import pytest
 from memlog.eventlog.events import Observed, Retired
 from memlog.eventlog.log import EventLog
 from memlog.projections.runner import catch_up, rebuild
-from memlog.projections.sqlite_view import lexicon, packed, store
+from memlog.projections.sqlite_view import index_files, lexicon, store
 from memlog.projections.sqlite_view.lexicon import _TERM, K1, B, encode, term_hash
 from memlog.vocabulary import DEFAULT_SPACE
 
@@ -23,7 +23,7 @@ def rows(*docs: dict[str, float]) -> list[np.ndarray]:
 
 def mapped(tmp_path: Path, data: bytes) -> lexicon.Lexicon:
     with store.opened(tmp_path / store.DB_NAME) as db:
-        packed.point(db, tmp_path, lexicon.KIND, packed.write(tmp_path, lexicon.KIND, data), 3)
+        index_files.point(db, lexicon.KIND, index_files.write(tmp_path, lexicon.KIND, data), 3)
         index = lexicon.load(db, tmp_path)
     assert index is not None
     return index
@@ -55,18 +55,18 @@ def test_index_follows_the_entries_and_equals_a_rebuild(memlog_home: Path) -> No
     log.append([first, second])
     catch_up(memlog_home, DEFAULT_SPACE)
     with store.opened(memlog_home / store.DB_NAME) as db:
-        before = packed.pointer(db, lexicon.KIND)
+        before = index_files.pointer(db, lexicon.KIND)
         assert before is not None and before[1] == 2
     log.append([Retired(entry_id=first.entry_id, reason="wrong")])
     catch_up(memlog_home, DEFAULT_SPACE)
     with store.opened(memlog_home / store.DB_NAME) as db:
-        after = packed.pointer(db, lexicon.KIND)
+        after = index_files.pointer(db, lexicon.KIND)
         index = lexicon.load(db, memlog_home)
     assert after is not None and after[1] == 1 and after != before
     assert index is not None and index.score(Counter({"lock": 1})).tolist() == [0.0]
     rebuild(memlog_home, DEFAULT_SPACE)
     with store.opened(memlog_home / store.DB_NAME) as db:
-        assert packed.pointer(db, lexicon.KIND) == after  # same content, same name
+        assert index_files.pointer(db, lexicon.KIND) == after  # same content, same name
 
 
 def test_a_missing_file_is_no_index(memlog_home: Path) -> None:
@@ -74,7 +74,7 @@ def test_a_missing_file_is_no_index(memlog_home: Path) -> None:
         [Observed(name="Lock retries", description="Retry the lock.", category="patterns")]
     )
     catch_up(memlog_home, DEFAULT_SPACE)
-    for path in (memlog_home / packed.INDEX_DIR).glob("*.lex"):
+    for path in (memlog_home / index_files.INDEX_DIR).glob("*.lex"):
         path.unlink()
     with store.opened(memlog_home / store.DB_NAME) as db:
         assert lexicon.load(db, memlog_home) is None

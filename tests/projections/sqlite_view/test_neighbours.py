@@ -9,7 +9,7 @@ import numpy as np
 from memlog.eventlog.events import Reembedded, Retired
 from memlog.eventlog.log import EventLog
 from memlog.projections.runner import catch_up, rebuild
-from memlog.projections.sqlite_view import neighbours, packed, store
+from memlog.projections.sqlite_view import index_files, neighbours, store
 from memlog.tests.retrieval.helpers import HASHING, entry, filler, vector_of
 from memlog.vocabulary import Space
 
@@ -19,7 +19,7 @@ SPACE = Space(*HASHING.space)
 def graph(home: Path) -> tuple[str | None, dict[str, list[str]]]:
     """The packed file's name and each entry's neighbours, by id."""
     with store.opened(home / store.DB_NAME) as db:
-        found = packed.pointer(db, neighbours.KIND)
+        found = index_files.pointer(db, neighbours.KIND)
         loaded = neighbours.load(db, home)
     assert loaded is not None
     ids = [i.decode() for i in loaded.ids.tolist()]
@@ -89,6 +89,6 @@ def test_a_space_change_rebuilds_the_graph(memlog_home: Path) -> None:
     other = Space("local", "all-MiniLM-L6-v2", 384)  # no vectors there
     catch_up(memlog_home, other)
     with store.opened(memlog_home / store.DB_NAME) as db:
-        assert packed.pointer(db, neighbours.KIND) == (graph(memlog_home)[0], 0)
+        assert index_files.pointer(db, neighbours.KIND) == (graph(memlog_home)[0], 0)
         assert store.get_meta(db, "neighbour_space") == neighbours.space_tag(other)
     assert graph(memlog_home)[0] != first

@@ -1,0 +1,185 @@
+"""Browsing what memlog knows, now or as it was: what the page (``memlog ui``) calls.
+
+A ``View`` is where reads go: the live home (caught up first), or a
+snapshot of the views as of a past sequence number or time, rebuilt from
+the log into a folder of the caller's (``Snapshots``) and never caught up
+again.  Every function reads through a ``View``, so each page works the
+same in the present and in the past: lists with filters, the hook's own
+ranking for a query, an entry with its whole timeline and lineage, what
+the next session would get in a project, the events of the log (any type,
+extraction audits among them once they exist) and the markdown files
+(branch memory among them once it exists).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from memlog.api.reading import Filters, tag
+from memlog.errors import InvalidInput
+from memlog.eventlog import scan
+from memlog.eventlog.bounds import Bound, parse_bound, within
+from memlog.eventlog.events import Event
+from memlog.projections.fold import Entry
+from memlog.projections.markdown_view.writer import load_state
+from memlog.projections.runner import rebuild
+from memlog.projections.sqlite_view import listing, queries
+from memlog.projections.sqlite_view.queries import Listing
+from memlog.retrieval.inject import build
+from memlog.retrieval.request import Chosen, Injection, Request
+from memlog.workspace import Workspace
+
+#: snapshots kept built at once (each is a memory.db and its files)
+KEPT_SNAPSHOTS = 4
+
+
+@dataclasses.dataclass(frozen=True)
+class View:
+    """Where a page reads: the live home, or the views as of ``until`` in ``folder``."""
+
+    ws: Workspace
+    folder: Path
+    until: str = ""
+    seq: int | None = None
+
+    @property
+    def live(self) -> bool:
+        return not self.until
+
+    @property
+    def bound(self) -> Bound | None:
+        return Bound(self.seq, None) if self.seq is not None else None
+
+    def workspace(self, where: Path | None = None) -> Workspace:
+        """A workspace reading this view's folder (for ``where``'s project when given)."""
+        ws = Workspace.open(where, home=self.ws.home) if where else self.ws
+        return dataclasses.replace(ws, home=self.folder)
+
+    @property
+    def has_view(self) -> bool:
+        return (self.folder / "memory.db").exists()
+
+
+class Snapshots:
+    """Views as of past points, rebuilt on first use into folders under ``root``."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.built: dict[str, View] = {}
+        self.made = 0
+        self.lock = threading.Lock()
+
+    def at(self, ws: Workspace, until: str) -> View:
+        """The view as of ``until`` (a sequence number or an ISO time)."""
+        bound = parse_bound(until)
+        key = str(bound.seq) if bound.seq is not None else str(bound.ts)
+        with self.lock:
+            if key not in self.built:
+                self._evict()
+                self.made += 1
+                folder = self.root / f"as-of-{self.made}"
+                done = rebuild(ws.home, ws.space, bound, folder)
+                self.built[key] = View(ws, folder, until.strip(), done.seq)
+            return self.built[key]
+
+    def _evict(self) -> None:
+        while len(self.built) >= KEPT_SNAPSHOTS:
+            oldest = self.built.pop(next(iter(self.built)))
+            shutil.rmtree(oldest.folder, ignore_errors=True)
+
+
+def live(ws: Workspace) -> tuple[View, list[str]]:
+    """The present: the views caught up with the log first."""
+    return View(ws, ws.home), ws.refresh()
+
+
+def entries(view: View, filters: Filters, limit: int = 50, offset: int = 0) -> Listing:
+    if not view.has_view:
+        return Listing(0, [])
+    return listing.list_entries(view.folder, filters, limit, offset)
+
+
+def facets(view: View) -> dict[str, dict[str, int]]:
+    return listing.facets(view.folder) if view.has_view else {}
+
+
+def search(
+    view: View, query: str, categories: Sequence[str] | None = None, limit: int = 20
+) -> Injection:
+    """The hook's hybrid ranking for ``query`` in this view (read only: nothing recorded)."""
+    if not query.strip():
+        raise InvalidInput("the query is empty")
+    request = Request.interactive(view.workspace(), limit=limit, query=query, categories=categories)
+    return build(dataclasses.replace(request, catch_up=view.live))
+
+
+def ranked(
+    view: View, query: str, filters: Filters, limit: int = 50
+) -> tuple[Injection, list[tuple[Entry, Chosen]]]:
+    """The ranking for ``query`` (live entries of the filter's category, best first), and
+    the entries it chose that pass the other filters, each with its scores."""
+    wanted = [filters.category] if filters.category else None
+    result = search(view, query, wanted, limit)
+    found = queries.entries(view.folder, [c.id for c in result.chosen], vectors=False)
+    by_id = {e.id: e for e in found if listing.matches(e, filters)}
+    return result, [(by_id[c.id], c) for c in result.chosen if c.id in by_id]
+
+
+def next_session(view: View, directory: Path, limit: int | None = None) -> Injection:
+    """What the SessionStart hook would inject in ``directory``'s project (not recorded)."""
+    if not directory.is_dir():
+        raise InvalidInput(f"{directory} is not a directory")
+    request = Request.interactive(view.workspace(directory.resolve()), limit=limit)
+    return build(dataclasses.replace(request, catch_up=view.live))
+
+
+class Detail(NamedTuple):
+    entry: Entry
+    timeline: list[Event]
+    replaced: list[Entry]
+    replaced_by: list[Entry]
+
+
+def detail(view: View, entry_id: str) -> Detail:
+    """An entry as the view has it, every event about it up to the view, and its lineage."""
+    entry = queries.find_entry(view.folder, entry_id)
+    timeline = [
+        event
+        for event in scan.about(view.ws.log("ui"), entry.id, entry.description)
+        if within(event.seq, event.ts, None, view.bound)
+    ]
+    before, after = listing.lineage(view.folder, entry)
+    return Detail(entry, timeline, before, after)
+
+
+def events(
+    view: View, types: Sequence[str] = (), limit: int = 100, before: int | None = None
+) -> list[Event]:
+    """The last ``limit`` events of the given types (all without), newest first, up to the
+    view's point and below sequence ``before`` when given."""
+    limits = [n for n in (view.seq, None if before is None else before - 1) if n is not None]
+    up_to = min(limits) if limits else None
+    found = scan.latest(view.ws.log("ui"), limit, types, up_to)
+    return [e for e in found if not types or tag(e) in types]
+
+
+def files(view: View) -> list[tuple[str, int]]:
+    """The markdown files of the view (the global store, each project's, branch memory …)."""
+    found = []
+    for rel in sorted(load_state(view.folder).files):
+        path = view.folder / rel
+        if path.is_file():
+            found.append((rel, path.stat().st_size))
+    return found
+
+
+def file_text(view: View, rel: str) -> str:
+    """One markdown file the view wrote (no other path is ever read)."""
+    if rel not in load_state(view.folder).files:
+        raise InvalidInput(f"{rel!r} is not a file of the markdown view")
+    return (view.folder / rel).read_text(encoding="utf-8", errors="replace")

@@ -1,0 +1,147 @@
+"""The health of a home, for ``memlog doctor``: each check one line with a status.
+
+A check is ``ok``, ``warn`` (works, but something is left to do) or
+``problem`` (something does not work).  Nothing here writes to the home or
+calls a network: the model check loads and runs the local model only.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Literal, NamedTuple
+
+from memlog.api import reading
+from memlog.api.adoption import pending_store
+from memlog.errors import MemlogError
+from memlog.home import hook_errors
+from memlog.workspace import Workspace
+
+Status = Literal["ok", "warn", "problem"]
+
+
+class Check(NamedTuple):
+    name: str
+    status: Status
+    detail: str
+
+
+Figures = dict[str, object]
+
+
+def figures(ws: Workspace) -> Figures:
+    """The statistics the checks read (empty for a home with nothing in it)."""
+    return reading.stats(ws) if not reading.is_empty(ws) else {}
+
+
+def home(ws: Workspace, stats: Figures) -> Check:
+    """Where the home is, whether memlog can write there, and what it holds."""
+    where = ws.home
+    if not where.exists():
+        return Check("home", "ok", f"{where} (not created yet: {reading.NO_MEMORIES})")
+    if not os.access(where, os.W_OK | os.X_OK):
+        return Check("home", "problem", f"{where} is not writable: nothing can be recorded")
+    waiting = pending_store(where)
+    if waiting:
+        names = ", ".join(p.name for p in waiting)
+        return Check("home", "warn", f"{where}: iflow store files ({names}) not adopted yet")
+    if not stats:
+        return Check("home", "ok", f"{where}: {reading.NO_MEMORIES}")
+    entries: dict[str, object] = stats["entries"]  # type: ignore[assignment]
+    return Check("home", "ok", f"{where}: {stats['events']} events, {entries['live']} live entries")
+
+
+def model(ws: Workspace) -> Check:
+    """The embedding model in force: found and verified (the local one is also run once)."""
+    space = ws.space
+    if space.provider == "hashing":
+        return Check("model", "ok", f"{space.key}: built in, no model file")
+    if space.provider != "local":
+        try:
+            ws.provider().close()
+        except MemlogError as exc:
+            return Check("model", "problem", f"{space.key}: {exc}")
+        return Check("model", "ok", f"{space.key}: configured (doctor calls no API)")
+    try:
+        from memlog.embeddings.local import LocalProvider, resolve_model_dir
+
+        path = ws.config.memory_embedding_model_path
+        found = resolve_model_dir(Path(path) if path else None)
+        stamp = ws.home if ws.home.is_dir() else None  # no home is created for a cache
+        vector = LocalProvider(found, cache_dir=stamp).embed("memlog doctor")  # verifies first
+    except (MemlogError, ImportError) as exc:
+        return Check("model", "problem", f"{space.key}: {exc}")
+    dims = vector.shape[-1]
+    return Check("model", "ok", f"{space.key}: {found} (sha256 verified, {dims} dimensions)")
+
+
+def vectors(ws: Workspace, stats: Figures) -> Check:
+    embeddings = stats.get("embeddings")
+    pending = embeddings.get("pending", 0) if isinstance(embeddings, dict) else 0
+    if pending:
+        return Check("vectors", "warn", f"{pending} entries without a vector: memlog reembed")
+    return Check("vectors", "ok", f"every live entry has a vector in {ws.space.key}")
+
+
+def sessions(stats: Figures) -> Check:
+    """Sessions waiting for extraction, and those it failed, as the statistics count them."""
+    extraction = stats.get("extraction")
+    counted = extraction.get("sessions") if isinstance(extraction, dict) else None
+    pending = counted.get("pending", 0) if isinstance(counted, dict) else 0
+    failed = counted.get("failed", 0) if isinstance(counted, dict) else 0
+    if pending or failed:
+        detail = f"{pending} sessions waiting for extraction, {failed} failed (memlog memorize)"
+        return Check("sessions", "warn", detail)
+    return Check("sessions", "ok", "no session waiting for extraction")
+
+
+def errors(ws: Workspace) -> Check:
+    found = hook_errors(ws.home)
+    if found["count"]:
+        return Check("hook errors", "warn", f"{found['count']}; last: {found['last']}")
+    return Check("hook errors", "ok", "none")
+
+
+def disk_use(where: Path) -> dict[str, int]:
+    """Bytes the home uses: the log, memory.db (with its WAL), vectors, markdown, the rest."""
+    use = {"log": 0, "memory.db": 0, "vectors": 0, "markdown": 0, "other": 0}
+    for folder, _, names in os.walk(where):
+        top = Path(folder).relative_to(where).parts[:1]
+        for name in names:
+            try:
+                size = (Path(folder) / name).stat().st_size
+            except OSError:
+                continue
+            use[_kind(top[0] if top else "", name)] += size
+    return use
+
+
+def _kind(top: str, name: str) -> str:
+    if top == "events":
+        return "log"
+    if top == "vectors":
+        return "vectors"
+    if not top and name.startswith("memory.db"):
+        return "memory.db"
+    return "markdown" if name.endswith(".md") else "other"
+
+
+def disk(ws: Workspace) -> Check:
+    use = disk_use(ws.home) if ws.home.exists() else {}
+    parts = ", ".join(f"{k} {_size(v)}" for k, v in use.items() if v)
+    return Check("disk", "ok", f"{_size(sum(use.values()))}" + (f" ({parts})" if parts else ""))
+
+
+def _size(n: int) -> str:
+    value, unit = float(n), "B"
+    for bigger in ("KB", "MB", "GB"):
+        if value < 1024:
+            break
+        value, unit = value / 1024, bigger
+    return f"{n} B" if unit == "B" else f"{value:.1f} {unit}"
+
+
+def checks(ws: Workspace) -> list[Check]:
+    """Every check of the home, in the order doctor prints them."""
+    stats = figures(ws)
+    return [home(ws, stats), model(ws), vectors(ws, stats), sessions(stats), errors(ws), disk(ws)]

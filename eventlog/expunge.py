@@ -1,0 +1,174 @@
+"""Taking a secret out of the log after the fact: what ``memlog redact`` does to the lines.
+
+The text to remove is either given (``--match TEXT``: every occurrence) or
+found by the redaction rules in the events of one entry.  Every line that
+holds it is rewritten in place (``rewrite``), with the text replaced by
+``[REDACTED]`` and the redaction recorded on the event (field and class);
+an ``entry.description`` that changes keeps the entry's id in ``stable_id``,
+so the entry keeps its identity and its history.  Keyword labels cut from
+the text go with it.  One ``entry.redacted`` event closes the rewrite: which
+entries, why, and where text was removed — never the text itself.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from typing import Any, NamedTuple
+
+import msgspec
+
+from memlog.errors import InvalidInput
+from memlog.eventlog import rewrite
+from memlog.eventlog.events import Event, Finding, Observed, Recalled, Redacted, Removal
+from memlog.eventlog.log import EventLog
+from memlog.eventlog.redaction import REDACTED, redact, remove
+from memlog.eventlog.secrets import text_fields
+
+MIN_MATCH = 4
+_FOLD = re.compile(r"[^a-z0-9]+")
+
+
+class Target(NamedTuple):
+    """What to remove: ``needle`` (or what the rules find when None), from the events of
+    ``entry_id`` (or from every event when None)."""
+
+    entry_id: str | None
+    needle: str | None
+
+
+class Expunged(NamedTuple):
+    """The ``entry.redacted`` event as stored, the texts removed (to scrub copies of them
+    elsewhere), and how many lines were rewritten or scrubbed."""
+
+    event: Redacted
+    removed: tuple[str, ...]
+    events: int
+    scrubbed: int
+
+
+def check_target(target: Target) -> None:
+    if target.entry_id is None and target.needle is None:
+        raise InvalidInput("give an entry id, --match TEXT, or both")
+    needle = target.needle
+    if needle is not None and (len(needle.strip()) < MIN_MATCH or REDACTED in needle):
+        raise InvalidInput(f"--match needs at least {MIN_MATCH} characters of the secret itself")
+
+
+def expunge(log: EventLog, target: Target, reason: str) -> Expunged:
+    """Remove the target's text from every line of ``log``; InvalidInput when it is nowhere."""
+    check_target(target)
+    if not reason.strip():
+        raise InvalidInput("--reason is empty; say why the text is removed")
+    cutter = _Cutter(target)
+
+    def closing(done: rewrite.Rewritten) -> list[Redacted]:
+        if not cutter.removals:
+            return []
+        return [_event(target, cutter, reason)]
+
+    done = rewrite.rewrite(log, cutter.edit, lambda line: _scrub(line, target.needle), closing)
+    if not done.appended:
+        raise InvalidInput(_nothing_found(target))
+    (event,) = done.appended
+    assert isinstance(event, Redacted)
+    return Expunged(event, tuple(dict.fromkeys(cutter.texts)), len(done.events), done.scrubbed)
+
+
+def _event(target: Target, cutter: _Cutter, reason: str) -> Redacted:
+    kind = "match" if target.needle else "detected"
+    if target.needle:
+        reason = remove(reason, target.needle)[0]
+    ids = tuple(sorted(cutter.entries))
+    return Redacted(ids=ids, reason=reason.strip(), kind=kind, removed=tuple(cutter.removals))
+
+
+def _nothing_found(target: Target) -> str:
+    where = f"the events of entry {target.entry_id}" if target.entry_id else "the log"
+    if target.needle:
+        return f"the text given with --match is nowhere in {where}; nothing was changed"
+    return f"no secret found in {where}; give the text with --match TEXT"
+
+
+class _Cutter:
+    """Edits one event at a time, keeping what it removed and where."""
+
+    def __init__(self, target: Target) -> None:
+        self.target = target
+        self.removals: list[Removal] = []
+        self.entries: set[str] = set()
+        self.texts: list[str] = []
+
+    def edit(self, event: Event) -> Event | None:
+        wanted = self.target.entry_id
+        if wanted is not None and wanted not in event.entry_ids:
+            return None
+        changes: dict[str, Any] = {}
+        findings: list[Finding] = []
+        for field, value in text_fields(event):
+            cleaned, kinds = self._clean(field, value)
+            if cleaned != value:
+                changes[field] = cleaned
+                findings += [Finding(field, k, n) for k, n in sorted(kinds.items())]
+                self.removals += [Removal(event.seq, field, n, k) for k, n in sorted(kinds.items())]
+        if not changes:
+            return None
+        redacted = tuple(sorted({*event.redacted, *changes}))
+        if isinstance(event, Observed) and "description" in changes and not event.stable_id:
+            changes["stable_id"] = event.entry_id
+        if not isinstance(event, Recalled):  # a recall's query is not the entries' text
+            self.entries.update(event.entry_ids)
+        return msgspec.structs.replace(
+            event, redacted=redacted, redactions=(*event.redactions, *findings), **changes
+        )
+
+    def _clean(self, field: str, value: Any) -> tuple[Any, Counter[str]]:
+        kinds: Counter[str] = Counter()
+        if isinstance(value, str):
+            return self._text(value, kinds), kinds
+        items = [self._text(item, kinds) for item in value]
+        if field == "keywords":  # a label is a word: one made from the text goes whole
+            cut = [k for k in items if REDACTED not in k and self._cut(k)]
+            kinds[self._kind] += len(cut)
+            self.texts += cut  # copies of the label elsewhere (a markdown backup) go too
+            items = [k for k in items if REDACTED not in k and k not in cut]
+        return tuple(items), +kinds
+
+    def _cut(self, keyword: str) -> bool:
+        return any(_cut_from(keyword, text) for text in self.texts)
+
+    @property
+    def _kind(self) -> str:
+        return "match" if self.target.needle is not None else "label"
+
+    def _text(self, text: str, kinds: Counter[str]) -> str:
+        if self.target.needle is not None:
+            cleaned, count = remove(text, self.target.needle)
+            if count:
+                kinds["match"] += count
+                self.texts.append(self.target.needle)
+            return cleaned
+        found = redact(text)
+        kinds.update(found.found)
+        self.texts += found.removed
+        return found.text
+
+
+def _cut_from(keyword: str, needle: str) -> bool:
+    """A keyword label made from the removed text: the whole of it (folded as labels are:
+    ``hunter2-prod`` from ``Hunter2 PROD``), or a part of it with a digit (``hunter2``)."""
+    folded = _FOLD.sub("-", needle.lower()).strip("-")
+    if len(keyword) < MIN_MATCH or not folded:
+        return False
+    part = keyword in folded and any(c.isdigit() for c in keyword)
+    return keyword == folded or folded in keyword or part
+
+
+def _scrub(line: bytes, needle: str | None) -> bytes:
+    """A damaged line (it has no checksum to keep) with the text taken out of its bytes."""
+    if needle is None:  # what the rules find; bytes that are not UTF-8 pass through
+        text = line.decode("utf-8", "surrogateescape")
+        return redact(text).text.encode("utf-8", "surrogateescape")
+    for form in (needle.encode("utf-8"), msgspec.json.encode(needle)[1:-1]):
+        line = line.replace(form, REDACTED.encode())
+    return line

@@ -1,0 +1,155 @@
+"""Finding a few events in a long log without decoding all of it.
+
+The history of one entry and the newest events of the log are a few lines
+of a log that may hold millions: these look for them in the raw bytes (an
+entry id, a type tag; an observation names its entry only by its
+description, so only the description of those lines is read) and decode
+only the lines that can match, each still checked against its checksum.
+A line that fails its check is skipped (``memlog verify`` reports it); the
+lines of a batch still being written are never returned, as
+``EventLog.read`` never returns them either.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import msgspec
+
+from memlog.eventlog.codec import BadLine, decode_line
+from memlog.eventlog.events import Event, content_hash
+from memlog.eventlog.log import EventLog
+
+#: how much of the end of the log to read for its last complete lines
+TAIL_BYTES = 1 << 20
+_SEQ = re.compile(rb'"seq":(\d+)')
+
+
+class _Described(msgspec.Struct):
+    """Just the description of an ``entry.observed`` line (its id is that text's hash)."""
+
+    description: str = ""
+
+
+_DESCRIBED = msgspec.json.Decoder(_Described)
+_OBSERVED = b'{"type":"entry.observed"'
+
+
+def _words(description: str) -> list[bytes]:
+    """Words every spelling of ``description`` holds verbatim, but for ASCII case: the
+    longest plain ASCII ones of its normalised form (others may be escaped or cased)."""
+    plain = [w for w in description.lower().split() if w.isascii() and w.isalnum()]
+    return [w.encode("ascii") for w in sorted(set(plain), key=len, reverse=True)[:3]]
+
+
+def _finds(data: bytes, needle: bytes) -> Iterator[int]:
+    start = 0
+    while (hit := data.find(needle, start)) >= 0:
+        yield hit
+        start = hit + len(needle)
+
+
+def _line(data: bytes, at: int) -> tuple[int, int] | None:
+    """The span of the complete line holding offset ``at`` (None for a torn tail)."""
+    end = data.find(b"\n", at)
+    return None if end < 0 else (data.rfind(b"\n", 0, at) + 1, end)
+
+
+def _observes(line: bytes, entry_id: str) -> bool:
+    """Whether ``line`` observes the entry (its description hashes to the id)."""
+    try:
+        return content_hash(_DESCRIBED.decode(line).description) == entry_id
+    except msgspec.DecodeError:
+        return False
+
+
+def _spans(data: bytes, needle: bytes) -> set[tuple[int, int]]:
+    """The spans of the complete lines of ``data`` holding ``needle``."""
+    return {span for at in _finds(data, needle) if (span := _line(data, at)) is not None}
+
+
+def _lines_about(data: bytes, entry_id: str, words: list[bytes]) -> list[bytes]:
+    """The lines of ``data`` about the entry, in order: those holding its id, and the
+    observations of its description (found by its words when known, else all read)."""
+    named = _spans(data, entry_id.encode("ascii"))
+    if words:
+        lowered = data.lower()
+        found = {
+            s for s in _spans(lowered, words[0]) if all(w in lowered[s[0] : s[1]] for w in words)
+        }
+    else:
+        found = _spans(data, _OBSERVED)
+    observed = {s for s in found - named if data.startswith(_OBSERVED, s[0])}
+    chosen = sorted(named | {s for s in observed if _observes(data[s[0] : s[1]], entry_id)})
+    return [data[a:b] for a, b in chosen]
+
+
+def _decoded(lines: Iterable[bytes]) -> Iterator[Event]:
+    for line in lines:
+        try:
+            yield decode_line(line)
+        except BadLine:
+            continue
+
+
+def unfinished_batch(log: EventLog) -> int:
+    """The ``batch_end`` of a batch still being written at the end of the log, else 0."""
+    segments = log.segments()
+    if not segments:
+        return 0
+    with open(segments[-1], "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        tail = os.pread(handle.fileno(), min(size, TAIL_BYTES), max(0, size - TAIL_BYTES))
+    for event in _decoded(reversed(tail.split(b"\n")[1:-1])):
+        return event.batch_end if event.batch_end > event.seq else 0
+    return 0
+
+
+def about(log: EventLog, entry_id: str, description: str = "") -> Iterator[Event]:
+    """Every event about the entry ``entry_id``, in log order.  Its ``description``, when
+    known, lets observations of other entries be passed over without decoding them."""
+    held = unfinished_batch(log)
+    words = _words(description)
+    for path in log.segments():
+        for event in _decoded(_lines_about(path.read_bytes(), entry_id, words)):
+            if entry_id in event.entry_ids and (not held or event.batch_end != held):
+                yield event
+
+
+def latest(
+    log: EventLog, limit: int, tags: Iterable[str] = (), up_to: int | None = None
+) -> list[Event]:
+    """The newest ``limit`` events of the given type tags (any without), up to sequence
+    ``up_to`` when given; newest first."""
+    held = unfinished_batch(log)
+    needles = [f'"type":"{tag}"'.encode() for tag in tags]
+    found: list[Event] = []
+    for path in reversed(log.segments()):
+        lines = _backwards(path, needles)
+        for event in _decoded(line for line in lines if _not_after(line, up_to)):
+            if (held and event.batch_end == held) or (up_to is not None and event.seq > up_to):
+                continue
+            found.append(event)
+            if len(found) >= limit:
+                return found
+    return found
+
+
+def _not_after(line: bytes, up_to: int | None) -> bool:
+    """A cheap look at a line's sequence number, to skip decoding lines past ``up_to``."""
+    if up_to is None:
+        return True
+    match = _SEQ.search(line, 0, 80)
+    return match is None or int(match[1]) <= up_to
+
+
+def _backwards(path: Path, needles: list[bytes]) -> Iterator[bytes]:
+    """The complete lines of a segment, last first, that hold one of ``needles`` (any line
+    without needles)."""
+    lines = path.read_bytes().split(b"\n")
+    for line in reversed(lines[:-1]):
+        if not needles or any(n in line for n in needles):
+            yield line

@@ -1,0 +1,124 @@
+"""Removing text from every file of the home besides the log and the views.
+
+After a redaction has rewritten the log and the views were rebuilt from it,
+copies of the removed text can still sit in files memlog keeps beside them:
+the quarantine file (bytes taken out of the log, base64), markdown backups
+of hand-edited files, ``.last-injection.json``, the error logs.  The
+markdown view itself is rebuilt, not scrubbed (a scrubbed file would look
+edited by hand).  Each file
+that holds the text (as written, or JSON-escaped) is rewritten atomically
+with ``[REDACTED]`` in its place.  ``memory.db`` is rebuilt, not scrubbed;
+its write-ahead log is checkpointed and truncated so no page of the old
+database stays on disk.
+"""
+
+from __future__ import annotations
+
+import base64
+import os
+import time
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+
+import msgspec
+
+from memlog.eventlog import segments as seg
+from memlog.eventlog.redaction import REDACTED
+from memlog.files import atomic_write
+from memlog.projections.markdown_view.writer import load_state
+from memlog.projections.sqlite_view import store
+from memlog.projections.sqlite_view.vectors import VECTOR_DIR
+
+#: the log (rewritten by the redaction itself) and the views (rebuilt)
+_SKIP_DIRS = frozenset({"events", VECTOR_DIR})
+_SKIP_FILES = frozenset(
+    {store.DB_NAME, f"{store.DB_NAME}-wal", f"{store.DB_NAME}-shm", seg.QUARANTINE_NAME}
+)
+_CHECKPOINT_TRIES = 20
+
+
+def forms(texts: Iterable[str]) -> list[bytes]:
+    """The byte forms a text takes in files: as written, and escaped inside JSON strings."""
+    found: list[bytes] = []
+    for text in texts:
+        for form in (text.encode("utf-8"), msgspec.json.encode(text)[1:-1]):
+            if form and form not in found:
+                found.append(form)
+    return sorted(found, key=len, reverse=True)  # the longest first: a form inside another
+
+
+def scrub_home(home: Path, texts: Iterable[str]) -> list[str]:
+    """Remove ``texts`` from every file of the home but the log and the views; the files
+    changed, relative to the home."""
+    patterns = forms(texts)
+    if not patterns:
+        return []
+    changed = ["quarantine.jsonl"] if scrub_quarantine(home, patterns) else []
+    views = {home / rel for rel in load_state(home).files}  # rebuilt, not scrubbed
+    for path in _files(home):
+        if path in views:
+            continue
+        data = path.read_bytes()
+        cleaned = _replace(data, patterns)
+        if cleaned != data:
+            atomic_write(path, cleaned)
+            changed.append(str(path.relative_to(home)))
+    return changed
+
+
+def scrub_quarantine(home: Path, patterns: list[bytes]) -> bool:
+    """The quarantine file with the text taken out of the bytes each record keeps."""
+    path = home / seg.QUARANTINE_NAME
+    records = seg.read_quarantine(home)
+    if not records:
+        return False
+    out, touched = [], False
+    for record in records:
+        data = base64.b64decode(record.data)
+        cleaned = _replace(data, patterns)
+        if cleaned != data:
+            touched = True
+            encoded = base64.b64encode(cleaned).decode("ascii")
+            record = msgspec.structs.replace(record, data=encoded, size=len(cleaned))
+        out.append(msgspec.json.encode(record) + b"\n")
+    raw = path.read_bytes()
+    if touched or _replace(raw, patterns) != raw:  # a torn record holding it is dropped too
+        atomic_write(path, b"".join(out))
+        return True
+    return False
+
+
+def truncate_wal(home: Path) -> bool:
+    """Checkpoint ``memory.db`` and truncate its write-ahead log (old pages leave the disk).
+
+    Retried while a reader holds the log; False when it never let go.
+    """
+    path = home / store.DB_NAME
+    if not path.exists():
+        return True
+    for _ in range(_CHECKPOINT_TRIES):
+        with store.opened(path) as db:
+            busy = db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        if not busy:
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _files(home: Path) -> Iterator[Path]:
+    for folder, dirs, names in os.walk(home):
+        here = Path(folder)
+        if here == home:
+            dirs[:] = [d for d in dirs if d not in _SKIP_DIRS]
+        for name in names:
+            path = here / name
+            skipped = name in _SKIP_FILES or name.startswith(f".{store.DB_NAME}.")
+            if (here == home and skipped) or path.is_symlink():
+                continue  # the log, the views, a database being rebuilt
+            yield path
+
+
+def _replace(data: bytes, patterns: list[bytes]) -> bytes:
+    for pattern in patterns:
+        data = data.replace(pattern, REDACTED.encode())
+    return data

@@ -1,0 +1,144 @@
+"""The ranking indexes' packed files (``index/<sha256>.lex``, ``.nbr``): format and pointers.
+
+The files follow the rules of ``packed`` (written before they are named,
+named by content, swept once the committed view no longer points at them);
+``packed_sets`` holds each kind's pointer (file and count) in the rows'
+transaction.  A file starts with a header (magic, three counts), then the
+16-byte entry ids, then the kind's arrays.  A missing or damaged file costs
+only the signal it carries: readers rank without it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sqlite3
+import struct
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from memlog.projections.sqlite_view import packed, store
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Bytes = npt.NDArray[np.uint8]
+
+INDEX_DIR = "index"
+ID_WIDTH = 16
+SUFFIXES = (".lex", ".nbr")
+#: header of every packed file: magic (8 bytes), then three unsigned 64-bit counts
+HEADER = struct.Struct("<8sQQQ")
+
+
+def write(folder: Path, kind: str, data: bytes) -> str:
+    """Store ``data`` under its content name in ``folder/index`` (once); return the name.
+
+    Call inside ``preparing(folder)``, before the transaction that points at it commits.
+    """
+    return packed.write(folder / INDEX_DIR, data, f".{kind}")
+
+
+def preparing(folder: Path) -> contextlib.AbstractContextManager[None]:
+    """Hold off sweeps of ``folder/index`` while files are written and the view names them."""
+    return packed.preparing(folder / INDEX_DIR)
+
+
+def pointer(db: sqlite3.Connection, kind: str) -> tuple[str, int] | None:
+    """The file and count ``packed_sets`` points at for ``kind`` in this snapshot."""
+    row = db.execute("SELECT file, count FROM packed_sets WHERE kind = ?", (kind,)).fetchone()
+    return (str(row[0]), int(row[1])) if row is not None else None
+
+
+def point(db: sqlite3.Connection, kind: str, name: str | None, count: int) -> None:
+    """Point ``kind`` at ``name`` (none: drop it), inside the caller's write transaction."""
+    if name is None:
+        db.execute("DELETE FROM packed_sets WHERE kind = ?", (kind,))
+    else:
+        db.execute(
+            "INSERT INTO packed_sets(kind, file, count) VALUES (?, ?, ?) ON CONFLICT(kind) "
+            "DO UPDATE SET file = excluded.file, count = excluded.count",
+            (kind, name, count),
+        )
+
+
+def sweep(folder: Path, db_path: Path, wait: bool = False) -> list[str]:
+    """Remove index files the committed view no longer points at; the names removed."""
+
+    def named() -> set[str]:
+        with store.opened(db_path, readonly=True) as db:
+            return {str(row[0]) for row in db.execute("SELECT file FROM packed_sets")}
+
+    if not db_path.exists():
+        return []
+    return packed.sweep(folder / INDEX_DIR, SUFFIXES, named, wait)
+
+
+def pack(magic: bytes, counts: tuple[int, int, int], ids: list[str], *arrays: np.ndarray) -> bytes:
+    """Header, the 16-byte ids, then each array's little-endian bytes in order."""
+    import numpy as np
+
+    parts = [HEADER.pack(magic, *counts), "".join(ids).encode("ascii")]
+    parts += [np.ascontiguousarray(a).tobytes() for a in arrays]
+    return b"".join(parts)
+
+
+def open_mapped(
+    folder: Path, name: str, magic: bytes
+) -> tuple[tuple[int, int, int], np.ndarray, Bytes] | None:
+    """Map a packed file: its counts, its ids (a ``S16`` array over the mapping, nothing
+    decoded) and the bytes after them; None if unusable."""
+    import numpy as np
+
+    try:
+        raw = np.memmap(folder / INDEX_DIR / name, dtype=np.uint8, mode="r")
+    except (OSError, ValueError):
+        return None
+    if raw.size < HEADER.size:
+        return None
+    found, *counts = HEADER.unpack(raw[: HEADER.size].tobytes())
+    if found != magic:
+        return None
+    end = HEADER.size + counts[0] * ID_WIDTH
+    if end > raw.size:
+        return None
+    ids = raw[HEADER.size : end].view(f"S{ID_WIDTH}")
+    return (counts[0], counts[1], counts[2]), ids, raw[end:]
+
+
+def take(raw: Bytes, offset: int, dtype: str, count: int) -> tuple[np.ndarray, int]:
+    """``count`` items of ``dtype`` from ``raw`` at byte ``offset``, and the offset after them."""
+    import numpy as np
+
+    size = np.dtype(dtype).itemsize * count
+    if offset + size > raw.size:
+        raise ValueError("packed file is shorter than its header says")
+    return raw[offset : offset + size].view(dtype), offset + size
+
+
+Counts = tuple[int, int, int]
+
+
+def load(
+    db: sqlite3.Connection,
+    folder: Path,
+    kind: str,
+    magic: bytes,
+    parts: Callable[[Counts], list[tuple[str, int]]],
+) -> tuple[Counts, np.ndarray, list[np.ndarray]] | None:
+    """The file this snapshot points at for ``kind``, mapped: its counts, ids and the arrays
+    ``parts(counts)`` describes (dtype, items); None when there is none or it is unusable."""
+    found = pointer(db, kind)
+    opened = open_mapped(folder, found[0], magic) if found else None
+    if opened is None:
+        return None
+    counts, ids, raw = opened
+    arrays, at = [], 0
+    try:
+        for dtype, items in parts(counts):
+            array, at = take(raw, at, dtype, items)
+            arrays.append(array)
+    except ValueError:
+        return None
+    return counts, ids, arrays

@@ -1,0 +1,248 @@
+"""The page through Starlette's test client: the guard, every view, time travel, escaping."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from starlette.testclient import TestClient
+
+from memlog.eventlog.events import (
+    Labelled,
+    MemoryEvolved,
+    Observed,
+    Promoted,
+    Recalled,
+    Reembedded,
+    Retired,
+    Superseded,
+    content_hash,
+)
+from memlog.eventlog.log import EventLog
+from memlog.ui.app import create_app
+from memlog.workspace import Workspace
+
+PORT = 48123
+TOKEN = "t0ken-for-tests"
+HOST = f"127.0.0.1:{PORT}"
+OLD = "Retry network calls with a fixed delay"
+NEW = "Retry network calls with exponential backoff and jitter"
+EVIL = "<script>alert('x')</script> & friends"
+
+
+def seed(home: Path) -> dict[str, str]:
+    log = EventLog(home)
+    log.append([
+        Observed(name="Fixed delay retries", description=OLD, category="anti-patterns",
+                 project="alpha", source="retro"),
+        Observed(name=EVIL, description="Escape every memory's text in HTML",
+                 category="heuristics", project="beta"),
+        Observed(name="Parser samples", description="Read real samples before writing a parser",
+                 category="patterns", project="alpha", source="import"),
+    ])  # fmt: skip
+    old, evil = content_hash(OLD), content_hash("Escape every memory's text in HTML")
+    log.append([Promoted(entry_id=old, reason="universal")])
+    log.append([Recalled(ids=(old, evil), project="alpha", mode="semantic")])
+    log.append([Labelled(entry_id=old, keywords=("retry", "network", "delay"), provider="test")])
+    log.append([Reembedded(entry_id=old, provider="hashing", model="m", dimensions=1,
+                           vector=b"\x00\x00\x80?")])  # fmt: skip
+    log.append([Observed(name="Backoff retries", description=NEW, category="anti-patterns",
+                         project="alpha")])  # fmt: skip
+    log.append([Superseded(entry_id=old, by=content_hash(NEW), reason="backoff is better")])
+    log.append([Retired(entry_id=evil, reason="superseded by the escaping tests")])
+    return {"old": old, "new": content_hash(NEW), "evil": evil}
+
+
+@pytest.fixture
+def ids(memlog_home: Path) -> dict[str, str]:
+    return seed(memlog_home)
+
+
+@pytest.fixture
+def client(memlog_home: Path, tmp_path: Path) -> Iterator[TestClient]:
+    ws = Workspace.open(tmp_path)
+    app = create_app(ws, TOKEN, PORT, tmp_path / "snapshots")
+    with TestClient(app, base_url=f"http://{HOST}", follow_redirects=False) as http:
+        http.cookies.set(f"memlog_ui_{PORT}", TOKEN)
+        yield http
+
+
+def text(html: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+
+
+# -- the guard ---------------------------------------------------------------------------------
+
+
+def test_the_token_opens_the_page_once_and_a_cookie_keeps_it(memlog_home: Path) -> None:
+    app = create_app(Workspace.open(memlog_home.parent), TOKEN, PORT, memlog_home.parent / "s")
+    with TestClient(app, base_url=f"http://{HOST}", follow_redirects=False) as http:
+        assert http.get("/").status_code == 403
+        assert http.get("/", params={"token": "wrong"}).status_code == 403
+        entered = http.get("/log", params={"token": TOKEN, "type": "entry.observed"})
+        assert entered.status_code == 303
+        assert entered.headers["location"] == "/log?type=entry.observed"
+        cookie = entered.headers["set-cookie"]
+        assert "HttpOnly" in cookie and "SameSite=Strict" in cookie
+        assert http.get("/log").status_code == 200  # the cookie carries the token now
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        {"host": f"evil.example:{PORT}"},
+        {"host": "127.0.0.1:9999"},
+        {"origin": "http://evil.example"},
+        {"sec-fetch-site": "cross-site"},
+    ],
+    ids=["foreign-host", "other-port", "other-origin", "cross-site"],
+)
+def test_requests_from_elsewhere_are_refused(client: TestClient, headers: dict[str, str]) -> None:
+    answer = client.get("/", headers=headers)
+    assert answer.status_code == 403 and answer.text.startswith("refused")
+    assert "access-control-allow-origin" not in answer.headers
+
+
+def test_the_page_is_read_only(client: TestClient) -> None:
+    for method in ("POST", "PUT", "DELETE", "PATCH"):
+        answer = client.request(method, "/")
+        assert answer.status_code == 405 and answer.headers["allow"] == "GET, HEAD"
+
+
+def test_every_answer_forbids_scripts_framing_and_caching(client: TestClient) -> None:
+    answer = client.get("/")
+    assert answer.status_code == 200
+    policy = answer.headers["content-security-policy"]
+    assert "default-src 'none'" in policy and "script-src" not in policy
+    assert "frame-ancestors 'none'" in policy and answer.headers["x-frame-options"] == "DENY"
+    assert answer.headers["cache-control"] == "no-store"
+    assert "access-control-allow-origin" not in answer.headers
+    assert client.get("/static/style.css").status_code == 200
+
+
+# -- entries -----------------------------------------------------------------------------------
+
+
+def test_the_list_filters_and_escapes(client: TestClient, ids: dict[str, str]) -> None:
+    page = client.get("/").text
+    assert "2 entries" in text(page)  # live ones: the retired and the superseded are not
+    assert "<script>alert" not in page and "&lt;script&gt;alert" not in page
+    everything = client.get("/", params={"status": "any"}).text
+    assert "4 entries" in text(everything) and "&lt;script&gt;alert(&#39;x&#39;)" in everything
+    retired = text(client.get("/", params={"status": "retired"}).text)
+    assert "1 entry" in retired and "friends" in retired
+    alpha = text(client.get("/", params={"project": "alpha", "category": "patterns"}).text)
+    assert "1 entry" in alpha and "Parser samples" in alpha
+    imported = text(client.get("/", params={"source": "import", "status": "any"}).text)
+    assert "Parser samples" in imported and "Backoff" not in imported
+    branch = text(client.get("/", params={"branch": "main"}).text)
+    assert "0 entries" in branch
+
+
+def test_a_query_is_ranked_as_the_hook_ranks(client: TestClient, ids: dict[str, str]) -> None:
+    page = client.get("/", params={"q": "retry network backoff"}).text
+    assert "ranked for “retry network backoff”" in page
+    assert "vector matches" in page and re.search(r'class="num" title="[^"]*final=', page)
+    assert text(page).index("Backoff retries") < text(page).index("Parser samples")
+
+
+def test_an_entry_shows_its_timeline_and_lineage(client: TestClient, ids: dict[str, str]) -> None:
+    page = client.get(f"/entry/{ids['old'][:8]}").text
+    flat = text(page)
+    for kind in ("entry.observed", "entry.promoted", "entry.recalled", "entry.labelled",
+                 "entry.reembedded", "entry.superseded"):  # fmt: skip
+        assert kind in flat
+    assert "Replaced by: Backoff retries" in flat and "backoff is better" in flat
+    newer = text(client.get(f"/entry/{ids['new']}").text)
+    assert "Replaces: Fixed delay retries" in newer
+    retired = text(client.get(f"/entry/{ids['evil']}").text)
+    assert "entry.retired" in retired and "superseded by the escaping tests" in retired
+    assert client.get("/entry/ffffffffffff").status_code == 404
+    assert client.get("/entry/not-hex").status_code == 400
+
+
+# -- time travel --------------------------------------------------------------------------------
+
+
+def test_the_views_as_of_a_past_point(client: TestClient, ids: dict[str, str]) -> None:
+    before_retire = text(client.get("/", params={"as_of": "9", "status": "any"}).text)
+    assert "Time travel: the views as of 9" in before_retire and "4 entries" in before_retire
+    live_then = text(client.get("/", params={"as_of": "9"}).text)
+    assert "friends" in live_then  # retired only at seq 10
+    at_start = text(client.get("/", params={"as_of": "3", "status": "any"}).text)
+    assert "3 entries" in at_start and "Backoff" not in at_start
+    entry = text(client.get(f"/entry/{ids['old']}", params={"as_of": "4"}).text)
+    assert "entry.promoted" in entry and "entry.recalled" not in entry  # seq 5 came later
+    assert "as_of=4" in client.get("/", params={"as_of": "4"}).text  # links keep the point
+    assert "as of 2020-01-01" in text(client.get("/", params={"as_of": "2020-01-01"}).text)
+    assert client.get("/", params={"as_of": "yesterday"}).status_code == 400
+
+
+# -- the next session, the log, files ------------------------------------------------------------
+
+
+def test_what_the_next_session_would_get(
+    client: TestClient, ids: dict[str, str], tmp_path: Path, memlog_home: Path
+) -> None:
+    project = tmp_path / "alpha"
+    (project / ".git").mkdir(parents=True)
+    page = text(client.get("/next", params={"dir": str(project)}).text)
+    assert "Backoff retries" in page and "final=" in page and "prominence=" in page
+    assert "## Engineering Memory (from knowledge bank)" in page
+    recalls = [r for r in EventLog(memlog_home).read() if isinstance(r.event, Recalled)]
+    assert len(recalls) == 1  # shown, never recorded
+    missing = client.get("/next", params={"dir": str(tmp_path / "nowhere")})
+    assert missing.status_code == 400 and "is not a directory" in missing.text
+
+
+def rows(html: str) -> list[str]:
+    """The event types of a log table's rows, in order."""
+    return re.findall(r"<td>((?:entry|memory)\.[a-z]+)</td>", html)
+
+
+def test_the_log_pages_and_filters(client: TestClient, ids: dict[str, str]) -> None:
+    everything = rows(client.get("/log").text)
+    assert everything[0] == "entry.retired" and everything[-1] == "entry.observed"  # newest first
+    assert len(everything) == 10
+    assert rows(client.get("/log", params={"type": "entry.superseded"}).text) == [
+        "entry.superseded"
+    ]
+    assert rows(client.get("/log", params={"before": "3"}).text) == ["entry.observed"] * 2
+    assert client.get("/log", params={"type": "nope"}).status_code == 400
+
+
+def test_files_branches_and_audits(client: TestClient, ids: dict[str, str]) -> None:
+    files = client.get("/files").text
+    assert "anti-patterns.md" in files and "projects/alpha/anti-patterns.md" in files
+    shown = text(client.get("/files", params={"path": "anti-patterns.md"}).text)
+    assert "# Global Anti-Patterns" in shown and "Backoff retries" not in shown
+    assert client.get("/files", params={"path": "../../etc/passwd"}).status_code == 400
+    assert "No branch memory yet" in text(client.get("/branches").text)
+    assert "no extraction has run yet" in text(client.get("/audits").text)
+
+
+def test_extraction_audits_and_branch_memory_once_they_exist(
+    client: TestClient, ids: dict[str, str], memlog_home: Path
+) -> None:
+    extracted = Observed(name="Formatter", description="Run the formatter before commits",
+                         category="patterns", source="extraction", section="conventions",
+                         project="alpha", branch="feature/x")  # fmt: skip
+    audit = MemoryEvolved(project="alpha", branch="feature/x", mode="created", session_id="s-9",
+                          note="first extraction")  # fmt: skip
+    EventLog(memlog_home).append([extracted, audit])
+    assert rows(client.get("/audits").text) == ["memory.evolved"]
+    assert "first extraction" in text(client.get("/audits").text)
+    rel = "projects/alpha/branches/feature_x.md"
+    assert rel in text(client.get("/branches").text)
+    shown = text(client.get("/branches", params={"path": rel}).text)
+    assert "# Branch Memory: feature/x" in shown and "Run the formatter before commits" in shown
+    assert rel not in text(client.get("/files").text)  # branch memory has its own page
+    on_branch = text(client.get("/", params={"branch": "feature/x"}).text)
+    assert "1 entry" in on_branch and "Formatter" in on_branch
+
+
+def test_an_empty_home(client: TestClient) -> None:
+    assert "No memories yet" in text(client.get("/").text)
+    assert "No events" in text(client.get("/log").text)
