@@ -55,6 +55,8 @@ class Config(msgspec.Struct, frozen=True):
     #: input tokens one session's extraction may send (estimated before the call)
     memory_extraction_max_input_tokens: int = 40_000
     memory_claude_md: bool = False
+    #: start ``memlog sync`` (detached) when a Claude Code session ends
+    memory_sync_at_session_end: bool = False
 
     @property
     def space(self) -> Space:
@@ -116,6 +118,7 @@ CHECKS: dict[str, tuple[Check, str]] = {
     "memory_extraction_daily_budget_usd": (_is_weight, "dollars ≥ 0"),
     "memory_extraction_max_input_tokens": (_is_int(1000), "tokens ≥ 1000"),
     "memory_claude_md": (_is_bool, "true or false"),
+    "memory_sync_at_session_end": (_is_bool, "true or false"),
 }
 
 

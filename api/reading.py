@@ -42,23 +42,39 @@ def events(
     until: str | None = None,
 ) -> Iterator[Event]:
     """Events in log order, oldest first: of some types, about an entry, within bounds."""
+    return (event for _, event in numbered(ws, types, entry, since, until))
+
+
+def numbered(
+    ws: Workspace,
+    types: Sequence[str] = (),
+    entry: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+) -> Iterator[tuple[int, Event]]:
+    """``events`` with each one's number in log order: its sequence, or, in a log kept
+    per device, its rank in the merged order (what ``--since``/``--until`` count)."""
     lower = parse_bound(since) if since else None
     upper = parse_bound(until) if until else None
     wanted = set(types)
     for record in ws.log("log").read():
-        event = record.event
-        if _matches(event, wanted, entry, lower, upper):
-            yield event
+        if _matches(record.ordinal, record.event, wanted, entry, lower, upper):
+            yield record.ordinal, record.event
 
 
 def _matches(
-    event: Event, types: set[str], entry: str | None, since: Bound | None, until: Bound | None
+    number: int,
+    event: Event,
+    types: set[str],
+    entry: str | None,
+    since: Bound | None,
+    until: Bound | None,
 ) -> bool:
     if types and tag(event) not in types:
         return False
     if entry and not any(i.startswith(entry) for i in event.entry_ids):
         return False
-    return within(event.seq, event.ts, since, until)
+    return within(number, event.ts, since, until)
 
 
 def entry(ws: Workspace, prefix: str) -> Entry:

@@ -49,6 +49,7 @@ COMMANDS = {
     "doctor": ("memlog.commands.doctor", "doctor"),
     "ui": ("memlog.commands.ui", "ui"),
     "redact": ("memlog.commands.redact", "redact"),
+    "sync": ("memlog.commands.sync", "sync"),
 }
 
 

@@ -32,16 +32,16 @@ def log(
     if reading.is_empty(ws):
         say_empty(as_json)
         return
-    matching = reading.events(ws, types, entry, since, until)
+    matching = reading.numbered(ws, types, entry, since, until)
     shown = deque(matching, maxlen=limit) if limit is not None else matching
-    for event in shown:
-        click.echo(ENCODER.encode(event).decode("utf-8") if as_json else _line(event))
+    for number, event in shown:
+        click.echo(ENCODER.encode(event).decode("utf-8") if as_json else _line(number, event))
 
 
-def _line(event: Event) -> str:
+def _line(number: int, event: Event) -> str:
     ids = ",".join(event.entry_ids)
     tag = reading.tag(event)
-    return f"{event.seq:>7}  {event.ts}  {tag:<17} {ids}  {_summary(event)}".rstrip()
+    return f"{number:>7}  {event.ts}  {tag:<17} {ids}  {_summary(event)}".rstrip()
 
 
 def _summary(event: Event) -> str:

@@ -61,3 +61,18 @@ def decode_line(line: bytes) -> Event:
         raise BadLine(f"invalid event: {exc}") from None
     except msgspec.DecodeError as exc:
         raise BadLine(f"malformed JSON: {exc}") from None
+
+
+#: where an event line starts: a good line glued behind a torn prefix is found by it
+GLUE_MARK = b'{"type":"'
+
+
+def salvage(line: bytes) -> tuple[int, Event] | None:
+    """A good line glued after a torn prefix: its offset in ``line`` and its event."""
+    cut = line.find(GLUE_MARK, 1)
+    while cut > 0:
+        try:
+            return cut, decode_line(line[cut:])
+        except BadLine:
+            cut = line.find(GLUE_MARK, cut + 1)
+    return None

@@ -19,36 +19,45 @@ import socket
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NamedTuple, TypeVar
+from typing import NamedTuple, Protocol, TypeVar
 
 import msgspec
 
 from memlog import __version__
 from memlog.errors import HomeError, LogWriteError
+from memlog.eventlog import clock, devices, snapshot
 from memlog.eventlog import rewrite as rw
 from memlog.eventlog import segments as seg
-from memlog.eventlog import snapshot
-from memlog.eventlog.codec import BadLine, decode_line, encode_line
+from memlog.eventlog.codec import BadLine, decode_line, encode_line, salvage
 from memlog.eventlog.events import Event, EventBase, Writer
-from memlog.eventlog.ids import utc_now, uuid7
+from memlog.eventlog.ids import uuid7
 from memlog.eventlog.secrets import redact_batch
 from memlog.home import ensure_dir
 
 DEFAULT_SEGMENT_BYTES = 64 << 20
 LOCK_NAME = ".lock"
 _READ_CHUNK = 8 << 20
-_GLUE_MARK = b'{"type":"'
 E = TypeVar("E", bound=EventBase)
 
 
 class Position(NamedTuple):
-    """A place in the log: a segment file name and a byte offset in it."""
+    """A place in the log: a segment file name and a byte offset in it (kept per
+    device: a ``merged.Cursor`` as JSON and its ordinal, read by the log alone)."""
 
     segment: str
     offset: int
 
 
 START = Position("", 0)
+
+
+class Mark(Protocol):
+    """Where a record read from a log kept per device stands in the merged order."""
+
+    @property
+    def ordinal(self) -> int: ...
+
+    def position(self) -> Position: ...
 
 
 class Record(NamedTuple):
@@ -59,10 +68,16 @@ class Record(NamedTuple):
     offset: int
     end: int
     line: int | None
+    mark: Mark | None = None  # set when the log is kept per device
 
     @property
     def after(self) -> Position:
-        return Position(self.segment, self.end)
+        return self.mark.position() if self.mark is not None else Position(self.segment, self.end)
+
+    @property
+    def ordinal(self) -> int:
+        """The event's number in log order: its sequence, or its rank in the merged order."""
+        return self.mark.ordinal if self.mark is not None else self.event.seq
 
 
 class Damage(NamedTuple):
@@ -101,6 +116,7 @@ class EventLog:
     ) -> None:
         self.home = home
         self.events_dir = home / "events"
+        self.append_dir = self.events_dir  # or this device's directory (``_own_dir``)
         self.segment_bytes = segment_bytes
         self.redact = redact
         self.writer = default_writer(command)
@@ -119,13 +135,21 @@ class EventLog:
         return stamped
 
     def _stamp(self, events: Sequence[E], first: int) -> list[E]:
-        now, end = utc_now(), first + len(events) - 1 if len(events) > 1 else 0
+        reading = clock.next_reading(self.append_dir, self.events_dir)
+        times = [clock.iso(reading + i) for i in range(len(events))]
+        end = first + len(events) - 1 if len(events) > 1 else 0
         return [
             msgspec.structs.replace(
-                e, seq=first + i, id=uuid7(), ts=now, writer=self.writer, batch_end=end
+                e, seq=first + i, id=uuid7(), ts=times[i], writer=self.writer, batch_end=end
             )
             for i, e in enumerate(events)
         ]
+
+    def _own_dir(self) -> Path:
+        """``events/``, or this device's directory once the log is kept per device."""
+        if not devices.is_per_device(self.events_dir):
+            return self.events_dir
+        return ensure_dir(self.events_dir / devices.device_id(self.events_dir))
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
@@ -142,20 +166,22 @@ class EventLog:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
             rw.finish(self.events_dir)
+            self.append_dir = self._own_dir()
             yield
         finally:
             os.close(fd)
 
     def _tail_segment(self) -> tuple[Path, int]:
         """The segment to append to (repaired, rolled if full) and the next sequence."""
-        paths = seg.list_segments(self.events_dir)
+        paths = seg.list_segments(self.append_dir)
         last = int(paths[-1].name.split(".")[0]) - 1 if paths else 0
         for path in reversed(paths):
             found = self._repaired_last_seq(path)
             if found is not None:
                 last = max(last, found)
                 break
-        if not paths or paths[-1].stat().st_size >= self.segment_bytes:
+        limit = self.segment_bytes if self.append_dir == self.events_dir else devices.ROLL_BYTES
+        if not paths or paths[-1].stat().st_size >= min(limit, self.segment_bytes):
             return self._new_segment(last + 1), last + 1
         return paths[-1], last + 1
 
@@ -174,7 +200,7 @@ class EventLog:
         torn = os.pread(fd, size - good, good)
         try:
             seg.quarantine(
-                self.home, path.name, good, torn, "torn tail left by an interrupted write"
+                self.home, self.name_of(path), good, torn, "torn tail left by an interrupted write"
             )
         except OSError as exc:
             raise LogWriteError(
@@ -185,9 +211,9 @@ class EventLog:
         os.fsync(fd)
 
     def _new_segment(self, first_seq: int) -> Path:
-        path = self.events_dir / seg.segment_name(first_seq)
+        path = self.append_dir / seg.segment_name(first_seq)
         os.close(self._open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
-        seg.fsync_dir(self.events_dir)
+        seg.fsync_dir(self.append_dir)
         return path
 
     def _open(self, path: Path, flags: int) -> int:
@@ -214,7 +240,15 @@ class EventLog:
     # -- reading -------------------------------------------------------------
 
     def segments(self) -> list[Path]:
-        return seg.list_segments(self.events_dir)
+        """Every segment: in log order when flat, by device then sequence when per device."""
+        names = devices.device_dirs(self.events_dir)
+        if not names:
+            return seg.list_segments(self.events_dir)
+        return [p for name in names for p in seg.list_segments(self.events_dir / name)]
+
+    def name_of(self, path: Path) -> str:
+        """A segment's name in reports and positions (``<device>/<file>`` per device)."""
+        return devices.relative_name(self.events_dir, path)
 
     def seq_at(self, position: Position) -> int | None:
         """The sequence of the good line that ends exactly at ``position`` (None if none).
@@ -222,23 +256,7 @@ class EventLog:
         A view checks its stored position with it: after a log was rewritten
         (a repair, a redaction) the same offset may fall inside another line.
         """
-        try:
-            fd = os.open(self.events_dir / position.segment, os.O_RDONLY)
-        except OSError:
-            return None
-        try:
-            end = position.offset
-            if end <= 0 or os.pread(fd, 1, end - 1) != b"\n":
-                return None
-            start = seg.last_newline_end(fd, end - 1)
-            line = os.pread(fd, end - start, start)
-        finally:
-            os.close(fd)
-        try:
-            return decode_line(line).seq
-        except BadLine:
-            salvaged = _salvage(line[:-1])
-            return salvaged[1].seq if salvaged is not None else None
+        return seg.seq_ending_at(self.events_dir / position.segment, position.offset)
 
     def read(
         self,
@@ -246,7 +264,13 @@ class EventLog:
         on_damage: DamageHandler | None = None,
         include_torn_tail: bool = False,
     ) -> Iterator[Record]:
-        """Every good event from ``start`` on, in log order; bad lines go to ``on_damage``."""
+        """Every good event from ``start`` on, in log order (kept per device: the merged
+        order, see ``merged``); bad lines go to ``on_damage``."""
+        if devices.is_per_device(self.events_dir):
+            from memlog.eventlog.merged import read_merged  # it imports this module
+
+            yield from read_merged(self.events_dir, start, on_damage)
+            return
         for path in self.segments():
             if start.segment and path.name < start.segment:
                 continue
@@ -267,6 +291,7 @@ def read_segment(
     offset: int = 0,
     on_damage: DamageHandler | None = None,
     include_torn_tail: bool = False,
+    name: str = "",
 ) -> Iterator[Record]:
     """The good events of one segment from ``offset``; line numbers when ``offset`` is 0.
 
@@ -277,7 +302,7 @@ def read_segment(
     before left something unfinished (a held batch, a partial line): a writer
     may have cut those bytes meanwhile and appended others in their place.
     """
-    name, line_no, report = path.name, 1 if offset == 0 else None, _Once(on_damage)
+    name, line_no, report = name or path.name, 1 if offset == 0 else None, _Once(on_damage)
     size = _READ_CHUNK
     with open(path, "rb") as handle:
         while True:
@@ -363,7 +388,7 @@ def _records(
     except BadLine as exc:
         reason = exc.reason
     found: tuple[Record, ...] = ()
-    salvaged = _salvage(line)
+    salvaged = salvage(line)
     if salvaged is not None:
         cut, event = salvaged
         reason = "torn prefix glued to a good line"
@@ -371,14 +396,3 @@ def _records(
         line = line[:cut]
     on_damage(Damage(segment, start, len(line), line_no, reason))
     return found
-
-
-def _salvage(line: bytes) -> tuple[int, Event] | None:
-    """A good line glued after a torn prefix: its offset in ``line`` and its event."""
-    cut = line.find(_GLUE_MARK, 1)
-    while cut > 0:
-        try:
-            return cut, decode_line(line[cut:])
-        except BadLine:
-            cut = line.find(_GLUE_MARK, cut + 1)
-    return None

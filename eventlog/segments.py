@@ -9,7 +9,7 @@ from pathlib import Path
 
 import msgspec
 
-from memlog.eventlog.codec import BadLine, check_line, decode_line
+from memlog.eventlog.codec import BadLine, check_line, decode_line, salvage
 from memlog.eventlog.ids import utc_now
 from memlog.files import fsync_dir as fsync_dir
 from memlog.files import write_all as write_all
@@ -193,3 +193,23 @@ def read_quarantine(home: Path) -> list[QuarantineRecord]:
         except msgspec.DecodeError:
             continue
     return records
+
+
+def seq_ending_at(path: Path, end: int) -> int | None:
+    """The sequence of the good line of ``path`` that ends exactly at ``end`` (None if none)."""
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
+    try:
+        if end <= 0 or os.pread(fd, 1, end - 1) != b"\n":
+            return None
+        start = last_newline_end(fd, end - 1)
+        line = os.pread(fd, end - start, start)
+    finally:
+        os.close(fd)
+    try:
+        return decode_line(line).seq
+    except BadLine:
+        salvaged = salvage(line[:-1])
+        return salvaged[1].seq if salvaged is not None else None

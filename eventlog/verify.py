@@ -14,7 +14,7 @@ from pathlib import Path
 
 import msgspec
 
-from memlog.eventlog import rewrite
+from memlog.eventlog import devices, rewrite
 from memlog.eventlog import segments as seg
 from memlog.eventlog.log import Damage, EventLog, read_segment
 from memlog.files import atomic_write
@@ -33,6 +33,8 @@ class Report(msgspec.Struct):
     sequence: list[str] = msgspec.field(default_factory=list)
     #: sequence numbers missing because a repair quarantined their lines
     acknowledged_gaps: list[int] = msgspec.field(default_factory=list)
+    #: kept per device: the last sequence of each device
+    devices: dict[str, int] = msgspec.field(default_factory=dict)
 
     @property
     def clean(self) -> bool:
@@ -51,10 +53,10 @@ class _SeqCheck:
         self.problems: list[str] = []
         self.gaps: list[int] = []
 
-    def segment_start(self, path: Path) -> None:
+    def segment_start(self, path: Path, name: str) -> None:
         named = int(path.name.split(".")[0])
         if named != self.last + 1 and not self._covered(self.last + 1, named):
-            self.problems.append(f"{path.name}: named for seq {named}, expected {self.last + 1}")
+            self.problems.append(f"{name}: named for seq {named}, expected {self.last + 1}")
 
     def see(self, seq: int, where: str) -> None:
         if seq <= self.last:
@@ -72,31 +74,50 @@ class _SeqCheck:
         return False
 
 
-def acknowledged_seqs(home: Path) -> set[int]:
-    """Sequence numbers whose lines a repair moved to the quarantine file."""
-    return {s for r in seg.read_quarantine(home) for s in r.seqs}
+def acknowledged_seqs(home: Path, device: str = "") -> set[int]:
+    """Sequence numbers (of ``device``; "" when flat) whose lines a repair quarantined."""
+    return {s for r in seg.read_quarantine(home) if _device_of(r.segment) == device for s in r.seqs}
+
+
+def _device_of(segment: str) -> str:
+    return segment.split("/", 1)[0] if "/" in segment else ""
+
+
+def sequences(log: EventLog) -> list[tuple[str, list[Path]]]:
+    """The log's segments by sequence: one group when flat, one per device otherwise."""
+    names = devices.device_dirs(log.events_dir)
+    if not names:
+        return [("", seg.list_segments(log.events_dir))]
+    return [(name, seg.list_segments(log.events_dir / name)) for name in names]
 
 
 def verify_log(log: EventLog) -> Report:
     rewrite.recover(log)  # a committed rewrite is part of the log
     report = Report()
-    check = _SeqCheck(acknowledged_seqs(log.home))
     counts: Counter[str] = Counter()
-    segments = log.segments()
 
     def damaged(d: Damage) -> None:
         report.damage.append(d.describe())
 
-    for path in segments:
-        check.segment_start(path)
-        # a tail without newline is damage in any segment: only the last is ever
-        # appended to, and the next append cuts a torn tail before rolling over
-        for record in read_segment(path, 0, damaged, include_torn_tail=True):
-            check.see(record.event.seq, f"{path.name} line {record.line}")
-            counts[type(record.event).__struct_config__.tag] += 1  # type: ignore[index]
-    report.events, report.segments, report.last_seq = counts.total(), len(segments), check.last
-    report.by_type, report.sequence = dict(sorted(counts.items())), check.problems
-    report.acknowledged_gaps = check.gaps
+    for device, paths in sequences(log):
+        check = _SeqCheck(acknowledged_seqs(log.home, device))
+        for path in paths:
+            name = log.name_of(path)
+            check.segment_start(path, name)
+            # a tail without newline is damage in any segment: only the last is ever
+            # appended to, and the next append cuts a torn tail before rolling over
+            for record in read_segment(path, 0, damaged, include_torn_tail=True, name=name):
+                check.see(record.event.seq, f"{name} line {record.line}")
+                counts[type(record.event).__struct_config__.tag] += 1  # type: ignore[index]
+        report.sequence += check.problems
+        report.acknowledged_gaps += check.gaps
+        report.last_seq = max(report.last_seq, check.last)
+        if device:
+            report.devices[device] = check.last
+    if report.devices and devices.flat_segments(log.events_dir):
+        report.sequence.append("segments left outside the device directories")
+    report.events, report.segments = counts.total(), len(log.segments())
+    report.by_type = dict(sorted(counts.items()))
     return report
 
 
@@ -104,29 +125,31 @@ def repair_log(log: EventLog) -> list[str]:
     """Quarantine every bad line and torn tail; return one line per move."""
     moved: list[str] = []
     with log._locked():
-        for path in log.segments():
-            moved.extend(_repair_segment(log.home, path))
-        if moved:
-            _acknowledge_gaps(log)
+        for device, paths in sequences(log):
+            found = [m for path in paths for m in _repair_segment(log, path)]
+            if found:
+                _acknowledge_gaps(log, device, paths)
+            moved += found
     return moved
 
 
-def _acknowledge_gaps(log: EventLog) -> None:
+def _acknowledge_gaps(log: EventLog, device: str, paths: list[Path]) -> None:
     """Record the sequence numbers a repair left missing, so verify can name them."""
-    seen = sorted(r.event.seq for r in log.read())
-    known = acknowledged_seqs(log.home)
+    seen = sorted(r.event.seq for path in paths for r in read_segment(path))
+    known = acknowledged_seqs(log.home, device)
     present = set(seen)
     top = seen[-1] if seen else 0
     lost = tuple(s for s in range(1, top) if s not in present and s not in known)
     if lost:
         reason = "sequence numbers lost with quarantined lines"
-        seg.quarantine(log.home, "", 0, b"", reason, None, lost)
+        seg.quarantine(log.home, f"{device}/" if device else "", 0, b"", reason, None, lost)
 
 
-def _repair_segment(home: Path, path: Path) -> list[str]:
+def _repair_segment(log: EventLog, path: Path) -> list[str]:
     bad: list[Damage] = []
+    name = log.name_of(path)
     good = [
-        r.offset for r in read_segment(path, 0, bad.append, include_torn_tail=True)
+        r.offset for r in read_segment(path, 0, bad.append, include_torn_tail=True, name=name)
     ]  # offsets of good lines (salvaged lines start inside their damaged line)
     if not bad:
         return []
@@ -135,7 +158,7 @@ def _repair_segment(home: Path, path: Path) -> list[str]:
     for d in bad:
         chunk = data[d.offset : d.offset + d.length]
         seqs = tuple(int(m) for m in _SEQ_RE.findall(chunk))
-        seg.quarantine(home, path.name, d.offset, chunk, d.reason, d.line, seqs)
+        seg.quarantine(log.home, name, d.offset, chunk, d.reason, d.line, seqs)
     _replace(path, kept)
     return [f"moved {d.describe()} ({d.length} bytes)" for d in bad]
 

@@ -162,8 +162,13 @@ def main(name: str) -> None:
     if not guarded():
         home = resolve_home()
         try:
-            if record(read_payload(), home, hook):
+            payload = read_payload()
+            if record(payload, home, hook):
                 start_extraction(home)
+            if hook == "SessionEnd":
+                from memlog.hooks.sync_at_end import start_sync
+
+                start_sync(home, str(payload.get("cwd") or os.getcwd()))
         except BaseException as exc:  # noqa: BLE001 - the hook must never fail
             log_error(home, f"{hook}: {type(exc).__name__}: {exc}", exc)
     sys.stdout.write("{}\n")

@@ -24,7 +24,8 @@ from memlog.eventlog import rewrite, snapshot
 from memlog.eventlog.bounds import Bound, within
 from memlog.eventlog.events import Redacted
 from memlog.eventlog.ids import utc_now
-from memlog.eventlog.log import START, DamageHandler, EventLog, Record
+from memlog.eventlog.log import START, DamageHandler, EventLog, Position, Record
+from memlog.eventlog.merged import Unfollowable, marks_hold, unread_bytes
 from memlog.projections import markdown_sync
 from memlog.projections.fold import State, apply
 from memlog.projections.markdown_view import render
@@ -127,37 +128,38 @@ def _current_seq(home: Path, space: Space) -> int | None:
 
 
 def _still_there(home: Path, stored: store.Stored) -> bool:
-    """Whether the event the view stopped at still ends where the view says."""
+    return _still_there_in(EventLog(home), stored)
+
+
+def _still_there_in(log: EventLog, stored: store.Stored) -> bool:
+    """Whether the event the view stopped at still ends where the view says (after a
+    repair or a redaction rewrote lines, the same offset may fall inside another line)."""
     position = stored.position
-    return not position.offset or EventLog(home).seq_at(position) == stored.seq
+    if not position.offset:
+        return True
+    if position.segment.startswith("{"):  # a log kept per device: every device's last line
+        return marks_hold(log.events_dir, position)
+    return log.seq_at(position) == stored.seq
 
 
 def _markdown_current(folder: Path) -> bool:
     state = load_state(folder)
-    return (state.segment, state.offset) == _log_end(folder)
-
-
-def _log_end(home: Path) -> tuple[str, int]:
-    segments = EventLog(home).segments()
-    return (segments[-1].name, segments[-1].stat().st_size) if segments else ("", 0)
+    return unread_bytes(folder / "events", Position(state.segment, state.offset)) == 0
 
 
 def lag_bytes(home: Path) -> int:
     """How many bytes of log the SQLite view has not applied yet (all of it without a view)."""
-    log = EventLog(home)
-    sizes = {p.name: p.stat().st_size for p in log.segments()}
+    events_dir = EventLog(home).events_dir
+    total = unread_bytes(events_dir, START) or 0
     if not db_path(home).exists():
-        return sum(sizes.values())
+        return total
     try:
         with store.opened(db_path(home), readonly=True) as db:
             stored = store.get_position(db)
     except sqlite3.DatabaseError:
         return 0  # unreadable: catch_up rebuilds it, whatever the size
-    segment, offset = stored.position
-    if segment and segment not in sizes:
-        return sum(sizes.values())
-    return sum(size - (offset if name == segment else 0) for name, size in sizes.items()
-               if name >= segment)  # fmt: skip
+    found = unread_bytes(events_dir, stored.position)
+    return total if found is None else found
 
 
 def _stored_seq(home: Path) -> int:
@@ -192,16 +194,17 @@ def _records_after(
     log: EventLog, stored: store.Stored, on_damage: DamageHandler | None
 ) -> list[Record]:
     segment = stored.position.segment
-    if segment:
-        path = log.events_dir / segment
-        if not path.exists() or path.stat().st_size < stored.position.offset:
-            raise _NeedsRebuild
-    elif stored.seq:
+    if segment and unread_bytes(log.events_dir, stored.position) is None:
+        raise _NeedsRebuild  # the segment is gone or shorter: the log was rewritten
+    if not segment and stored.seq:
         raise _NeedsRebuild
-    if segment and stored.position.offset and log.seq_at(stored.position) != stored.seq:
+    if not _still_there_in(log, stored):
         raise _NeedsRebuild  # the log was rewritten: the offset is no longer that event's end
-    records = list(log.read(stored.position, on_damage))
-    if records and records[0].event.seq <= stored.seq:
+    try:
+        records = list(log.read(stored.position, on_damage))
+    except Unfollowable:
+        raise _NeedsRebuild from None
+    if records and records[0].ordinal <= stored.seq:
         raise _NeedsRebuild
     if any(isinstance(r.event, Redacted) for r in records):
         raise _NeedsRebuild  # earlier lines were rewritten: only a replay removes their text
@@ -234,7 +237,7 @@ def _apply(
         vectors.follow_entries(db, folder / VECTOR_DIR, space, touched, had)
     indexes.refresh(db, folder, space, touched, indexed)
     last = records[-1]
-    store.set_meta(db, store.position_meta(store.Stored(last.after, last.event.seq)))
+    store.set_meta(db, store.position_meta(store.Stored(last.after, last.ordinal)))
     return markdown_sync.changed_files(touched, before)
 
 
@@ -270,7 +273,7 @@ def fold_log(
     state, last, applied = State(), None, 0
     for record in log.read():
         event = record.event
-        if until is not None and not within(event.seq, event.ts, None, until):
+        if until is not None and not within(record.ordinal, event.ts, None, until):
             break
         apply(state, event)
         last, applied = record, applied + 1
@@ -278,7 +281,7 @@ def fold_log(
             progress(1000)
     if progress is not None:
         progress(applied % 1000)
-    stored = store.Stored(last.after, last.event.seq) if last else store.Stored(START, 0)
+    stored = store.Stored(last.after, last.ordinal) if last else store.Stored(START, 0)
     return state, stored, applied
 
 

@@ -52,6 +52,7 @@ EVERY_FIELD = {
     "memory_extraction_daily_budget_usd": 0.25,
     "memory_extraction_max_input_tokens": 20000,
     "memory_claude_md": True,
+    "memory_sync_at_session_end": True,
 }
 
 
@@ -92,6 +93,7 @@ BAD_VALUES = {
     "memory_fusion_vector_weight": ".inf",
     "memory_fusion_prominence_weight": "high",
     "memory_neighbour_weight": "[1]",
+    "memory_sync_at_session_end": "nightly",
 }
 
 

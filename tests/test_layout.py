@@ -32,6 +32,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
     ("eventlog", ("memlog.eventlog",)),
     ("projections", ("memlog.projections",)),
     ("providers", ("memlog.embeddings", "memlog.keywords", "memlog.llm")),
+    ("sync", ("memlog.sync",)),
     ("workspace", ("memlog.workspace",)),
     ("capture", ("memlog.capture",)),
     ("retrieval", ("memlog.retrieval",)),

@@ -126,15 +126,23 @@ def select(
     project: str | None = None,
     limit: int = MAX_SESSIONS,
 ) -> list[Session]:
-    """Pending sessions (of ``ids``, or of a branch and project), oldest first."""
+    """Pending sessions (of ``ids``, or of a branch and project), oldest first.
+
+    A session whose transcript is not on this machine is another machine's to
+    extract (a synced log holds every machine's sessions): it is left pending.
+    """
     if ids:
         return ledger.sessions(home, ids=ids, limit=limit)
-    pending = ledger.sessions(home, ["pending"])
+    pending = [s for s in ledger.sessions(home, ["pending"]) if _here(s)]
     if branch is not None:
         pending = [s for s in pending if s.branch == branch]
     if project is not None:
         pending = [s for s in pending if s.project == project]
     return pending[:limit]
+
+
+def _here(session: Session) -> bool:
+    return not session.transcript or os.path.isfile(session.transcript)
 
 
 def workspace_of(home: Path, session: Session, env: Mapping[str, str] | None) -> Workspace:

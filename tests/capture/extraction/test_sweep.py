@@ -117,3 +117,16 @@ def test_each_session_uses_its_own_projects_configuration(ws: Workspace, tmp_pat
     report = sweep.sweep(ws.home, lambda _: chain(model), later())
     assert [(o.session_id, o.status) for o in report.outcomes] == [("mine", "extracted")]
     assert [(sid, "daily budget" in why) for sid, why in report.deferred] == [("theirs", True)]
+
+
+def test_a_session_whose_transcript_is_on_another_machine_is_left_to_it(ws: Workspace) -> None:
+    """A synced log holds every machine's sessions; each machine extracts its own."""
+    assert ws.root is not None
+    here, elsewhere = transcripts(ws, 2, substantive=False)
+    pend(ws, "mine", here, ws.root)
+    pend(ws, "theirs", elsewhere, ws.root)
+    elsewhere.unlink()  # as it looks from a machine that received the session by sync
+    report = sweep.sweep(ws.home, lambda _: chain(Scripted()), later())
+    assert [o.session_id for o in report.outcomes] == ["mine"]
+    assert session_of(ws, "theirs").status == "pending"
+    assert sweep.select(ws.home, ids=["theirs"])  # asked for by name, it is still there

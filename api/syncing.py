@@ -1,0 +1,24 @@
+"""One memory across machines: sync the log through a git remote, and report on it."""
+
+from __future__ import annotations
+
+from memlog.sync import engine
+from memlog.sync.state import Outcome
+from memlog.sync.status import Status, status
+from memlog.workspace import Workspace
+
+
+def sync(ws: Workspace, remote: str | None = None, init: bool = False) -> Outcome:
+    """Offer this home's events, take the remote's, push the union, rebuild the views."""
+    return engine.sync(ws.home, ws.space, remote, init)
+
+
+def sync_status(ws: Workspace) -> Status:
+    return status(ws.home)
+
+
+def sync_at_session_end(ws: Workspace) -> Outcome | None:
+    """Sync when the project asks for it at session end (and the home is set up for it)."""
+    if not ws.config.memory_sync_at_session_end or engine.state_of(ws.home) is None:
+        return None
+    return sync(ws)

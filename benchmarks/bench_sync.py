@@ -1,0 +1,202 @@
+"""Time ``memlog sync`` between two homes through a bare repository on disk, and weigh it.
+
+    python benchmarks/bench_sync.py [--events 10000] [--entries 2000] [--repeats 3]
+                                    [--more 100] [--seed 1]
+
+A synthetic log of ``--events`` events (``synthetic.py``) is written into
+home A.  Each repeat, in fresh directories:
+
+* A runs ``sync --init`` against an empty bare repository (its flat log moves
+  into its device directory, is checked and pushed), then home B, empty,
+  runs ``sync --init`` and receives all of it;
+* A appends ``--more`` observations and syncs, then B syncs again.
+
+Every sync rebuilds the views of its home (so homes end byte-identical);
+that rebuild is timed on its own as a baseline, with two more measured in
+the same run: copying the segment files (``shutil.copytree``) and pushing
+them with plain git (``add``, ``commit``, ``push`` to a bare repository).
+Bytes transferred are the pack bytes git reports writing on push and
+receiving on fetch (``--progress``), set against the bytes of the segments
+that moved; the growth of A's own repository is shown too.  Figures are
+medians over the repeats.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from synthetic import generate
+
+from memlog.eventlog.events import Observed
+from memlog.eventlog.log import EventLog
+from memlog.projections.runner import rebuild
+from memlog.sync import repo
+from memlog.sync.engine import sync
+from memlog.vocabulary import DEFAULT_SPACE
+
+SPACE = DEFAULT_SPACE
+_PACK_LINE = re.compile(
+    rb"(?:Writing|Receiving|Unpacking) objects: 100% \(\d+/\d+\), ([\d.]+) (bytes|KiB|MiB|GiB)"
+)
+_UNITS = {b"bytes": 1, b"KiB": 1 << 10, b"MiB": 1 << 20, b"GiB": 1 << 30}
+
+
+class Transfers:
+    """Counts the pack bytes of every push and fetch sync makes (git's own figures)."""
+
+    def __init__(self) -> None:
+        self.sent = 0
+        self.received = 0
+        self._call = repo.Git.call
+
+    def install(self) -> None:
+        transfers, original = self, self._call
+
+        def call(git: repo.Git, *args: str, **kwargs):  # type: ignore[no-untyped-def]
+            if args and args[0] in ("push", "fetch"):
+                args = (args[0], "--progress", *(a for a in args[1:] if a != "--quiet"))
+            done = original(git, *args, **kwargs)
+            if args and args[0] in ("push", "fetch"):
+                for size, unit in _PACK_LINE.findall(done.stderr.replace(b"\r", b"\n")):
+                    counted = int(float(size) * _UNITS[unit])
+                    if args[0] == "push":
+                        transfers.sent += counted
+                    else:
+                        transfers.received += counted
+            return done
+
+        repo.Git.call = call  # type: ignore[method-assign]
+
+    def take(self) -> tuple[int, int]:
+        found = (self.sent, self.received)
+        self.sent = self.received = 0
+        return found
+
+
+def timed(action: Callable[[], object]) -> float:
+    began = time.perf_counter()
+    action()
+    return time.perf_counter() - began
+
+
+def tree_bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+def segment_bytes(home: Path) -> int:
+    return sum(p.stat().st_size for p in EventLog(home).segments())
+
+
+def bare(where: Path) -> str:
+    subprocess.run(["git", "init", "--quiet", "--bare", str(where)], check=True)
+    return str(where)
+
+
+def plain_git_push(events: Path, work: Path) -> tuple[float, int]:
+    """The same files pushed with plain git: seconds, and bytes the bare repository grew by."""
+    tree = work / "plain"
+    shutil.copytree(events, tree, ignore=shutil.ignore_patterns(".*"))
+    remote = bare(work / "plain.git")
+    before = tree_bytes(Path(remote))
+    env = {**os.environ, "GIT_AUTHOR_NAME": "b", "GIT_AUTHOR_EMAIL": "b@b",
+           "GIT_COMMITTER_NAME": "b", "GIT_COMMITTER_EMAIL": "b@b"}  # fmt: skip
+
+    def push() -> None:
+        for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "x"],
+                     ["push", "-q", remote, "HEAD:refs/heads/main"]):  # fmt: skip
+            subprocess.run(["git", "-C", str(tree), *args], check=True, env=env)
+
+    took = timed(push)
+    return took, tree_bytes(Path(remote)) - before
+
+
+def more_events(home: Path, count: int, round_no: int) -> None:
+    events = [
+        Observed(
+            name=f"Extra {round_no}-{i}",
+            description=f"Extra lesson {round_no} {i} holds.",
+            category="patterns",
+            reasoning="Seen while benchmarking sync.",
+        )  # fmt: skip
+        for i in range(count)
+    ]
+    EventLog(home, redact=False).append(events)
+
+
+def one_round(
+    source: Path, work: Path, more: int, round_no: int, wire: Transfers
+) -> dict[str, float]:
+    a, b = work / "a", work / "b"
+    shutil.copytree(source / "events", a / "events")
+    remote = bare(work / "remote.git")
+    size = segment_bytes(a)
+    wire.take()
+    figures = {
+        "send (A: sync --init, 10k events)": timed(lambda: sync(a, SPACE, remote, init=True))
+    }
+    figures["pushed pack bytes / segment bytes"] = wire.take()[0] / size
+    figures["receive (B: sync --init)"] = timed(lambda: sync(b, SPACE, remote, init=True))
+    figures["fetched pack bytes / segment bytes"] = wire.take()[1] / size
+    figures["views rebuild alone (baseline)"] = timed(lambda: rebuild(b, SPACE))
+    grown = segment_bytes(a)
+    more_events(a, more, round_no)
+    grown = segment_bytes(a) - grown
+    a_before = tree_bytes(a / "sync.git")
+    figures[f"send after {more} more events"] = timed(lambda: sync(a, SPACE))
+    figures["pushed pack bytes / new segment bytes"] = wire.take()[0] / grown
+    figures[f"receive after {more} more events"] = timed(lambda: sync(b, SPACE))
+    figures["fetched pack bytes / new segment bytes"] = wire.take()[1] / grown
+    figures["A's repository growth / new segment bytes"] = (
+        tree_bytes(a / "sync.git") - a_before
+    ) / grown
+    figures["copytree of the segments (baseline)"] = timed(
+        lambda: shutil.copytree(a / "events", work / "copy")
+    )
+    took, pushed = plain_git_push(a / "events", work)
+    figures["plain git add+commit+push (baseline)"] = took
+    figures["plain git: bare repo bytes / segment bytes"] = pushed / segment_bytes(a)
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--events", type=int, default=10_000)
+    parser.add_argument("--entries", type=int, default=2_000)
+    parser.add_argument("--more", type=int, default=100, help="events appended before round 2")
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=1)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="memlog-bench-sync-") as tmp:
+        source = Path(tmp) / "source"
+        count = generate(source, args.entries, args.events, args.seed)
+        size = segment_bytes(source) / 1e6
+        git = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.strip()
+        python = f"python {sys.version.split()[0]}"
+        print(f"log: {count} events, {size:.1f} MB of segments; {git}; {python}")
+        rounds = []
+        wire = Transfers()
+        wire.install()
+        for repeat in range(args.repeats):
+            work = Path(tmp) / f"round{repeat}"
+            work.mkdir()
+            rounds.append(one_round(source, work, args.more, repeat, wire))
+            shutil.rmtree(work)
+        print(f"\n  {'measure (median of ' + str(args.repeats) + ')':<48} {'value':>10}")
+        for name in rounds[0]:
+            value = statistics.median(r[name] for r in rounds)
+            unit = "" if "/" in name else " s"
+            print(f"  {name:<48} {value:>10.3f}{unit}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,79 @@
+"""``memlog sync``: one memory across machines, carried by a git remote."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+
+from memlog.api import syncing
+from memlog.commands.common import echo_json, open_workspace, warn
+from memlog.sync.state import Outcome
+from memlog.sync.status import Status
+
+
+@click.command()
+@click.argument("remote", required=False)
+@click.option("--init", is_flag=True, help="Make REMOTE (a git URL or path) this home's remote.")
+@click.option("--status", "show_status", is_flag=True, help="What sync knows; no network.")
+@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
+@click.option(
+    "--at-session-end", is_flag=True, hidden=True, help="Only if memory_sync_at_session_end is on."
+)
+@click.option("--project-dir", type=click.Path(path_type=Path), hidden=True, help="Its config.")
+def sync(
+    remote: str | None,
+    init: bool,
+    show_status: bool,
+    as_json: bool,
+    at_session_end: bool,
+    project_dir: Path | None,
+) -> None:
+    """Sync events/ with a git remote: send this machine's new events, take every other
+    machine's, and rebuild the views so every machine shows the same memory.
+
+    Only events/ travels; each segment is checked (checksums, sequence, secrets) before it
+    is committed, and a remote version that fails is quarantined, never applied."""
+    if init and not remote:
+        raise click.UsageError("--init needs REMOTE (a git URL or path)")
+    ws = open_workspace(project_dir if project_dir is not None and project_dir.is_dir() else None)
+    if show_status:
+        found = syncing.sync_status(ws)
+        echo_json(found) if as_json else _print_status(found)
+        return
+    done = syncing.sync_at_session_end(ws) if at_session_end else syncing.sync(ws, remote, init)
+    if done is None:
+        return  # not asked for at session end
+    echo_json(done) if as_json else _print(done)
+    if done.refused or done.held:
+        sys.exit(1)
+
+
+def _print(done: Outcome) -> None:
+    if done.migrated:
+        click.echo(f"moved {done.migrated} segments into events/{done.device}/ (bytes unchanged)")
+    click.echo(f"sent {done.sent} events, received {done.received} ({done.devices} devices)")
+    click.echo(f"views: {done.views}")
+    warn(done.notes)
+    for line in done.refused:
+        click.echo(f"refused and quarantined: {line}", err=True)
+    for line in done.held:
+        click.echo(f"held back: {line}", err=True)
+
+
+def _print_status(found: Status) -> None:
+    if not found.set_up:
+        click.echo("sync is not set up here (memlog sync --init REMOTE)")
+        return
+    click.echo(f"remote: {found.remote}")
+    for device in found.devices:
+        mark = " (this home)" if device.this_home else ""
+        click.echo(
+            f"device {device.device}{mark}: seq {device.last_seq}, {device.segments} segments"
+        )
+    click.echo(f"not sent yet: {found.unsent} events")
+    if found.refused:
+        click.echo(f"refused remote versions: {found.refused} (in the quarantine file)")
+    if found.last is not None:
+        click.echo(f"last sync: {found.last.finished}")

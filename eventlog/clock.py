@@ -1,0 +1,97 @@
+"""The hybrid logical clock that orders events across devices.
+
+Every event's ``ts`` is a reading of this clock, stamped under the append
+lock: the wall clock in microseconds, but never earlier than one
+microsecond after the last event of this device, nor after the newest event
+this home has received from any other device (the *floor*, kept in
+``events/.clock`` by sync).  So ``ts`` stays a UTC time a person can read,
+increases strictly within a device, and an event appended after seeing
+another always sorts after it, whatever the two machines' clocks say.
+
+Readers order all devices' events by ``(stamp, id)``, where ``stamp`` is
+``ts`` in microseconds raised, if need be, to one more than the device's
+previous stamp (logs written before the clock, whose batches share one
+``ts``): a pure function of each device's own events, so every machine
+holding the same events puts them in the same order.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from memlog.eventlog import segments as seg
+from memlog.eventlog.codec import BadLine, decode_line
+from memlog.files import atomic_write
+
+FLOOR_FILE = ".clock"
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
+_TAIL = 1 << 16
+
+
+def micros(ts: str) -> int:
+    """Microseconds since the epoch of an ISO 8601 time (UTC if naive; 0 when unreadable)."""
+    try:
+        moment = datetime.fromisoformat(ts)
+    except ValueError:
+        return 0
+    delta = (moment if moment.tzinfo else moment.replace(tzinfo=UTC)) - _EPOCH
+    return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
+
+
+def iso(value: int) -> str:
+    """The ``ts`` text of a clock reading (ISO 8601, microseconds, ``Z``)."""
+    seconds, rest = divmod(value, 1_000_000)
+    moment = datetime.fromtimestamp(seconds, UTC).replace(microsecond=rest)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def advance(previous: int, ts: str) -> int:
+    """The stamp of an event with ``ts`` that follows a stamp of ``previous`` on its device."""
+    return max(micros(ts), previous + 1)
+
+
+def now_micros() -> int:
+    return time.time_ns() // 1000
+
+
+def next_reading(append_dir: Path, events_dir: Path) -> int:
+    """The clock reading for the next event appended to ``append_dir`` (under the lock)."""
+    last = last_stamp(seg.list_segments(append_dir))
+    return max(now_micros(), last + 1, read_floor(events_dir) + 1)
+
+
+def last_stamp(paths: list[Path]) -> int:
+    """The ``ts`` (in microseconds) of the last readable line of the last non-empty segment."""
+    for path in reversed(paths):
+        try:
+            with open(path, "rb") as handle:
+                size = os.fstat(handle.fileno()).st_size
+                if size == 0:
+                    continue
+                start, data = seg.tail_window(handle.fileno(), size, _TAIL)
+        except FileNotFoundError:
+            continue
+        lines = data.split(b"\n")[:-1]
+        for line in reversed(lines[1:] if start > 0 else lines):
+            try:
+                return micros(decode_line(line).ts)
+            except BadLine:
+                continue
+    return 0
+
+
+def read_floor(events_dir: Path) -> int:
+    """The newest stamp received from other devices (0 when none was recorded)."""
+    try:
+        return int((events_dir / FLOOR_FILE).read_text(encoding="ascii").strip() or 0)
+    except (OSError, ValueError):
+        return 0
+
+
+def raise_floor(events_dir: Path, stamp: int) -> None:
+    """Record that this home now holds an event stamped ``stamp`` from another device."""
+    if stamp > read_floor(events_dir):
+        atomic_write(events_dir / FLOOR_FILE, f"{stamp}\n".encode("ascii"))

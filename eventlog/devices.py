@@ -1,0 +1,116 @@
+"""Which device wrote what: the home's device id and the layout of ``events/``.
+
+A log starts *flat*: its segments sit directly in ``events/``.  Once a home
+syncs with other machines each device keeps its own directory,
+``events/<device-id>/``, with its own gapless sequence; the device id is
+made once and kept in ``events/.device``.  The switch (``to_devices``) moves
+the flat segments into this device's directory without changing a byte of
+them, and is atomic: the segments are hard-linked into a hidden directory
+which one ``rename`` then makes the device's, so a crash leaves either the
+flat layout or the device layout, never a mix a reader could be misled by.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+from pathlib import Path
+
+from memlog.errors import HomeError
+from memlog.eventlog import segments as seg
+from memlog.files import atomic_write
+
+DEVICE_FILE = ".device"
+#: a device's segments roll over at 1 MiB: sync commits the growing one whole each time
+ROLL_BYTES = 1 << 20
+#: a device directory's name: what this module mints, and what a remote may carry
+DEVICE_RE = re.compile(r"^[0-9a-z][0-9a-z_-]{0,63}$")
+_STAGING = ".moving-"
+
+
+def device_dirs(events_dir: Path) -> list[str]:
+    """The device directories of a log, sorted (none: the log is flat)."""
+    try:
+        names = os.listdir(events_dir)
+    except FileNotFoundError:
+        return []
+    return sorted(n for n in names if DEVICE_RE.match(n) and (events_dir / n).is_dir())
+
+
+def is_per_device(events_dir: Path) -> bool:
+    return bool(device_dirs(events_dir))
+
+
+def device_id(events_dir: Path) -> str:
+    """This home's device id, made (and kept in ``events/.device``) on first use."""
+    path = events_dir / DEVICE_FILE
+    try:
+        found = path.read_text(encoding="ascii").strip()
+    except FileNotFoundError:
+        found = ""
+    except (OSError, UnicodeDecodeError) as exc:
+        raise HomeError(f"cannot read the device id in {path}: {exc}") from None
+    if DEVICE_RE.match(found):
+        return found
+    made = secrets.token_hex(8)
+    try:
+        atomic_write(path, f"{made}\n".encode("ascii"))
+    except OSError as exc:
+        raise HomeError(f"cannot write the device id to {path}: {exc.strerror}") from None
+    return made
+
+
+def flat_segments(events_dir: Path) -> list[Path]:
+    """Segments lying directly in ``events/`` (the flat layout)."""
+    return seg.list_segments(events_dir)
+
+
+def to_devices(events_dir: Path) -> list[str]:
+    """Move a flat log into this device's directory; return the names moved.
+
+    The caller holds the append lock.  Bytes are never rewritten: each
+    segment is hard-linked, the staging directory renamed into place, and
+    only then are the flat names removed.  Running it again finishes a move
+    a crash interrupted.
+    """
+    device = device_id(events_dir)
+    target = events_dir / device
+    if target.is_dir():
+        return _drop_flat_copies(events_dir, target)
+    for stale in events_dir.glob(_STAGING + "*"):
+        _remove_tree(stale)
+    staging = events_dir / f"{_STAGING}{device}"
+    staging.mkdir(mode=0o700)
+    names = [p.name for p in flat_segments(events_dir)]
+    for name in names:
+        os.link(events_dir / name, staging / name)
+    seg.fsync_dir(staging)
+    os.rename(staging, target)
+    seg.fsync_dir(events_dir)
+    _drop_flat_copies(events_dir, target)
+    return names
+
+
+def _drop_flat_copies(events_dir: Path, target: Path) -> list[str]:
+    """Remove flat names whose file is already in the device directory."""
+    dropped = []
+    for path in flat_segments(events_dir):
+        moved = target / path.name
+        if moved.exists() and os.path.samefile(moved, path):
+            path.unlink()
+            dropped.append(path.name)
+    if dropped:
+        seg.fsync_dir(events_dir)
+    return dropped
+
+
+def _remove_tree(path: Path) -> None:
+    for child in path.iterdir():
+        child.unlink()
+    path.rmdir()
+
+
+def relative_name(events_dir: Path, path: Path) -> str:
+    """A segment's name as the log reports it: ``<device>/<file>``, or ``<file>`` when flat."""
+    return path.name if path.parent == events_dir else f"{path.parent.name}/{path.name}"

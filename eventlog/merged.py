@@ -1,0 +1,238 @@
+"""Reading a log kept per device as one log, in one order every machine agrees on.
+
+Each device's events are read in its own sequence order (batches whole,
+bad lines reported, as ``log.read_segment`` does) and the devices are
+merged by ``(stamp, id)``: ``stamp`` is the event's clock reading
+(``clock.advance``), strictly increasing within a device, so the merge is a
+sort of the whole set of events, whatever order they arrived in.
+
+A reader's place is a ``Cursor``: for every device, the line of the last
+event read (segment, offsets, sequence, stamp), plus the key and ordinal of
+the last event overall.  Following on from a cursor is exact when every new
+event sorts after that key.  When one sorts before it (another device's
+event arrived late), or the bytes under the cursor changed (a rewritten
+segment), the reader raises ``Unfollowable`` and the caller folds from zero.
+"""
+
+from __future__ import annotations
+
+import heapq
+import os
+from collections.abc import Iterator
+from operator import itemgetter
+from pathlib import Path
+from typing import NamedTuple
+
+import msgspec
+
+from memlog.eventlog import clock, devices
+from memlog.eventlog import segments as seg
+from memlog.eventlog.codec import BadLine, decode_line
+from memlog.eventlog.log import START, DamageHandler, Position, Record, read_segment
+
+#: a materialised cursor every so many records keeps the chain of steps short
+_CHECKPOINT = 1024
+
+
+class Unfollowable(Exception):
+    """The log can no longer be followed from the given position."""
+
+
+class DeviceMark(msgspec.Struct, frozen=True, array_like=True):
+    """The last line read from one device: where it is, its sequence and stamp."""
+
+    segment: str
+    start: int
+    end: int
+    seq: int
+    stamp: int
+
+
+class Cursor(msgspec.Struct, frozen=True, kw_only=True):
+    """A place in the merged order: after the event ``(stamp, id)``, the ``n``-th."""
+
+    n: int = 0
+    stamp: int = 0
+    id: str = ""
+    devices: dict[str, DeviceMark] = msgspec.field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[int, str]:
+        return (self.stamp, self.id)
+
+
+_ENCODER = msgspec.json.Encoder()
+_DECODER = msgspec.json.Decoder(Cursor)
+
+
+def encode(cursor: Cursor) -> Position:
+    return Position(_ENCODER.encode(cursor).decode("ascii"), cursor.n)
+
+
+def decode(position: Position) -> Cursor:
+    """The cursor of ``position``; a flat log's position (or none) raises ``Unfollowable``."""
+    if position == START:
+        return Cursor()
+    if not position.segment.startswith("{"):
+        raise Unfollowable(f"{position.segment} is a place in a flat log")
+    try:
+        return _DECODER.decode(position.segment)
+    except msgspec.DecodeError as exc:
+        raise Unfollowable(f"unreadable position: {exc}") from None
+
+
+class Step(NamedTuple):
+    """One record's place: the step before it (or a whole cursor) and the line it read."""
+
+    prev: Step | Cursor
+    device: str
+    segment: str
+    start: int
+    end: int
+    seq: int
+    stamp: int
+    id: str
+    ordinal: int
+
+    def cursor(self) -> Cursor:
+        marks: dict[str, DeviceMark] = {}
+        node: Step | Cursor = self
+        while isinstance(node, Step):
+            if node.device not in marks:
+                marks[node.device] = DeviceMark(
+                    node.segment, node.start, node.end, node.seq, node.stamp
+                )
+            node = node.prev
+        for device, mark in node.devices.items():
+            marks.setdefault(device, mark)
+        return Cursor(
+            n=self.ordinal, stamp=self.stamp, id=self.id, devices=dict(sorted(marks.items()))
+        )
+
+    def position(self) -> Position:
+        return encode(self.cursor())
+
+
+#: a device's next record: its merge key, then what a ``Step`` needs
+_Item = tuple[tuple[int, str], str, str, Record]
+
+
+def read_merged(
+    events_dir: Path, start: Position = START, on_damage: DamageHandler | None = None
+) -> Iterator[Record]:
+    """Every good event after ``start`` in the merged order, each with its ``Step``."""
+    base = decode(start)
+    names = devices.device_dirs(events_dir)
+    gone = sorted(set(base.devices) - set(names))
+    if gone:
+        raise Unfollowable(f"device {gone[0]} is no longer in the log")
+    streams = [
+        _device_events(events_dir, name, base.devices.get(name), on_damage) for name in names
+    ]
+    merged = streams[0] if len(streams) == 1 else heapq.merge(*streams, key=itemgetter(0))
+    previous: Step | Cursor = base
+    ordinal = base.n
+    for key, device, segment, record in merged:
+        ordinal += 1
+        if ordinal == base.n + 1 and base.n and key <= base.key:
+            raise Unfollowable(f"{record.segment} holds an event that sorts before the position")
+        if ordinal % _CHECKPOINT == 0 and isinstance(previous, Step):
+            previous = previous.cursor()
+        event = record.event
+        previous = Step(
+            previous, device, segment, record.offset, record.end, event.seq, key[0], key[1], ordinal
+        )  # fmt: skip
+        yield Record(event, record.segment, record.offset, record.end, record.line, previous)
+
+
+def _device_events(
+    events_dir: Path, device: str, mark: DeviceMark | None, on_damage: DamageHandler | None
+) -> Iterator[_Item]:
+    """One device's events after ``mark``, in its sequence order, with their merge keys."""
+    folder = events_dir / device
+    if mark is not None:
+        _check_mark(folder / mark.segment, mark)
+    stamp = mark.stamp if mark is not None else 0
+    for path in seg.list_segments(folder):
+        if mark is not None and path.name < mark.segment:
+            continue
+        offset = mark.end if mark is not None and path.name == mark.segment else 0
+        name = f"{device}/{path.name}"
+        for record in read_segment(path, offset, on_damage, name=name):
+            stamp = clock.advance(stamp, record.event.ts)
+            yield (stamp, record.event.id), device, path.name, record
+
+
+def marks_hold(events_dir: Path, position: Position) -> bool:
+    """Whether every device's line under ``position`` is still the event it names."""
+    try:
+        cursor = decode(position)
+        for device, mark in cursor.devices.items():
+            _check_mark(events_dir / device / mark.segment, mark)
+    except Unfollowable:
+        return False
+    return True
+
+
+def _check_mark(path: Path, mark: DeviceMark) -> None:
+    """The line under ``mark`` must still be the event it names (else the file was rewritten)."""
+    try:
+        with open(path, "rb") as handle:
+            line = os.pread(handle.fileno(), mark.end - mark.start, mark.start)
+    except FileNotFoundError:
+        raise Unfollowable(f"{path.parent.name}/{path.name} is gone") from None
+    try:
+        seq = decode_line(line).seq
+    except BadLine:
+        seq = -1
+    if seq != mark.seq:
+        raise Unfollowable(f"{path.parent.name}/{path.name} changed under the position")
+
+
+# -- how far a position is from the end of the log ---------------------------------
+
+
+def unread_bytes(events_dir: Path, position: Position) -> int | None:
+    """Bytes of log after ``position`` (None when the position does not fit the log)."""
+    if not devices.is_per_device(events_dir):
+        return _flat_unread(seg.list_segments(events_dir), position)
+    try:
+        cursor = decode(position)
+    except Unfollowable:
+        return None
+    total = 0
+    for device in devices.device_dirs(events_dir):
+        sizes = _sizes(events_dir / device)
+        mark = cursor.devices.get(device)
+        if mark is None:
+            total += sum(sizes.values())
+            continue
+        found = _flat_unread_sizes(sizes, Position(mark.segment, mark.end))
+        if found is None:
+            return None
+        total += found
+    return total
+
+
+def _sizes(folder: Path) -> dict[str, int]:
+    sizes = {}
+    for path in seg.list_segments(folder):
+        try:
+            sizes[path.name] = path.stat().st_size
+        except FileNotFoundError:
+            continue
+    return sizes
+
+
+def _flat_unread(paths: list[Path], position: Position) -> int | None:
+    if position.segment.startswith("{"):
+        return None
+    return _flat_unread_sizes({p.name: p.stat().st_size for p in paths}, position)
+
+
+def _flat_unread_sizes(sizes: dict[str, int], position: Position) -> int | None:
+    segment, offset = position
+    if segment and (segment not in sizes or sizes[segment] < offset):
+        return None
+    return sum(size - (offset if name == segment else 0) for name, size in sizes.items()
+               if name >= segment)  # fmt: skip

@@ -1,0 +1,60 @@
+"""What sync remembers between runs, beside its repository (``sync.git/memlog-sync.json``).
+
+Nothing here is needed for correctness: losing the file costs a re-read of
+the segments, a rebuild of the views, and reports of refused versions again.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+
+from memlog.files import atomic_write
+
+STATE_NAME = "memlog-sync.json"
+
+
+class Outcome(msgspec.Struct, kw_only=True):
+    """What one sync did."""
+
+    remote: str
+    device: str
+    #: flat segments moved into this device's directory (the first sync only)
+    migrated: int = 0
+    #: events of this device the remote did not have
+    sent: int = 0
+    #: events written here from the remote
+    received: int = 0
+    devices: int = 0
+    #: versions from the remote that were refused (quarantined, never applied)
+    refused: list[str] = msgspec.field(default_factory=list)
+    #: what stayed on this machine, and why
+    held: list[str] = msgspec.field(default_factory=list)
+    #: lock files a killed git had left, removed
+    swept: list[str] = msgspec.field(default_factory=list)
+    #: anything else worth knowing (a fast clock elsewhere)
+    notes: list[str] = msgspec.field(default_factory=list)
+    views: str = ""
+    finished: str = ""
+
+
+class SyncState(msgspec.Struct, kw_only=True):
+    #: segment path → [size, mtime_ns, inode, blob id] as last seen
+    cache: dict[str, list[int | str]] = msgspec.field(default_factory=dict)
+    #: blob ids of versions refused once (not reported again)
+    refused: list[str] = msgspec.field(default_factory=list)
+    #: the views' log position right after sync last rebuilt them
+    views_rebuilt_at: tuple[str, int] = ("", -1)
+    last: Outcome | None = None
+
+
+def load_state(git_dir: Path) -> SyncState:
+    try:
+        return msgspec.json.decode((git_dir / STATE_NAME).read_bytes(), type=SyncState)
+    except (OSError, msgspec.DecodeError):
+        return SyncState()
+
+
+def save_state(git_dir: Path, state: SyncState) -> None:
+    atomic_write(git_dir / STATE_NAME, msgspec.json.encode(state))

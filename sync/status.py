@@ -1,0 +1,70 @@
+"""``memlog sync --status``: what sync knows without asking the remote."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import msgspec
+
+from memlog.eventlog import devices
+from memlog.eventlog import segments as seg
+from memlog.sync.repo import GIT_DIR, REMOTE_REF, Git
+from memlog.sync.state import Outcome, load_state
+
+
+class DeviceStatus(msgspec.Struct):
+    device: str
+    segments: int
+    last_seq: int
+    this_home: bool
+
+
+class Status(msgspec.Struct, kw_only=True):
+    set_up: bool
+    remote: str = ""
+    device: str = ""
+    devices: list[DeviceStatus] = msgspec.field(default_factory=list)
+    #: events of this device the remote did not have when last seen
+    unsent: int = 0
+    #: versions from the remote refused so far (kept in the quarantine file)
+    refused: int = 0
+    last: Outcome | None = None
+
+
+def status(home: Path) -> Status:
+    events_dir = home / "events"
+    if not (home / GIT_DIR / "HEAD").is_file():
+        return Status(set_up=False)
+    own = devices.device_id(events_dir)
+    git = Git(home, own)
+    state = load_state(git.git_dir)
+    found = Status(set_up=True, remote=git.remote_url(), device=own, last=state.last)
+    found.refused = len(state.refused)
+    for name in devices.device_dirs(events_dir):
+        paths = seg.list_segments(events_dir / name)
+        found.devices.append(DeviceStatus(name, len(paths), _last_seq(paths), name == own))
+    found.unsent = _unsent(git, events_dir, own)
+    return found
+
+
+def _last_seq(paths: list[Path]) -> int:
+    for path in reversed(paths):
+        with open(path, "rb") as handle:
+            found = seg.last_seq(handle.fileno(), os.fstat(handle.fileno()).st_size)
+        if found is not None:
+            return found
+    return 0
+
+
+def _unsent(git: Git, events_dir: Path, own: str) -> int:
+    """Lines of this device's segments past what the remote held when last seen."""
+    remote = git.tree(git.ref(REMOTE_REF))
+    count = 0
+    for path in seg.list_segments(events_dir / own):
+        known = remote.get(f"{own}/{path.name}")
+        start = known.size if known is not None else 0
+        with open(path, "rb") as handle:
+            size = os.fstat(handle.fileno()).st_size
+            count += os.pread(handle.fileno(), max(0, size - start), start).count(b"\n")
+    return count

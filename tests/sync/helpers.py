@@ -1,0 +1,185 @@
+"""Homes on one machine syncing through a bare git repository on disk."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import msgspec
+from click.testing import CliRunner, Result
+
+from memlog.commands.cli import cli
+from memlog.eventlog.codec import encode_line
+from memlog.eventlog.log import EventLog
+from memlog.eventlog.secrets import REDACTED
+from memlog.files import atomic_write
+
+#: files that belong to one machine, not to the views (compared separately or not at all)
+MACHINE_LOCAL = {
+    ".sync.lock", ".markdown.lock", "memory.db", "memory.db-wal", "memory.db-shm",
+    "quarantine.jsonl", "errors.log", "hook-errors.log", ".last-injection.json",
+    "events/.device", "events/.lock", "events/.clock", ".sweep-started", "extraction.lock",
+}  # fmt: skip
+
+
+def bare_remote(where: Path) -> Path:
+    subprocess.run(["git", "init", "--quiet", "--bare", str(where)], check=True)
+    return where
+
+
+def memlog(
+    home: Path, *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+) -> Result:
+    """Run the real command line against ``home`` (in-process)."""
+    env = {"MEMLOG_HOME": str(home), **(env or {})}
+    here = Path.cwd()
+    try:
+        if cwd is not None:
+            os.chdir(cwd)
+        return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+    finally:
+        os.chdir(here)
+
+
+def memlog_ok(home: Path, *args: str) -> Result:
+    result = memlog(home, *args)
+    assert result.exit_code == 0, result.output
+    return result
+
+
+def observe(
+    home: Path, description: str, name: str = "", category: str = "patterns", *more: str
+) -> None:
+    memlog_ok(home, "observe", "--name", name or description[:30], "--description", description,
+              "--category", category, *more)  # fmt: skip
+
+
+def sqlite_dump(path: Path) -> str:
+    db = sqlite3.connect(path)
+    try:
+        return "\n".join(db.iterdump())
+    finally:
+        db.close()
+
+
+#: packed files beside memory.db: only those the database points at are the view (older
+#: ones wait out a grace period for readers that may still map them)
+POINTED = {"vectors": "SELECT file FROM vector_sets", "index": "SELECT file FROM packed_sets"}
+
+
+def views_of(home: Path) -> dict[str, bytes]:
+    """Every file of the home but the machine's own ones; memory.db as its dump; of the
+    packed files only those the database points at."""
+    found: dict[str, bytes] = {}
+    for path in sorted(home.rglob("*")):
+        rel = path.relative_to(home).as_posix()
+        skipped = ("sync.git/", *(f"{folder}/" for folder in POINTED))
+        if not path.is_file() or rel in MACHINE_LOCAL or rel.startswith(skipped):
+            continue
+        found[rel] = path.read_bytes()
+    found["memory.db (.dump)"] = sqlite_dump(home / "memory.db").encode()
+    db = sqlite3.connect(home / "memory.db")
+    for folder, query in POINTED.items():
+        for (name,) in db.execute(query):
+            found[f"{folder}/{name}"] = (home / folder / name).read_bytes()
+    db.close()
+    return found
+
+
+def assert_same_views(homes: list[Path]) -> None:
+    first = views_of(homes[0])
+    assert any(k.startswith("events/") for k in first)
+    for other in homes[1:]:
+        theirs = views_of(other)
+        assert sorted(first) == sorted(theirs), (homes[0], other)
+        for name in first:
+            assert first[name] == theirs[name], f"{name} differs between {homes[0]} and {other}"
+
+
+def redact_line(home: Path, device: str, needle: str) -> None:
+    """Rewrite, as a redaction does, every line of ``device`` holding ``needle``: same
+    sequence and id, the text replaced, a fresh checksum, the file replaced atomically."""
+    log = EventLog(home)
+    found = False
+    with log._locked():
+        for path in sorted((log.events_dir / device).glob("*.jsonl")):
+            lines = path.read_bytes().split(b"\n")[:-1]
+            rewritten = [_redacted(line, needle) for line in lines]
+            if rewritten != [line + b"\n" for line in lines]:
+                atomic_write(path, b"".join(rewritten))
+                found = True
+    assert found, f"{needle!r} not found in {device}"
+
+
+def _redacted(line: bytes, needle: str) -> bytes:
+    from memlog.eventlog.codec import decode_line
+
+    event = decode_line(line)
+    changes: dict[str, object] = {}
+    for field in event.__struct_fields__:
+        value = getattr(event, field)
+        if isinstance(value, str) and needle in value:
+            changes[field] = value.replace(needle, REDACTED)
+        elif isinstance(value, tuple) and any(isinstance(v, str) and needle in v for v in value):
+            changes[field] = tuple(v.replace(needle, REDACTED) for v in value)
+    if not changes:
+        return line + b"\n"
+    return encode_line(msgspec.structs.replace(event, redacted=tuple(sorted(changes)), **changes))
+
+
+def device_of(home: Path) -> str:
+    return (home / "events" / ".device").read_text().strip()
+
+
+def git(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["git", *args], capture_output=True, text=True, timeout=60)
+
+
+PYTHON = sys.executable
+
+
+def push_tampered(
+    remote: Path | str,
+    path: str,
+    transform: Callable[[bytes], bytes],
+    new: bool = False,
+    mode: str = "100644",
+) -> None:
+    """Commit onto the remote's branch a version of ``path`` passed through ``transform``
+    (what a damaged or hostile copy would push)."""
+    env = {**os.environ, "GIT_DIR": str(remote), "GIT_INDEX_FILE": f"{remote}/tamper-index",
+           "GIT_AUTHOR_NAME": "x", "GIT_AUTHOR_EMAIL": "x@x", "GIT_COMMITTER_NAME": "x",
+           "GIT_COMMITTER_EMAIL": "x@x"}  # fmt: skip
+
+    def run(*args: str, data: bytes | None = None) -> str:
+        done = subprocess.run(["git", *args], input=data, capture_output=True, env=env, check=True)
+        return done.stdout.decode().strip()
+
+    tip = run("rev-parse", "memlog")
+    blob = (
+        b""
+        if new
+        else subprocess.run(
+            ["git", "cat-file", "blob", f"{tip}:{path}"], capture_output=True, env=env, check=True
+        ).stdout
+    )
+    new = run("hash-object", "-w", "--stdin", data=transform(blob))
+    if mode == "160000":
+        new = tip  # a submodule entry: a commit where a file should be
+    run("read-tree", tip)
+    run("update-index", "--add", "--cacheinfo", f"{mode},{new},{path}")
+    commit = run("commit-tree", run("write-tree"), "-p", tip, "-m", "tampered")
+    run("update-ref", "refs/heads/memlog", commit)
+    os.unlink(f"{remote}/tamper-index")
+
+
+def remote_objects(remote: Path | str) -> bytes:
+    """Every object the remote holds, uncompressed, one after another."""
+    return subprocess.run(
+        ["git", "--git-dir", str(remote), "cat-file", "--batch-all-objects", "--batch"],
+        capture_output=True, check=True,
+    ).stdout  # fmt: skip
