@@ -28,14 +28,24 @@ def run(*args: str | Path, cwd: Path, env: dict[str, str] | None = None) -> str:
     return result.stdout
 
 
+def pip() -> list[str]:
+    """A pip to run: this environment's, else its base interpreter's (a venv made the way
+    the Quick start makes it, ``--without-pip``, has none of its own)."""
+    candidates = (sys.executable, getattr(sys, "_base_executable", ""), shutil.which("python3"))
+    for python in dict.fromkeys(c for c in candidates if c):
+        found = subprocess.run([python, "-m", "pip", "--version"], capture_output=True)
+        if found.returncode == 0:
+            return [python, "-m", "pip"]
+    raise AssertionError(f"no pip in {sys.executable} nor in the system's python3")
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A wheel built from a copy of the checkout (the build leaves no files in it)."""
     work = tmp_path_factory.mktemp("wheel")
     source = work / "source"
     shutil.copytree(ROOT, source, ignore=NOT_SOURCES)
-    run(sys.executable, "-m", "pip", "wheel", "--no-deps", "-q", "-w", work / "dist", source,
-        cwd=work)  # fmt: skip
+    run(*pip(), "wheel", "--no-deps", "-q", "-w", work / "dist", source, cwd=work)
     (built,) = (work / "dist").glob("claude_memlog-*.whl")  # the command is still memlog
     return built
 
@@ -50,8 +60,7 @@ def installed(wheel: Path, tmp_path: Path) -> tuple[Path, Path]:
     venv = tmp_path / "venv"
     run(sys.executable, "-m", "venv", "--without-pip", venv, cwd=tmp_path)
     python = venv / "bin" / "python"
-    run(sys.executable, "-m", "pip", "--python", python, "install", "-q", "--no-deps", wheel,
-        cwd=tmp_path)  # fmt: skip
+    run(*pip(), "--python", python, "install", "-q", "--no-deps", wheel, cwd=tmp_path)
     site = Path(run(python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])",
                     cwd=tmp_path).strip())  # fmt: skip
     paths = dict.fromkeys(sysconfig.get_paths()[k] for k in ("purelib", "platlib"))
