@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from memlog.errors import MemlogError
-from memlog.eventlog.segments import list_segments
+from memlog.eventlog.log import EventLog
 from memlog.projections.sqlite_view.store import DB_NAME
 from memlog.retrieval.request import Injection, Request
 from memlog.retrieval.semantic import SemanticRun
@@ -44,4 +44,4 @@ def never_written(home: Path) -> bool:
     """No log and no view yet: an empty memory, not a failure to report."""
     if (home / DB_NAME).exists():
         return False
-    return not any(path.stat().st_size for path in list_segments(home / "events"))
+    return not any(path.stat().st_size for path in EventLog(home).segments())

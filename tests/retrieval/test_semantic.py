@@ -19,6 +19,7 @@ import pytest
 
 from memlog.config import Config, load_config
 from memlog.embeddings.hashing import HashingProvider
+from memlog.eventlog.devices import is_per_device, to_devices
 from memlog.eventlog.events import Recalled, Retired, content_hash
 from memlog.eventlog.log import EventLog
 from memlog.projections.runner import catch_up
@@ -72,6 +73,20 @@ def test_ac2_entry_from_another_project_is_retrieved(memlog_home: Path, tmp_path
     written = json.loads((memlog_home / recording.LAST_INJECTION).read_text())
     assert written["project"] == "project-b"
     assert "Pattern: Parser error handling" in written["entry_names"]
+
+
+def test_a_log_kept_per_device_without_its_view_is_rebuilt_not_taken_for_empty(
+    memlog_home: Path, tmp_path: Path
+) -> None:
+    seed(memlog_home, entry("Parser error handling", PARSER, "patterns", project="project-a"))
+    events_dir = EventLog(memlog_home).events_dir
+    assert to_devices(events_dir) and is_per_device(events_dir)
+    for path in memlog_home.glob("memory.db*"):
+        path.unlink()
+    root = project(tmp_path, "project-b", spec="We are building a file parser with error handling.")
+    result = build(make_request(memlog_home, root, HASHING_D3, limit=3))
+    assert result.mode == "semantic" and result.notes == []
+    assert [c.name for c in result.chosen] == ["Parser error handling"]
 
 
 @pytest.mark.ac("024:3")
