@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import os
 import re
+from collections import deque
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import msgspec
 
+from memlog.eventlog import devices
 from memlog.eventlog.codec import BadLine, decode_line
 from memlog.eventlog.events import Event, content_hash
 from memlog.eventlog.log import EventLog
@@ -111,6 +113,9 @@ def unfinished_batch(log: EventLog) -> int:
 def about(log: EventLog, entry_id: str, description: str = "") -> Iterator[Event]:
     """Every event about the entry ``entry_id``, in log order.  Its ``description``, when
     known, lets observations of other entries be passed over without decoding them."""
+    if devices.is_per_device(log.events_dir):  # the merged order is the reader's to make
+        yield from (r.event for r in log.read() if entry_id in r.event.entry_ids)
+        return
     held = unfinished_batch(log)
     words = _words(description)
     for path in log.segments():
@@ -123,7 +128,10 @@ def latest(
     log: EventLog, limit: int, tags: Iterable[str] = (), up_to: int | None = None
 ) -> list[Event]:
     """The newest ``limit`` events of the given type tags (any without), up to sequence
-    ``up_to`` when given; newest first."""
+    ``up_to`` when given (kept per device: up to that rank in the merged order, the
+    number ``memlog log`` shows); newest first."""
+    if devices.is_per_device(log.events_dir):
+        return _latest_merged(log, limit, set(tags), up_to)
     held = unfinished_batch(log)
     needles = [f'"type":"{tag}"'.encode() for tag in tags]
     found: list[Event] = []
@@ -136,6 +144,16 @@ def latest(
             if len(found) >= limit:
                 return found
     return found
+
+
+def _latest_merged(log: EventLog, limit: int, tags: set[str], up_to: int | None) -> list[Event]:
+    kept: deque[Event] = deque(maxlen=limit)
+    for record in log.read():
+        if up_to is not None and record.ordinal > up_to:
+            break
+        if not tags or record.event.__struct_config__.tag in tags:
+            kept.append(record.event)
+    return list(reversed(kept))
 
 
 def _not_after(line: bytes, up_to: int | None) -> bool:

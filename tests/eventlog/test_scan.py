@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from memlog.eventlog import scan
+from memlog.eventlog import devices, scan
 from memlog.eventlog.codec import encode_line
 from memlog.eventlog.events import (
     Event,
@@ -116,3 +116,39 @@ def test_a_damaged_line_is_skipped(log: EventLog) -> None:
     segment.write_bytes(b"\n".join(lines))
     found = list(scan.about(log, IDS[3]))
     assert found == [e for e in everything(log) if IDS[3] in e.entry_ids]
+
+
+@pytest.fixture
+def two_devices(built: Path, tmp_path: Path) -> EventLog:
+    """The built log moved into its device's directory, beside another device's log."""
+    mine, theirs = tmp_path / "home", tmp_path / "other"
+    shutil.copytree(built, mine)
+    other = EventLog(theirs, segment_bytes=4096)
+    rng = random.Random(11)
+    for _ in range(15):
+        other.append(random_events(rng, rng.randrange(1, 4)))
+    for home in (mine, theirs):
+        devices.to_devices(home / "events")
+    (device,) = devices.device_dirs(theirs / "events")
+    shutil.copytree(theirs / "events" / device, mine / "events" / device)
+    return EventLog(mine, segment_bytes=4096)
+
+
+def test_a_log_kept_per_device_is_scanned_in_the_merged_order(two_devices: EventLog) -> None:
+    log = two_devices
+    records = list(log.read())
+    assert len(devices.device_dirs(log.events_dir)) == 2
+    assert len({r.event.seq for r in records}) < len(records)  # each device counts from 1
+    for entry_id in IDS:
+        assert list(scan.about(log, entry_id)) == [
+            r.event for r in records if entry_id in r.event.entry_ids
+        ]
+    for up_to in (None, 5, 60):
+        for tags in ((), ("entry.retired",)):
+            wanted = [
+                r.event
+                for r in records
+                if (not tags or r.event.__struct_config__.tag in tags)
+                and (up_to is None or r.ordinal <= up_to)
+            ]
+            assert scan.latest(log, 7, tags, up_to) == list(reversed(wanted))[:7]
