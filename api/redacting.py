@@ -18,6 +18,7 @@ from memlog.eventlog.expunge import Target, check_target, expunge
 from memlog.projections.runner import rebuild
 from memlog.projections.scrub import scrub_home, truncate_wal
 from memlog.projections.sqlite_view import queries
+from memlog.sync.repo import GIT_DIR
 from memlog.workspace import Workspace
 
 
@@ -52,4 +53,9 @@ def redact(ws: Workspace, prefix: str | None, match: str | None, reason: str) ->
         )
     files += [f for f in scrub_home(ws.home, done.removed) if f not in files]  # new backups
     notes += settle(ws, done.event.ids)
+    if (ws.home / GIT_DIR).is_dir():
+        notes.append(
+            f"the old text stays in the history of {GIT_DIR} and of its remote: memlog sync "
+            "carries the rewritten segments, rewriting git history is yours to do"
+        )
     return Redaction(done.event, done.events, done.scrubbed, files, notes)

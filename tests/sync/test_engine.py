@@ -232,7 +232,8 @@ def test_memlog_redact_on_any_machine_reaches_every_home(tmp_path: Path, where: 
     homes, remote = start(tmp_path, 2)
     sync_all(homes, (0, 1))
     assert LEAK in str(entry(homes[1], PIN)["reasoning"])  # it travelled before it was found
-    memlog_ok(homes[where], "redact", "--match", LEAK, "--reason", "a password")
+    said = memlog_ok(homes[where], "redact", "--match", LEAK, "--reason", "a password").output
+    assert "the old text stays in the history of sync.git" in said
     assert "[REDACTED]" in str(entry(homes[where], PIN)["reasoning"])
     sync_all(homes, (where, 1 - where))
     check_converged(homes, remote)
