@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
+import itertools
 import json
 import os
 import random
@@ -215,10 +216,21 @@ def cpu_seconds() -> float:
     return usage.ru_utime + usage.ru_stime
 
 
+_RUNS = itertools.count()
+
+
+def fresh_session(stdin: bytes) -> bytes:
+    """The payload under a session id of its own: the hook injects (and records) once per
+    session start, so a second run for the same one would measure an injection refused."""
+    unique = f'"session_id": "bench-{next(_RUNS)}-'.encode()
+    return stdin.replace(b'"session_id": "bench-', unique, 1)
+
+
 def run_once(
     argv: Sequence[str], stdin: bytes, cwd: Path, env: dict[str, str]
 ) -> tuple[float, float]:
     """Wall and CPU (user + system) milliseconds of one run."""
+    stdin = fresh_session(stdin)
     cpu = cpu_seconds()
     started = time.perf_counter()
     done = subprocess.run(argv, input=stdin, capture_output=True, cwd=cwd, env=env, check=False)
@@ -229,8 +241,9 @@ def run_once(
 
 
 def check_hook_output(home: Path, root: Path) -> dict[str, object]:
-    done = subprocess.run(HOOK, input=payload(root, 0), capture_output=True, cwd=root,
-                          env=hook_env(home), check=True)  # fmt: skip
+    stdin = fresh_session(payload(root, 0))
+    done = subprocess.run(HOOK, input=stdin, capture_output=True, cwd=root, env=hook_env(home),
+                          check=True)  # fmt: skip
     context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
     if not context:
         raise SystemExit(f"the hook injected nothing; see {home / 'hook-errors.log'}")
@@ -263,8 +276,8 @@ def peak_rss_mb(argv: Sequence[str], stdin: bytes, cwd: Path, env: dict[str, str
         "subprocess.run(sys.argv[1:], input=sys.stdin.buffer.read(), capture_output=True)\n"
         "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss)\n"
     )
-    done = subprocess.run([sys.executable, "-c", probe, *argv], input=stdin, cwd=cwd, env=env,
-                          capture_output=True, check=True)  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", probe, *argv], input=fresh_session(stdin),
+                          cwd=cwd, env=env, capture_output=True, check=True)  # fmt: skip
     return int(done.stdout) / 1024
 
 
@@ -304,8 +317,8 @@ def import_breakdown(root: Path, env: dict[str, str], runs: int) -> dict[str, fl
     groups: dict[str, list[float]] = {}
     for n in range(runs):
         done = subprocess.run([sys.executable, "-X", "importtime", *HOOK[1:]],
-                              input=payload(root, 100 + n), capture_output=True, cwd=root, env=env,
-                              check=True)  # fmt: skip
+                              input=fresh_session(payload(root, 100 + n)), capture_output=True,
+                              cwd=root, env=env, check=True)  # fmt: skip
         totals: dict[str, float] = {}
         for line in done.stderr.decode().splitlines():
             parts = line.split("|")
@@ -331,7 +344,9 @@ def main() -> None:
     parser.add_argument("--work", type=Path, help="working directory (default: a temporary one)")
     args = parser.parse_args()
 
-    with tempfile.TemporaryDirectory(prefix="memlog-bench-hook-") as scratch:
+    with tempfile.TemporaryDirectory(
+        prefix="memlog-bench-hook-", ignore_cleanup_errors=True
+    ) as scratch:
         work = args.work or Path(scratch)
         work.mkdir(parents=True, exist_ok=True)
         home = work / "home"
