@@ -26,6 +26,10 @@ from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
 from memlog.commands.cli import cli
+from memlog.eventlog.events import Observed
+from memlog.eventlog.log import EventLog
+from memlog.tests.capture.extraction.helpers import extraction, item, write_transcript
+from memlog.tests.messages_api import MessagesAPI
 
 #: (what it is, the text as a user would paste it, its distinctive part)
 CORPUS: list[tuple[str, str, str]] = [
@@ -168,6 +172,37 @@ def test_a_retrospective_for_promote(memlog_home: Path, project: Path) -> None:
     assert result.stderr.count("secrets replaced by [REDACTED]") == len(CORPUS)
     assert (memlog_home / "heuristics.md").exists()  # the global store was written too
     for _, _, distinctive in CORPUS:
+        assert_nowhere(memlog_home, distinctive)
+
+
+def test_extraction_of_a_session(
+    memlog_home: Path, project: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A session whose transcript holds every secret, extracted through the Messages API
+    (a loopback peer) by a model that repeats them in its answer: none is sent, none kept."""
+    subprocess.run(["git", "init", "-q", "-b", "feature/billing", str(project)], check=True)
+    claude = tmp_path / "claude"
+    folder = claude / "projects" / "".join(c if c.isalnum() else "-" for c in str(project))
+    folder.mkdir(parents=True)
+    pairs = [(f"Why did deploy {i} fail with {secret}?", f"{description(i, secret)} "
+              f"{reasoning(secret)} " * 2) for i, (_, secret, _) in enumerate(CORPUS)]  # fmt: skip
+    write_transcript(folder / "sess-1.jsonl", project, "feature/billing", pairs)
+    said = [item(f"{description(i, secret)} Keep it in the vault.") for i, (_, secret, _)
+            in enumerate(CORPUS)]  # fmt: skip
+    with MessagesAPI(structured=extraction(*said)) as api:
+        for name, value in {"MEMLOG_EXTRACTION_PROVIDER": "anthropic",
+                            "ANTHROPIC_API_KEY": "test-key", "ANTHROPIC_BASE_URL": api.url,
+                            "CLAUDE_CONFIG_DIR": str(claude)}.items():  # fmt: skip
+            monkeypatch.setenv(name, value)
+        result = invoke("memorize", "--session", "sess-1")
+    assert "sess-1  extracted:" in result.output and api.messages
+    assert "[REDACTED]" in json.dumps(api.messages)  # the transcript went, cleaned
+    sent = json.dumps(api.messages)
+    stored = [e for e in EventLog(memlog_home).read() if isinstance(e.event, Observed)]
+    assert len(stored) >= len(CORPUS) // 2  # the model's answer was kept, cleaned
+    assert any("[REDACTED]" in r.event.description for r in stored)
+    for _, _, distinctive in CORPUS:
+        assert distinctive not in sent and json.dumps(distinctive)[1:-1] not in sent
         assert_nowhere(memlog_home, distinctive)
 
 
