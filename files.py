@@ -6,7 +6,8 @@ import contextlib
 import errno
 import fcntl
 import os
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 
@@ -46,6 +47,28 @@ def atomic_write(path: Path, data: bytes) -> None:
     write_synced(tmp, data)
     os.replace(tmp, path)
     fsync_dir(path.parent)
+
+
+@contextlib.contextmanager
+def locked_within(
+    path: Path, wait: float, busy: Callable[[], Exception], poll: float = 0.1
+) -> Iterator[int]:
+    """Hold an exclusive ``flock`` on ``path`` (created 0600), waiting up to ``wait``
+    seconds for another holder; raise ``busy()`` when it keeps it.  Yields the descriptor."""
+    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        give_up = time.monotonic() + wait
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() >= give_up:
+                    raise busy() from None
+                time.sleep(poll)
+        yield fd
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager

@@ -19,9 +19,7 @@ at exists, and the next sync starts from what is on disk.
 
 from __future__ import annotations
 
-import fcntl
 import os
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,7 +30,7 @@ from memlog.eventlog import clock, devices
 from memlog.eventlog import segments as seg
 from memlog.eventlog.ids import utc_now
 from memlog.eventlog.log import EventLog
-from memlog.files import atomic_write
+from memlog.files import atomic_write, locked_within
 from memlog.home import ensure_dir
 from memlog.sync import local, views
 from memlog.sync.merge import Merged, merge
@@ -57,20 +55,9 @@ PUSH_ATTEMPTS = 5
 def sync_lock(home: Path, wait: float = LOCK_WAIT) -> Iterator[int]:
     """The sync lock (its descriptor is inherited by every git a sync starts)."""
     ensure_dir(home)
-    fd = os.open(home / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        deadline = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    raise SyncError("another sync is still running; try again later") from None
-                time.sleep(0.1)
+    busy = SyncError("another sync is still running; try again later")
+    with locked_within(home / LOCK_NAME, wait, lambda: busy) as fd:
         yield fd
-    finally:
-        os.close(fd)
 
 
 def sync(home: Path, space: Space, remote: str | None = None, init: bool = False) -> Outcome:

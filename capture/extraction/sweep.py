@@ -16,7 +16,6 @@ been idle for ``IDLE_SECONDS``.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -29,6 +28,7 @@ from memlog.capture.extraction import session as extraction
 from memlog.capture.extraction.evolve import Similar
 from memlog.capture.extraction.session import Budget, Deferred, Outcome, Run, Stopped
 from memlog.eventlog.events import SessionPending
+from memlog.files import locked_within
 from memlog.home import ensure_dir
 from memlog.llm.base import Chain
 from memlog.projections.fold import Entry, Session
@@ -54,20 +54,8 @@ class Busy(Deferred):
 def locked(home: Path, wait: float = 0.0) -> Iterator[None]:
     """Hold ``extraction.lock`` (waiting up to ``wait`` seconds); ``Busy`` when taken."""
     ensure_dir(home)
-    fd = os.open(home / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
-    try:
-        give_up = time.monotonic() + wait
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() >= give_up:
-                    raise Busy("another extraction is running") from None
-                time.sleep(0.2)
+    with locked_within(home / LOCK_NAME, wait, lambda: Busy("another extraction is running"), 0.2):
         yield
-    finally:
-        os.close(fd)
 
 
 def today() -> str:
