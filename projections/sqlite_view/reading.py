@@ -134,7 +134,9 @@ class Snapshot:
             categories=list(columns[2]),
             observation_count=np.asarray(columns[3], dtype=np.float64),
             confidence=list(columns[4]),
-            updated_at=[recency_time(u, o) for u, o in zip(columns[5], columns[8], strict=True)],
+            updated_at=[
+                recency_time(u, o) if o else u for u, o in zip(columns[5], columns[8], strict=True)
+            ],
             recall_count=np.asarray(columns[6], dtype=np.float64),
             rowids=list(columns[7]),
         )

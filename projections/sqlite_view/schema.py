@@ -170,11 +170,23 @@ def m004_branch_memory(db: sqlite3.Connection) -> None:
     )
 
 
+def m005_rank_index_recency(db: sqlite3.Connection) -> None:
+    """The ranking index also covers what recency reads (an imported entry's sources and
+    ``Last observed``): those columns lie past the inline embedding, so without them every
+    candidate's whole row, overflow pages and all, was read on every start."""
+    db.execute("DROP INDEX entries_rank")
+    db.execute(
+        "CREATE INDEX entries_rank ON entries(status, category, id, name, observation_count, "
+        "confidence, updated_at, recall_count, sources, last_observed)"
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_initial", m001_initial),
     ("m002_rank_index", m002_rank_index),
     ("m003_lexicon_and_neighbours", m003_lexicon_and_neighbours),
     ("m004_branch_memory", m004_branch_memory),
+    ("m005_rank_index_recency", m005_rank_index_recency),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

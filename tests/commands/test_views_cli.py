@@ -19,7 +19,7 @@ from memlog.commands.cli import cli
 from memlog.eventlog.events import Observed, Promoted, Recalled
 from memlog.eventlog.log import EventLog
 from memlog.projections.runner import catch_up, db_path, rebuild
-from memlog.projections.sqlite_view import schema, store
+from memlog.projections.sqlite_view import reading, schema, store
 
 
 def invoke(*args: str, input: str | None = None) -> Result:
@@ -281,9 +281,10 @@ def test_an_old_database_migrates_to_the_current_schema(tmp_path: Path) -> None:
         name for name, _ in schema.MIGRATIONS
     ]
     assert migrated.execute("SELECT count(*) FROM entries").fetchone() == (1,)
-    plan = migrated.execute(
+    plan = migrated.execute(  # the hook's candidates query, as ``Snapshot.candidates`` asks it
         "EXPLAIN QUERY PLAN SELECT id, name, category, observation_count, confidence, "
-        "updated_at, recall_count FROM entries WHERE status = 'live' AND category IN (?, ?)",
+        f"updated_at, recall_count, rowid, {reading._IMPORTED_OBSERVED} FROM entries "
+        "WHERE status = 'live' AND category IN (?, ?) ORDER BY id",
         ("patterns", "heuristics"),
     ).fetchall()
     assert "COVERING INDEX entries_rank" in " ".join(str(r) for r in plan)
