@@ -27,18 +27,26 @@ class Bound(NamedTuple):
         return str(self.seq) if self.seq is not None else self.ts or ""
 
 
+def utc_moment(value: str | None) -> datetime | None:
+    """The UTC moment of an ISO 8601 time (a naive one is UTC), else None."""
+    if not value:
+        return None
+    try:
+        moment = datetime.fromisoformat(value.strip())
+    except ValueError:
+        return None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+
+
 def parse_bound(value: str) -> Bound:
     """``123`` is a sequence number; anything else must be an ISO 8601 time (UTC if naive)."""
     text = value.strip()
     if text.isdigit():
         return Bound(int(text), None)
-    try:
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise InvalidInput(f"{value!r} is neither a sequence number nor an ISO time") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=UTC)
-    return Bound(None, moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
+    moment = utc_moment(text)
+    if moment is None:
+        raise InvalidInput(f"{value!r} is neither a sequence number nor an ISO time")
+    return Bound(None, moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
 
 
 def within(seq: int, ts: str, since: Bound | None, until: Bound | None) -> bool:

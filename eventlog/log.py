@@ -250,13 +250,15 @@ class EventLog:
         """A segment's name in reports and positions (``<device>/<file>`` per device)."""
         return devices.relative_name(self.events_dir, path)
 
-    def seq_at(self, position: Position) -> int | None:
-        """The sequence of the good line that ends exactly at ``position`` (None if none).
+    def ends_at(self, position: Position, ordinal: int) -> bool:
+        """Whether event ``ordinal`` still ends at ``position`` (not so after a rewrite)."""
+        if not position.offset:
+            return True
+        if devices.is_per_device(self.events_dir):
+            from memlog.eventlog.merged import marks_hold  # it imports this module
 
-        A view checks its stored position with it: after a log was rewritten
-        (a repair, a redaction) the same offset may fall inside another line.
-        """
-        return seg.seq_ending_at(self.events_dir / position.segment, position.offset)
+            return marks_hold(self.events_dir, position)
+        return seg.seq_ending_at(self.events_dir / position.segment, position.offset) == ordinal
 
     def read(
         self,

@@ -25,7 +25,7 @@ from memlog.eventlog.bounds import Bound, within
 from memlog.eventlog.events import Redacted
 from memlog.eventlog.ids import utc_now
 from memlog.eventlog.log import START, DamageHandler, EventLog, Position, Record
-from memlog.eventlog.merged import Unfollowable, marks_hold, unread_bytes
+from memlog.eventlog.merged import Unfollowable, unread_bytes
 from memlog.projections import markdown_sync
 from memlog.projections.fold import State, apply
 from memlog.projections.markdown_view import render
@@ -128,18 +128,7 @@ def _current_seq(home: Path, space: Space) -> int | None:
 
 
 def _still_there(home: Path, stored: store.Stored) -> bool:
-    return _still_there_in(EventLog(home), stored)
-
-
-def _still_there_in(log: EventLog, stored: store.Stored) -> bool:
-    """Whether the event the view stopped at still ends where the view says (after a
-    repair or a redaction rewrote lines, the same offset may fall inside another line)."""
-    position = stored.position
-    if not position.offset:
-        return True
-    if position.segment.startswith("{"):  # a log kept per device: every device's last line
-        return marks_hold(log.events_dir, position)
-    return log.seq_at(position) == stored.seq
+    return EventLog(home).ends_at(stored.position, stored.seq)
 
 
 def _markdown_current(folder: Path) -> bool:
@@ -198,7 +187,7 @@ def _records_after(
         raise _NeedsRebuild  # the segment is gone or shorter: the log was rewritten
     if not segment and stored.seq:
         raise _NeedsRebuild
-    if not _still_there_in(log, stored):
+    if not log.ends_at(stored.position, stored.seq):
         raise _NeedsRebuild  # the log was rewritten: the offset is no longer that event's end
     try:
         records = list(log.read(stored.position, on_damage))

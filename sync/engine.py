@@ -55,8 +55,8 @@ PUSH_ATTEMPTS = 5
 def sync_lock(home: Path, wait: float = LOCK_WAIT) -> Iterator[int]:
     """The sync lock (its descriptor is inherited by every git a sync starts)."""
     ensure_dir(home)
-    busy = SyncError("another sync is still running; try again later")
-    with locked_within(home / LOCK_NAME, wait, lambda: busy) as fd:
+    busy = "another sync is still running; try again later"
+    with locked_within(home / LOCK_NAME, wait, lambda: SyncError(busy)) as fd:
         yield fd
 
 

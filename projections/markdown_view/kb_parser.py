@@ -27,7 +27,6 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path, PurePath
 
 import msgspec
@@ -42,7 +41,6 @@ __all__ = [
     "ParseResult",
     "ParsedEntry",
     "content_hash",
-    "observed_moment",
     "parse_file",
     "parse_text",
 ]
@@ -140,17 +138,6 @@ class _FileContext:
 
     def warn(self, line: int, message: str) -> None:
         self.warnings.append(f"{self.path}:{line}: {message}")
-
-
-def observed_moment(value: str | None) -> datetime | None:
-    """The UTC moment of an ISO ``Last observed`` value (a naive one is UTC), else None."""
-    if not value:
-        return None
-    try:
-        moment = datetime.fromisoformat(value.strip())
-    except ValueError:
-        return None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def parse_file(path: str | os.PathLike[str]) -> ParseResult:

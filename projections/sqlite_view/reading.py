@@ -21,8 +21,8 @@ import numpy as np
 import numpy.typing as npt
 
 from memlog.errors import ViewError
+from memlog.eventlog.bounds import utc_moment
 from memlog.projections.fold import Entry
-from memlog.projections.markdown_view.kb_parser import observed_moment
 from memlog.projections.sqlite_view import lexicon, neighbours, store
 from memlog.projections.sqlite_view.vectors import (
     ID_WIDTH,
@@ -71,7 +71,7 @@ _IMPORTED_OBSERVED = (
 def recency_time(updated_at: str, last_observed: str) -> str:
     """The time recency counts from: an imported entry's ``Last observed`` (an ISO date or
     time, as UTC), else ``updated_at`` (the import itself would make every lesson new)."""
-    moment = observed_moment(last_observed)
+    moment = utc_moment(last_observed)
     return moment.replace(tzinfo=None).isoformat() if moment is not None else updated_at
 
 
