@@ -14,8 +14,9 @@ from memlog.eventlog.log import DamageHandler, EventLog
 from memlog.eventlog.verify import Report, repair_log, verify_log
 from memlog.projections.audit import Audit, audit
 from memlog.projections.fold import Entry
+from memlog.projections.freshness import db_path
 from memlog.projections.markdown_view.writer import markdown_digest
-from memlog.projections.runner import CatchUp, Rebuilt, db_path, rebuild
+from memlog.projections.runner import CatchUp, Rebuilt, rebuild
 from memlog.projections.scrub import truncate_wal
 from memlog.projections.sqlite_view import queries
 from memlog.projections.sqlite_view.digest import sqlite_digest

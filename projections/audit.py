@@ -8,8 +8,9 @@ from pathlib import Path
 import msgspec
 
 from memlog.eventlog.bounds import Bound
+from memlog.projections.freshness import db_path
 from memlog.projections.markdown_view.writer import markdown_files
-from memlog.projections.runner import catch_up, db_path, rebuild
+from memlog.projections.runner import catch_up, rebuild
 from memlog.projections.sqlite_view.digest import entry_digests, sqlite_digest
 from memlog.vocabulary import Space
 

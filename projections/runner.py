@@ -24,20 +24,19 @@ from memlog.eventlog import rewrite, snapshot
 from memlog.eventlog.bounds import Bound, within
 from memlog.eventlog.events import Redacted
 from memlog.eventlog.ids import utc_now
-from memlog.eventlog.log import START, DamageHandler, EventLog, Position, Record
+from memlog.eventlog.log import START, DamageHandler, EventLog, Record
 from memlog.eventlog.merged import Unfollowable, unread_bytes
 from memlog.projections import markdown_sync
 from memlog.projections.fold import State, apply
+from memlog.projections.freshness import current_seq, db_path, stored_seq
 from memlog.projections.markdown_view import render
 from memlog.projections.markdown_view.writer import load_state, remove_unplanned
 from memlog.projections.sqlite_view import index_files, indexes, ledger, packed, store, vectors
-from memlog.projections.sqlite_view.schema import SCHEMA_VERSION
 from memlog.projections.sqlite_view.vectors import VECTOR_DIR, write_packed
 from memlog.spawn import spawn_memlog
 from memlog.vocabulary import DEFAULT_SPACE, Space
 
 _CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
-_SPACE_KEYS = ("embedding_provider", "embedding_model", "embedding_dimensions")
 Progress = Callable[[int], None]
 
 
@@ -66,10 +65,6 @@ def is_corrupt(exc: sqlite3.Error) -> bool:
     return "malformed" in str(exc) or "not a database" in str(exc)
 
 
-def db_path(folder: Path) -> Path:
-    return folder / store.DB_NAME
-
-
 # -- catch-up -----------------------------------------------------------------
 
 
@@ -91,8 +86,8 @@ def catch_up(
     if not log.segments() and not db_path(home).exists():
         return CatchUp(0, False, 0, [])
     if snapshot.is_snapshot(home):
-        return CatchUp(0, False, _stored_seq(home), [])
-    current = _current_seq(home, space)
+        return CatchUp(0, False, stored_seq(home), [])
+    current = current_seq(home, space)
     if current is not None:
         return CatchUp(0, False, current, [])
     _remove_stale_asides(home)
@@ -105,58 +100,6 @@ def catch_up(
             raise ViewError(f"cannot update {db_path(home)}: {exc}") from None
     done = rebuild(home, space)
     return CatchUp(done.applied, True, done.seq, done.notes)
-
-
-def _current_seq(home: Path, space: Space) -> int | None:
-    """The views' sequence when they already reflect the whole log in ``space``, else None.
-
-    A read-only check: an up-to-date view is never opened for writing, so
-    reading commands also work on a read-only home.
-    """
-    if not db_path(home).exists() or lag_bytes(home) != 0:
-        return None
-    try:
-        with store.opened(db_path(home), readonly=True) as db:
-            stored_space = tuple(store.get_meta(db, k) for k in _SPACE_KEYS)
-            version = store.get_meta(db, "schema_version")
-            stored = store.get_position(db)
-    except sqlite3.DatabaseError:
-        return None
-    in_space = stored_space == (space.provider, space.model, str(space.dimensions))
-    current = in_space and version == str(SCHEMA_VERSION) and _markdown_current(home)
-    return stored.seq if current and _still_there(home, stored) else None
-
-
-def _still_there(home: Path, stored: store.Stored) -> bool:
-    return EventLog(home).ends_at(stored.position, stored.seq)
-
-
-def _markdown_current(folder: Path) -> bool:
-    state = load_state(folder)
-    return unread_bytes(folder / "events", Position(state.segment, state.offset)) == 0
-
-
-def lag_bytes(home: Path) -> int:
-    """How many bytes of log the SQLite view has not applied yet (all of it without a view)."""
-    events_dir = EventLog(home).events_dir
-    total = unread_bytes(events_dir, START) or 0
-    if not db_path(home).exists():
-        return total
-    try:
-        with store.opened(db_path(home), readonly=True) as db:
-            stored = store.get_position(db)
-    except sqlite3.DatabaseError:
-        return 0  # unreadable: catch_up rebuilds it, whatever the size
-    found = unread_bytes(events_dir, stored.position)
-    return total if found is None else found
-
-
-def _stored_seq(home: Path) -> int:
-    try:
-        with store.opened(db_path(home), readonly=True) as db:
-            return store.get_position(db).seq
-    except sqlite3.DatabaseError:
-        return 0
 
 
 def _incremental(

@@ -19,6 +19,7 @@ and a query (when it is scored) into terms, so both sides always agree:
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections import Counter
 from collections.abc import Iterable
@@ -76,3 +77,8 @@ def term_counts(fields: Iterable[str]) -> Counter[str]:
         if text:
             counts.update(terms(text))
     return counts
+
+
+def term_hash(term: str) -> int:
+    """A term's key in the packed lexical index: blake2b-64, little-endian."""
+    return int.from_bytes(hashlib.blake2b(term.encode(), digest_size=8).digest(), "little")

@@ -29,27 +29,13 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from memlog.config import Config
+from memlog.retrieval.plain import Weights as FusionWeights
+from memlog.retrieval.plain import spread, weights_of
+
+__all__ = ["Fused", "FusionWeights", "fuse", "neighbour_means", "weights_of", "zscores"]
 
 Floats = npt.NDArray[np.float64]
 Positions = npt.NDArray[np.int64]
-
-
-class FusionWeights(NamedTuple):
-    lexical: float
-    vector: float
-    prominence: float
-    neighbours: float
-
-
-def weights_of(config: Config) -> FusionWeights:
-    """The fused recipe's weights in a configuration."""
-    return FusionWeights(
-        config.memory_fusion_lexical_weight,
-        config.memory_fusion_vector_weight,
-        config.memory_fusion_prominence_weight,
-        config.memory_neighbour_weight,
-    )
 
 
 class Fused(NamedTuple):
@@ -71,10 +57,10 @@ def zscores(raw: Floats | None, size: int) -> Floats:
     """``(raw − mean) / std``; zeros when the signal is missing or constant."""
     if raw is None or raw.size == 0:
         return np.zeros(size, dtype=np.float64)
-    spread = float(raw.std())
-    if spread <= 1e-12:
+    mean, deviation = spread(raw.tolist())  # correctly rounded, as ``plain`` has them
+    if deviation <= 1e-12:
         return np.zeros(size, dtype=np.float64)
-    return (raw - float(raw.mean())) / spread
+    return (raw - mean) / deviation
 
 
 def neighbour_means(scores: Floats, neighbours: Positions | None) -> Floats:
@@ -85,7 +71,10 @@ def neighbour_means(scores: Floats, neighbours: Positions | None) -> Floats:
     present = neighbours >= 0
     taken = np.where(present, scores[np.maximum(neighbours, 0)], 0.0)
     counts = present.sum(axis=1)
-    means = np.where(counts > 0, taken.sum(axis=1) / np.maximum(counts, 1), 0.0)
+    total = taken[:, 0].copy()
+    for slot in range(1, taken.shape[1]):  # slot by slot, the order ``plain`` adds in
+        total += taken[:, slot]
+    means = np.where(counts > 0, total / np.maximum(counts, 1), 0.0)
     return np.maximum(means, 0.0)
 
 

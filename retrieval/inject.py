@@ -1,6 +1,7 @@
 """Choosing the memories to inject: the semantic pipeline, or the markdown one.
 
-With ``memory_semantic_enabled: false`` the #023 markdown pipeline runs and
+The semantic pipeline ranks without numpy when it can (``light``), else
+with it (``semantic``).  With ``memory_semantic_enabled: false`` the #023 markdown pipeline runs and
 no SQLite is opened; when the view cannot be read the markdown pipeline
 answers instead and says why in a note.  An empty home is not a failure.
 """
@@ -12,8 +13,8 @@ from pathlib import Path
 from memlog.errors import MemlogError
 from memlog.eventlog.log import EventLog
 from memlog.projections.sqlite_view.store import DB_NAME
+from memlog.retrieval import light
 from memlog.retrieval.request import Injection, Request
-from memlog.retrieval.semantic import SemanticRun
 
 
 def build(request: Request) -> Injection:
@@ -22,7 +23,7 @@ def build(request: Request) -> Injection:
     if not semantic or never_written(request.home):
         return markdown_injection(request)
     try:
-        return SemanticRun(request).execute()
+        return light.run(request) or ranked_with_numpy(request)
     except (MemlogError, OSError, ValueError) as exc:
         fallback = markdown_injection(request)
         fallback.notes.append(f"semantic retrieval failed ({exc}); used markdown")
@@ -31,6 +32,13 @@ def build(request: Request) -> Injection:
         fallback = markdown_injection(request)
         fallback.notes.append(f"semantic retrieval failed ({type(exc).__name__}: {exc})")
         return fallback
+
+
+def ranked_with_numpy(request: Request) -> Injection:
+    """The numpy ranking (imported only when it answers: see ``light``)."""
+    from memlog.retrieval.semantic import SemanticRun
+
+    return SemanticRun(request).execute()
 
 
 def markdown_injection(request: Request) -> Injection:

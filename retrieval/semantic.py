@@ -23,22 +23,14 @@ import numpy.typing as npt
 from memlog.embeddings.base import EmbeddingProvider
 from memlog.errors import MemlogError
 from memlog.projections.fold import Entry
-from memlog.projections.runner import catch_up, catch_up_in_background, lag_bytes
+from memlog.projections.freshness import lag_bytes
+from memlog.projections.runner import catch_up, catch_up_in_background
 from memlog.projections.sqlite_view.reading import Candidates, Snapshot
-from memlog.retrieval import fusion, ranking
+from memlog.retrieval import fusion, outcome, ranking
 from memlog.retrieval.context import collect
-from memlog.retrieval.render import render_semantic
-from memlog.retrieval.request import Chosen, Injection, Request
+from memlog.retrieval.request import Injection, Request
 
 Vector = npt.NDArray[np.float32]
-COMPONENTS = (
-    "vector_raw", "vector", "keyword_raw", "keyword", "observations", "confidence", "recency",
-    "recall", "prominence", "final",
-)  # fmt: skip
-FUSED_COMPONENTS = (
-    "lexical_raw", "lexical", "vector_raw", "vector", "prominence_raw", "prominence", "fused",
-    "neighbours", "final",
-)  # fmt: skip
 Scored = ranking.Scores | fusion.Fused
 
 
@@ -238,40 +230,14 @@ class SemanticRun:
         entries: list[Entry],
         matches: int,
     ) -> Injection:
-        by_id = {e.id: e for e in entries}
-        project = self.request.ws.project
-        chosen = [
-            Chosen(
-                id=found.ids[i],
-                name=by_id[found.ids[i]].name,
-                category=found.categories[i],
-                origin="local" if by_id[found.ids[i]].source_project == project else "global",
-                score=float(scores.final[i]),
-                components=components(scores, i, self._parts),
-            )  # fmt: skip
-            for i in picked
-        ]
         raw = scores.keyword_raw if isinstance(scores, ranking.Scores) else scores.lexical_raw
-        fts = int(np.count_nonzero(raw))
-        mode = "semantic" if matches else ("keyword" if fts else "prominence")
-        result = Injection(
-            text="", mode=mode, chosen=chosen, query=self.query, total=len(found.ids),
-            vector_matches=matches, fts_matches=fts, model=self.space.model,
-            timings=self.timings, notes=self.notes,
+        ranked = outcome.Ranked(
+            found.ids, found.categories, picked, scores, self._parts,
+            int(np.count_nonzero(raw)), matches,
         )  # fmt: skip
-        result.text = render_semantic([by_id[c.id] for c in chosen], result)
-        return result
-
-
-def components(scores: Scored, i: int, parts: tuple[ranking.Floats, ...] = ()) -> dict[str, float]:
-    """Every component of candidate ``i``'s score, and the weights in force."""
-    names = COMPONENTS if isinstance(scores, ranking.Scores) else FUSED_COMPONENTS
-    found = {n: round(float(getattr(scores, n)[i]), 6) for n in names}
-    if not isinstance(scores, ranking.Scores):
-        labels = ("observations", "confidence", "recency", "recall")
-        found.update({k: round(float(p[i]), 6) for k, p in zip(labels, parts, strict=True)})
-    found.update({f"weight_{k}": round(v, 6) for k, v in scores.weights._asdict().items()})
-    return found
+        return outcome.injection(
+            self.request, ranked, entries, self.query, self.timings, self.notes
+        )
 
 
 def _ms(started: float) -> float:

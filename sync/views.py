@@ -13,7 +13,8 @@ import sqlite3
 from pathlib import Path
 
 from memlog.errors import MemlogError, describe
-from memlog.projections.runner import db_path, lag_bytes, rebuild
+from memlog.projections.freshness import db_path, lag_bytes
+from memlog.projections.runner import rebuild
 from memlog.projections.sqlite_view import store
 from memlog.sync.state import SyncState
 from memlog.vocabulary import Space

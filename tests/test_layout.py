@@ -190,7 +190,9 @@ def test_reading_commands_stay_light(
     assert not heavy, f"memlog {' '.join(command)} loaded {heavy}"
 
 
-def test_the_hook_loads_no_cli_and_no_http(written_home: Path, tmp_path: Path) -> None:
+def test_the_hook_loads_no_cli_no_http_and_without_vectors_no_numpy(
+    written_home: Path, tmp_path: Path
+) -> None:
     code = (
         "import json, sys\n"
         "import memlog.hooks.session_start as h\n"
@@ -207,8 +209,11 @@ def test_the_hook_loads_no_cli_and_no_http(written_home: Path, tmp_path: Path) -
     )  # fmt: skip
     text, modules = json.loads(done.stdout.splitlines()[-1])
     assert "Pin versions of tools." in text
+    # no vector to compare and current views: the plain ranking, so no numpy either
     unwanted = sorted(
-        m for m in modules if m.split(".")[0] in ("click", "httpx", "yaml", "mcp", "pydantic")
+        m
+        for m in modules
+        if m.split(".")[0] in ("click", "httpx", "yaml", "mcp", "pydantic", "numpy")
     )
     assert not unwanted
     assert not [m for m in modules if m.startswith(("memlog.commands", "memlog.capture"))]

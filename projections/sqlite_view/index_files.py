@@ -11,11 +11,13 @@ only the signal it carries: readers rank without it.
 from __future__ import annotations
 
 import contextlib
+import mmap
 import sqlite3
 import struct
+import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from memlog.projections.sqlite_view import packed, store
 
@@ -118,6 +120,8 @@ def take(raw: Bytes, offset: int, dtype: str, count: int) -> tuple[np.ndarray, i
 
 
 Counts = tuple[int, int, int]
+#: the packed files' little-endian types and their sizes
+SIZES = {"<u8": 8, "<u4": 4, "<i4": 4, "<f4": 4}
 
 
 def load(
@@ -142,3 +146,44 @@ def load(
     except ValueError:
         return None
     return counts, ids, arrays
+
+
+def load_plain(
+    db: sqlite3.Connection,
+    folder: Path,
+    kind: str,
+    magic: bytes,
+    parts: Callable[[Counts], list[tuple[str, int]]],
+) -> tuple[Counts, memoryview, list[memoryview[Any]]] | None:
+    """``load`` without numpy: the ids' bytes (16 per id) and each array as a typed
+    memoryview over the mapping; None as ``load``, or on a big-endian machine."""
+    found = pointer(db, kind)
+    if found is None or sys.byteorder != "little":
+        return None
+    try:
+        with open(folder / INDEX_DIR / found[0], "rb") as handle:
+            raw = memoryview(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ))
+    except (OSError, ValueError):  # gone (swept), or empty
+        return None
+    if len(raw) < HEADER.size or HEADER.unpack(raw[: HEADER.size])[0] != magic:
+        return None
+    counts: Counts = HEADER.unpack(raw[: HEADER.size])[1:]
+    at = HEADER.size + counts[0] * ID_WIDTH
+    ids = raw[HEADER.size : at]
+    arrays: list[memoryview[Any]] = []
+    for dtype, items in parts(counts):
+        end = at + SIZES[dtype] * items
+        if end > len(raw):
+            return None
+        arrays.append(_typed(raw[at:end], dtype))
+        at = end
+    return counts, ids, arrays
+
+
+def _typed(raw: memoryview, dtype: str) -> memoryview[Any]:
+    """``raw`` read as items of ``dtype`` (native order: the caller checked it is little)."""
+    if dtype == "<f4":
+        return raw.cast("f")
+    if dtype == "<u8":
+        return raw.cast("Q")
+    return raw.cast("I" if dtype == "<u4" else "i")

@@ -22,7 +22,6 @@ terms, never the number of entries that match.
 
 from __future__ import annotations
 
-import hashlib
 import sqlite3
 from collections import Counter
 from collections.abc import Iterable
@@ -35,19 +34,15 @@ import numpy.typing as npt
 from memlog.projections.fold import Entry
 from memlog.projections.sqlite_view import index_files
 from memlog.projections.sqlite_view.indexes import indexed_text
-from memlog.projections.terms import term_counts
+from memlog.projections.sqlite_view.plain import LEXICON, lexicon_parts
+from memlog.projections.terms import term_counts, term_hash
 
-KIND = "lex"
-MAGIC = b"MLLEX001"
+KIND, MAGIC = LEXICON
 K1 = 1.2
 B = 0.75
 _TERM = np.dtype([("hash", "<u8"), ("count", "<f4")])
 
 Floats = npt.NDArray[np.float64]
-
-
-def term_hash(term: str) -> int:
-    return int.from_bytes(hashlib.blake2b(term.encode(), digest_size=8).digest(), "little")
 
 
 def term_row(counts: Counter[str]) -> bytes:
@@ -132,19 +127,15 @@ class Lexicon:
         found = self.hashes[at] == wanted
         for index, repeat in zip(at[found].tolist(), times[found].tolist(), strict=True):
             begin, end = int(self.starts[index]), int(self.starts[index + 1])
-            scores[self.docs[begin:end]] += repeat * self.weights[begin:end]  # docs unique
+            # docs unique; float64 products, as ``plain.View.lexical_list`` adds them
+            scores[self.docs[begin:end]] += repeat * self.weights[begin:end].astype(np.float64)
         return scores
 
 
 def load(db: sqlite3.Connection, folder: Path) -> Lexicon | None:
     """The index this snapshot points at, mapped; None when there is none or it is unusable."""
-    found = index_files.load(db, folder, KIND, MAGIC, _parts)
+    found = index_files.load(db, folder, KIND, MAGIC, lexicon_parts)
     if found is None:
         return None
     _, ids, (hashes, starts, docs, weights) = found
     return Lexicon(ids, hashes, starts, docs, weights)
-
-
-def _parts(counts: index_files.Counts) -> list[tuple[str, int]]:
-    _, terms, postings = counts
-    return [("<u8", terms), ("<u8", terms + 1), ("<u4", postings), ("<f4", postings)]

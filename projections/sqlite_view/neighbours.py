@@ -34,11 +34,11 @@ import numpy as np
 import numpy.typing as npt
 
 from memlog.projections.sqlite_view import index_files
+from memlog.projections.sqlite_view.plain import GRAPH, graph_parts
 from memlog.projections.sqlite_view.vectors import space_rows
 from memlog.vocabulary import Space
 
-KIND = "nbr"
-MAGIC = b"MLNBR001"
+KIND, MAGIC = GRAPH
 K = 10
 _EXACT = 2**24 - 1
 _BLOCK = 512
@@ -170,7 +170,7 @@ def _merge(
 
 def load(db: sqlite3.Connection, folder: Path) -> Graph | None:
     """The graph this snapshot points at, mapped; None when there is none or it is unusable."""
-    found = index_files.load(db, folder, KIND, MAGIC, lambda c: [("<i4", c[0] * c[1])] * 2)
+    found = index_files.load(db, folder, KIND, MAGIC, graph_parts)
     if found is None:
         return None
     (count, k, _), ids, (index, dots) = found

@@ -1,7 +1,7 @@
-"""Reading ``memory.db`` for ranking: candidates, FTS5 bm25 and vector cosine.
+"""Reading ``memory.db`` for ranking with numpy: candidates, FTS5 bm25 and vector cosine.
 
-``Snapshot`` opens the view read-only in one transaction, so every read of
-one ranking sees the same state.  User text never reaches ``MATCH`` as
+``Snapshot`` is a ``plain.View``: the view read-only in one transaction, so
+every read of one ranking sees the same state.  User text never reaches ``MATCH`` as
 syntax: it is cut into word tokens, each quoted as a string, and the tokens
 are OR-joined, so hyphens, dots, slashes, colons, quotes, ``NEAR``,
 ``AND``/``OR``/``NOT``, ``*``, ``^`` and column-like words can neither fail
@@ -14,16 +14,13 @@ import re
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
-from memlog.errors import ViewError
-from memlog.eventlog.bounds import utc_moment
-from memlog.projections.fold import Entry
-from memlog.projections.sqlite_view import lexicon, neighbours, store
+from memlog.projections.sqlite_view import lexicon, neighbours
+from memlog.projections.sqlite_view.plain import _IMPORTED_OBSERVED, View, recency_time
 from memlog.projections.sqlite_view.vectors import (
     ID_WIDTH,
     SUFFIX,
@@ -34,6 +31,8 @@ from memlog.projections.sqlite_view.vectors import (
 )
 from memlog.projections.terms import term_counts
 from memlog.vocabulary import Space
+
+__all__ = ["_IMPORTED_OBSERVED", "Candidates", "Snapshot", "View", "fts_query", "recency_time"]
 
 MAX_TOKENS = 64
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -61,20 +60,6 @@ def fts_query(text: str | None) -> str | None:
     return " OR ".join(f'"{t}"' for t in unique) if unique else None
 
 
-#: the ``Last observed`` date of an entry known only from imported files, else ''
-_IMPORTED_OBSERVED = (
-    "CASE WHEN sources = '[\"import\"]' AND last_observed GLOB "
-    "'[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' THEN last_observed ELSE '' END"
-)
-
-
-def recency_time(updated_at: str, last_observed: str) -> str:
-    """The time recency counts from: an imported entry's ``Last observed`` (an ISO date or
-    time, as UTC), else ``updated_at`` (the import itself would make every lesson new)."""
-    moment = utc_moment(last_observed)
-    return moment.replace(tzinfo=None).isoformat() if moment is not None else updated_at
-
-
 class Candidates(NamedTuple):
     """Live entries eligible for injection, as parallel columns (``updated_at``: the time
     recency counts from, see ``recency_time``)."""
@@ -100,45 +85,20 @@ class Matrix(NamedTuple):
     vectors: npt.NDArray[np.float32]
 
 
-class Snapshot:
-    """The view at one moment, read-only: ``with Snapshot(folder) as view: …``."""
-
-    def __init__(self, folder: Path) -> None:
-        self.folder = folder
-        path = folder / store.DB_NAME
-        if not path.exists():
-            raise ViewError(f"{path} does not exist")
-        self.db = store.connect(path, readonly=True)
-        self.db.execute("BEGIN")  # one snapshot for every read below
-
-    def __enter__(self) -> Snapshot:
-        return self
-
-    def __exit__(
-        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.db.close()
+class Snapshot(View):
+    """The view at one moment, read-only, with numpy: ``with Snapshot(folder) as view: …``."""
 
     def candidates(self, categories: Sequence[str]) -> Candidates:
-        marks = ",".join("?" * len(categories))
-        rows = self.db.execute(
-            "SELECT id, name, category, observation_count, confidence, updated_at, recall_count, "
-            f"rowid, {_IMPORTED_OBSERVED} FROM entries WHERE status = 'live' "
-            f"AND category IN ({marks}) ORDER BY id",
-            list(categories),
-        ).fetchall()
-        columns: list[tuple[Any, ...]] = list(zip(*rows, strict=True)) if rows else [()] * 9
+        found = self.columns(categories)
         return Candidates(
-            ids=list(columns[0]),
-            names=list(columns[1]),
-            categories=list(columns[2]),
-            observation_count=np.asarray(columns[3], dtype=np.float64),
-            confidence=list(columns[4]),
-            updated_at=[
-                recency_time(u, o) if o else u for u, o in zip(columns[5], columns[8], strict=True)
-            ],
-            recall_count=np.asarray(columns[6], dtype=np.float64),
-            rowids=list(columns[7]),
+            ids=found.ids,
+            names=found.names,
+            categories=found.categories,
+            observation_count=np.asarray(found.observation_count, dtype=np.float64),
+            confidence=found.confidence,
+            updated_at=found.updated_at,
+            recall_count=np.asarray(found.recall_count, dtype=np.float64),
+            rowids=found.rowids,
         )
 
     def bm25(self, query: str | None, by_rowid: dict[int, int]) -> Floats:
@@ -160,14 +120,6 @@ class Snapshot:
             if index is not None:
                 scores[index] = max(float(score), 0.0)
         return scores
-
-    def has_vectors(self, space: Space) -> bool:
-        """Whether any entry has a vector in ``space`` (else a query needs no embedding)."""
-        row = self.db.execute(
-            "SELECT 1 FROM vectors WHERE provider = ? AND model = ? AND dimensions = ? LIMIT 1",
-            space,
-        ).fetchone()
-        return row is not None
 
     def matrix(self, space: Space) -> Matrix:
         """Every vector of ``space`` (ids in id order): the packed file, else the rows."""
@@ -200,10 +152,6 @@ class Snapshot:
         have = rows >= 0
         found[have] = to_ids[graph.index[rows[have]]]
         return found
-
-    def entries(self, ids: Sequence[str], vectors: bool = False) -> list[Entry]:
-        """The entries of ``ids``, in id order."""
-        return store.load_ids(self.db, ids, vectors)
 
 
 def align(

@@ -1,0 +1,78 @@
+"""Whether the views already reflect the whole log: read-only checks, no projection code.
+
+A reader that finds the views current reads them as they are and never
+loads the projectors (the hook on most starts); ``runner.catch_up`` uses the
+same checks before it opens anything for writing, so reading commands also
+work on a read-only home.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+from memlog.eventlog.log import START, EventLog, Position
+from memlog.eventlog.merged import unread_bytes
+from memlog.eventlog.rewrite import JOURNAL
+from memlog.projections.markdown_view.writer import load_state
+from memlog.projections.sqlite_view import store
+from memlog.projections.sqlite_view.schema import SCHEMA_VERSION
+from memlog.vocabulary import Space
+
+SPACE_KEYS = ("embedding_provider", "embedding_model", "embedding_dimensions")
+
+
+def db_path(folder: Path) -> Path:
+    return folder / store.DB_NAME
+
+
+def current_seq(home: Path, space: Space) -> int | None:
+    """The views' sequence when they already reflect the whole log in ``space``, else None
+    (also while a redaction a crash cut short waits to be finished)."""
+    if not db_path(home).exists() or (home / "events" / JOURNAL).exists():
+        return None
+    if lag_bytes(home) != 0:
+        return None
+    try:
+        with store.opened(db_path(home), readonly=True) as db:
+            stored_space = tuple(store.get_meta(db, k) for k in SPACE_KEYS)
+            version = store.get_meta(db, "schema_version")
+            stored = store.get_position(db)
+    except sqlite3.DatabaseError:
+        return None
+    in_space = stored_space == (space.provider, space.model, str(space.dimensions))
+    current = in_space and version == str(SCHEMA_VERSION) and _markdown_current(home)
+    return stored.seq if current and _still_there(home, stored) else None
+
+
+def _still_there(home: Path, stored: store.Stored) -> bool:
+    return EventLog(home).ends_at(stored.position, stored.seq)
+
+
+def _markdown_current(folder: Path) -> bool:
+    state = load_state(folder)
+    return unread_bytes(folder / "events", Position(state.segment, state.offset)) == 0
+
+
+def lag_bytes(home: Path) -> int:
+    """How many bytes of log the SQLite view has not applied yet (all of it without a view)."""
+    events_dir = EventLog(home).events_dir
+    total = unread_bytes(events_dir, START) or 0
+    if not db_path(home).exists():
+        return total
+    try:
+        with store.opened(db_path(home), readonly=True) as db:
+            stored = store.get_position(db)
+    except sqlite3.DatabaseError:
+        return 0  # unreadable: catch_up rebuilds it, whatever the size
+    found = unread_bytes(events_dir, stored.position)
+    return total if found is None else found
+
+
+def stored_seq(home: Path) -> int:
+    """The sequence the SQLite view stands at (0 when it cannot be read)."""
+    try:
+        with store.opened(db_path(home), readonly=True) as db:
+            return store.get_position(db).seq
+    except sqlite3.DatabaseError:
+        return 0

@@ -1,0 +1,67 @@
+"""The fused ranking without numpy, when no vector is compared.
+
+A start that needs no query embedding (``memory_fusion_vector_weight: 0``,
+or no vectors in the space in force) and finds the views current
+is ranked here, by ``plain``'s arithmetic over lists: the same scores and
+choice as ``semantic``'s numpy ranking, without numpy's import, which alone
+costs more than the rest of such a start.  Anything else (D3, a query to
+embed, views to catch up, no lexical index) is ``semantic``'s: ``run`` then
+answers None before it has read a candidate.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import UTC, datetime
+
+from memlog.projections.freshness import current_seq
+from memlog.projections.sqlite_view.plain import View
+from memlog.retrieval import outcome, plain
+from memlog.retrieval.context import collect
+from memlog.retrieval.request import Injection, Request
+
+
+def run(request: Request) -> Injection | None:
+    """The injection by the fused recipe in plain Python, or None when ``semantic``
+    must rank instead."""
+    config = request.config
+    if config.memory_ranking == "d3":
+        return None
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+    if request.catch_up and current_seq(request.home, request.ws.space) is None:
+        return None
+    timings["catch_up_ms"] = _ms(started)
+    weights = plain.weights_of(config)
+    with View(request.home) as view:
+        if weights.vector > 0 and view.has_vectors(request.ws.space):
+            return None  # before the query is built: ``semantic`` builds it again
+        query = request.query
+        if query is None:
+            query = collect(request.ws.root).context_query
+        started = time.perf_counter()
+        found = view.columns(request.wanted_categories)
+        timings["candidates_ms"] = _ms(started)
+        started = time.perf_counter()
+        lexical = view.lexical_list(query, found.ids) if query else None
+        if query and lexical is None:
+            return None  # no packed index: ``semantic`` ranks with FTS5
+        timings["lexical_ms"] = _ms(started)
+        started = time.perf_counter()
+        days = plain.days_since(found.updated_at, datetime.now(UTC))
+        parts = plain.prominence_parts(
+            found.observation_count, found.confidence, days, found.recall_count
+        )
+        around = view.neighbour_lists(found.ids) if weights.neighbours > 0 else None
+        scores = plain.fuse(lexical, plain.prominence(parts), around, weights)
+        limit, balanced = request.effective_limit, request.categories is None
+        picked = plain.select(found.categories, scores.final, limit, balanced)
+        entries = view.entries([found.ids[i] for i in picked])
+        timings["rank_ms"] = _ms(started)
+    matches = sum(1 for score in scores.lexical_raw if score)
+    ranked = outcome.Ranked(found.ids, found.categories, picked, scores, parts, matches, 0)
+    return outcome.injection(request, ranked, entries, query, timings, [])
+
+
+def _ms(started: float) -> float:
+    return round((time.perf_counter() - started) * 1000, 3)

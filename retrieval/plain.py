@@ -1,0 +1,186 @@
+"""The fused recipe over Python lists, for a ranking that embeds no query.
+
+``fusion`` and ``ranking`` score with numpy, whose import alone costs more
+than a session start may spend when no vector is compared.  This module is
+the same arithmetic, step for step in the same floating-point order, so it
+gives the very same scores, bit for bit, and the same choice (the tests
+hold both to that):
+
+- recency in whole microseconds, divided by a day's, as ``ranking.days_since``;
+- prominence parts summed left to right, as ``ranking.prominence_parts``;
+- z-scores from ``spread``: the mean and standard deviation correctly
+  rounded (``math.fsum``), which ``fusion.zscores`` uses too;
+- neighbour means summed slot by slot, as ``fusion.neighbour_means``;
+- ``select``: the stable order of ``ranking.select`` and its category balance.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from datetime import datetime, timedelta
+from typing import TYPE_CHECKING, NamedTuple
+
+from memlog.vocabulary import (
+    BALANCE_FROM,
+    CATEGORIES,
+    CONFIDENCE_RANK,
+    MIN_PER_CATEGORY,
+    TOP_CONFIDENCE,
+)
+
+if TYPE_CHECKING:
+    from memlog.config import Config
+
+_MICROSECOND = timedelta(microseconds=1)
+_DAY_MICROS = 86_400e6
+
+
+class Weights(NamedTuple):
+    """The fused recipe's weights (``fusion.FusionWeights`` has the same fields)."""
+
+    lexical: float
+    vector: float
+    prominence: float
+    neighbours: float
+
+
+def weights_of(config: Config) -> Weights:
+    """The fused recipe's weights in a configuration."""
+    return Weights(
+        config.memory_fusion_lexical_weight,
+        config.memory_fusion_vector_weight,
+        config.memory_fusion_prominence_weight,
+        config.memory_neighbour_weight,
+    )
+
+
+class Fused(NamedTuple):
+    """Every signal of every candidate, as ``fusion.Fused``, in lists."""
+
+    lexical_raw: list[float]
+    lexical: list[float]
+    vector_raw: list[float]
+    vector: list[float]
+    prominence_raw: list[float]
+    prominence: list[float]
+    fused: list[float]
+    neighbours: list[float]
+    final: list[float]
+    weights: Weights
+
+
+def spread(values: Sequence[float]) -> tuple[float, float]:
+    """Mean and (population) standard deviation, each correctly rounded."""
+    count = len(values)
+    mean = math.fsum(values) / count
+    return mean, math.sqrt(math.fsum((v - mean) * (v - mean) for v in values) / count)
+
+
+def days_since(timestamps: Sequence[str], now: datetime) -> list[float]:
+    """Days from each ISO UTC timestamp to ``now``, never negative (microsecond steps)."""
+    reference = now.replace(tzinfo=None)
+    parse = datetime.fromisoformat
+    return [
+        max(((reference - parse(t.rstrip("Z")[:26])) // _MICROSECOND) / _DAY_MICROS, 0.0)
+        for t in timestamps
+    ]
+
+
+def prominence_parts(
+    observations: Sequence[float], confidence: Sequence[str], days: Sequence[float],
+    recalls: Sequence[float],
+) -> tuple[list[float], list[float], list[float], list[float]]:  # fmt: skip
+    top = max(observations, default=0.0)
+    obs = [o / top for o in observations] if top > 0 else [0.0] * len(observations)
+    ranks = {level: float(CONFIDENCE_RANK[level]) for level in ("high", "low")}
+    medium = float(CONFIDENCE_RANK["medium"])
+    conf = [ranks.get(c, medium) / TOP_CONFIDENCE for c in confidence]
+    recency = [1.0 / (1.0 + d / 30.0) for d in days]
+    recall = [min(r / 10.0, 1.0) for r in recalls]
+    return obs, conf, recency, recall
+
+
+def prominence(parts: tuple[list[float], list[float], list[float], list[float]]) -> list[float]:
+    return [(a + b + c + d) / 4.0 for a, b, c, d in zip(*parts, strict=True)]
+
+
+def zscores(raw: Sequence[float] | None, size: int) -> list[float]:
+    """``(raw − mean) / std``; zeros when the signal is missing or constant."""
+    if raw is None or not raw:
+        return [0.0] * size
+    mean, deviation = spread(raw)
+    if deviation <= 1e-12:
+        return [0.0] * size
+    return [(r - mean) / deviation for r in raw]
+
+
+def neighbour_means(scores: list[float], neighbours: Sequence[Sequence[int]] | None) -> list[float]:
+    """For each candidate, the mean score of its neighbours among the candidates (−1: none),
+    or 0 when that mean is negative."""
+    if not neighbours:
+        return [0.0] * len(scores)
+    means = []
+    for row in neighbours:
+        total, count = 0.0, 0
+        for j in row:
+            if j >= 0:
+                total += scores[j]
+                count += 1
+        mean = total / count if count else 0.0
+        means.append(mean if mean > 0.0 else 0.0)
+    return means
+
+
+def fuse(
+    lexical_raw: list[float] | None,
+    prominence_raw: list[float],
+    neighbours: Sequence[Sequence[int]] | None,
+    weights: Weights,
+) -> Fused:
+    """Score every candidate without a vector signal (``None``: no lexical signal)."""
+    size = len(prominence_raw)
+    zeros = [0.0] * size
+    lexical = zscores(lexical_raw, size)
+    prominent = zscores(prominence_raw, size)
+    wl, wv, wp = weights.lexical, weights.vector, weights.prominence
+    fused = [wl * a + wv * 0.0 + wp * c for a, c in zip(lexical, prominent, strict=True)]
+    around = neighbour_means(fused, neighbours)
+    wn = weights.neighbours
+    final = [f + wn * m for f, m in zip(fused, around, strict=True)]
+    return Fused(
+        lexical_raw if lexical_raw is not None else zeros, lexical, zeros, zeros,
+        prominence_raw, prominent, fused, around, final, weights,
+    )  # fmt: skip
+
+
+def select(
+    categories: Sequence[str], final: Sequence[float], limit: int, balanced: bool = True
+) -> list[int]:
+    """Indices chosen, as ``ranking.select``: at least 3 per non-empty category when the
+    limit allows, then by score; ties by candidate order; grouped by category."""
+    order = sorted(range(len(final)), key=lambda i: -final[i])
+    if limit == 0:
+        return []
+    if not balanced:
+        return order if limit < 0 else order[:limit]
+    codes = [_CODES.get(c, len(CATEGORIES)) for c in categories]
+    chosen = order if limit < 0 or limit >= len(order) else _balanced(codes, order, limit)
+    rank = {index: place for place, index in enumerate(order)}
+    return sorted(chosen, key=lambda i: (codes[i], rank[i]))
+
+
+_CODES: dict[str, int] = {category: code for code, category in enumerate(CATEGORIES)}
+
+
+def _balanced(codes: list[int], order: list[int], limit: int) -> list[int]:
+    present = sorted(set(codes))
+    picked = [False] * len(order)
+    if limit >= BALANCE_FROM and limit >= MIN_PER_CATEGORY * len(present):
+        for code in present:
+            for i in [i for i in order if codes[i] == code][:MIN_PER_CATEGORY]:
+                picked[i] = True
+    room = max(limit - sum(picked), 0)
+    for i in [i for i in order if not picked[i]][:room]:
+        picked[i] = True
+    return [i for i in order if picked[i]]

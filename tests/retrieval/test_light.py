@@ -1,0 +1,208 @@
+"""The plain ranking (no numpy) against the numpy one: the same arithmetic, bit for bit.
+
+By hand and on random signals, each step of ``plain`` equals its numpy
+twin in ``fusion`` and ``ranking`` exactly; on the 265 real knowledge-bank
+entries and real feature contexts, ``light.run`` chooses the very entries
+``SemanticRun`` chooses, with the same scores, components and text; and it
+steps aside whenever numpy must rank (D3, a query vector, views behind).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import msgspec
+import numpy as np
+import pytest
+
+from memlog.api.capturing import import_files
+from memlog.config import Config
+from memlog.eventlog.events import Observed
+from memlog.eventlog.log import EventLog
+from memlog.projections.runner import catch_up
+from memlog.retrieval import fusion, light, plain, ranking
+from memlog.retrieval.request import Injection, Request
+from memlog.retrieval.semantic import SemanticRun
+from memlog.tests.retrieval.helpers import make_request
+from memlog.tests.support import FIXTURES
+from memlog.workspace import Workspace
+
+BANK = FIXTURES / "knowledge-bank-08a38d02"
+FEATURES = FIXTURES / "iflow-features-08a38d02"
+#: hashing vectors give the view a neighbour graph; no vector weight: nothing to embed
+PLAIN = Config(memory_embedding_provider="hashing", memory_fusion_vector_weight=0.0)
+CATEGORIES = ("anti-patterns", "heuristics", "patterns", "facts")
+
+
+# -- step by step, against numpy ---------------------------------------------------------------
+
+
+def signals(seed: int, n: int) -> tuple[list[float], list[float], list[list[int]]]:
+    """A sparse lexical signal with ties, a prominence with ties, neighbour lists with gaps."""
+    rng = random.Random(seed)
+    lexical = [rng.choice((0.0, 0.0, 0.0, 1.5, rng.uniform(0, 12))) for _ in range(n)]
+    prominence = [rng.choice((0.25, 0.5, rng.random())) for _ in range(n)]
+    around = [[rng.choice((-1, rng.randrange(n))) for _ in range(10)] for _ in range(n)]
+    return lexical, prominence, around
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fuse_equals_numpy_bit_for_bit(seed: int) -> None:
+    n = [1, 2, 7, 50, 400, 3000][seed]
+    lexical, prominence, around = signals(seed, n)
+    weights = plain.Weights(0.8, 0.4, 0.2, 0.3)
+    ours = plain.fuse(lexical, prominence, around, weights)
+    theirs = fusion.fuse(
+        np.array(lexical), None, np.array(prominence), np.array(around, dtype=np.int64), weights
+    )
+    for field in ("lexical", "prominence", "fused", "neighbours", "final"):
+        assert getattr(ours, field) == getattr(theirs, field).tolist(), field
+
+
+def test_fuse_without_signals_is_zero_and_keeps_candidate_order() -> None:
+    weights = plain.Weights(0.8, 0.0, 0.2, 0.3)
+    ours = plain.fuse(None, [0.5, 0.5, 0.5], None, weights)
+    assert ours.final == [0.0, 0.0, 0.0] and ours.neighbours == [0.0, 0.0, 0.0]
+    assert plain.select(["patterns"] * 3, ours.final, 2, balanced=False) == [0, 1]
+
+
+def test_spread_and_zscores_by_hand() -> None:
+    assert plain.spread([1.0, 2.0, 3.0, 4.0]) == (2.5, pytest.approx(1.118033988749895))
+    assert plain.zscores([2.0, 4.0], 2) == [-1.0, 1.0]
+    assert plain.zscores([3.0, 3.0], 2) == [0.0, 0.0] and plain.zscores(None, 2) == [0.0, 0.0]
+
+
+def test_neighbour_means_by_hand() -> None:
+    scores = [1.0, -3.0, 2.0]
+    assert plain.neighbour_means(scores, [[1, 2], [0, -1], [-1, -1]]) == [0.0, 1.0, 0.0]
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_prominence_and_recency_equal_numpy(seed: int) -> None:
+    rng = random.Random(seed)
+    now = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+    stamps = [
+        (now - timedelta(days=rng.uniform(-2, 900), microseconds=rng.randrange(10**6)))
+        .replace(tzinfo=None)
+        .isoformat()
+        + rng.choice(("Z", ""))
+        for _ in range(200)
+    ] + ["2025-03-01T00:00:00", "2026-11-23T12:00:00.000001Z"]
+    days = plain.days_since(stamps, now)
+    assert days == ranking.days_since(stamps, now).tolist()
+    observations = [float(rng.randint(0, 30)) for _ in stamps]
+    confidence = [rng.choice(("high", "medium", "low", "odd")) for _ in stamps]
+    recalls = [float(rng.randint(0, 20)) for _ in stamps]
+    ours = plain.prominence_parts(observations, confidence, days, recalls)
+    theirs = ranking.prominence_parts(
+        np.array(observations), confidence, np.array(days), np.array(recalls)
+    )
+    assert [p for p in ours] == [p.tolist() for p in theirs]
+    assert plain.prominence(ours) == ((theirs[0] + theirs[1] + theirs[2] + theirs[3]) / 4).tolist()
+
+
+@pytest.mark.parametrize("limit", [-1, 0, 1, 5, 11, 12, 20, 40, 500])
+@pytest.mark.parametrize("balanced", [True, False])
+def test_select_equals_numpy(limit: int, balanced: bool) -> None:
+    rng = random.Random(limit)
+    n = 300
+    final = [rng.choice((0.0, 1.0, rng.uniform(-2, 2))) for _ in range(n)]
+    categories = [rng.choice(CATEGORIES[:3] + ("other",)) if i % 50 else "facts" for i in range(n)]
+    assert plain.select(categories, final, limit, balanced) == ranking.select(
+        categories, np.array(final), limit, balanced
+    )
+
+
+# -- the real corpus ---------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def bank_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The 265 real entries imported, with hashing vectors (so a neighbour graph)."""
+    home = tmp_path_factory.mktemp("bank") / "home"
+    ws = Workspace(home, None, PLAIN)
+    import_files(ws, sorted(BANK.glob("*.md")))
+    catch_up(home, PLAIN.space)
+    return home
+
+
+def feature_project(parent: Path, feature: Path) -> Path:
+    """A project whose active feature is a real one: its spec, slug and phase."""
+    root = parent / f"project-{feature.name}"
+    target = root / "docs" / "features" / feature.name
+    target.mkdir(parents=True)
+    (root / ".claude").mkdir()
+    shutil.copy(feature / "spec.md", target / "spec.md")
+    slug = feature.name.split("-", 1)[1]
+    meta = {"slug": slug, "status": "active", "lastCompletedPhase": "design"}
+    (target / ".meta.json").write_text(json.dumps(meta))
+    return root
+
+
+class Frozen(datetime):
+    """One moment for both rankings: recency must not move between them."""
+
+    @classmethod
+    def now(cls, tz: object = None) -> Frozen:  # type: ignore[override]
+        return cls(2026, 11, 23, 12, 0, 0, 123456, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def frozen(monkeypatch: pytest.MonkeyPatch) -> None:
+    from memlog.retrieval import semantic
+
+    monkeypatch.setattr(light, "datetime", Frozen)
+    monkeypatch.setattr(semantic, "datetime", Frozen)
+
+
+def both(request: Request) -> tuple[Injection, Injection]:
+    ours = light.run(request)
+    assert ours is not None, "the plain ranking stepped aside"
+    return ours, SemanticRun(request).execute()
+
+
+REAL = sorted(p for p in FEATURES.iterdir() if (p / "spec.md").exists())[::18]
+
+
+@pytest.mark.parametrize("feature", REAL, ids=lambda p: p.name[:24])
+def test_hook_choice_equals_numpy_on_real_contexts(
+    bank_home: Path, tmp_path: Path, feature: Path
+) -> None:
+    root = feature_project(tmp_path, feature)
+    request = make_request(bank_home, root, PLAIN)
+    ours, theirs = both(request)
+    assert msgspec.to_builtins(ours)["chosen"] == msgspec.to_builtins(theirs)["chosen"]
+    assert ours.text == theirs.text and ours.mode == theirs.mode == "keyword"
+    assert ours.fts_matches == theirs.fts_matches > 0
+    assert len(ours.chosen) == PLAIN.memory_injection_limit
+
+
+@pytest.mark.parametrize("query", ["retry provider timeouts", "hook", "zzz-nothing-matches"])
+def test_search_equals_numpy(bank_home: Path, query: str) -> None:
+    request = Request.interactive(Workspace(bank_home, None, PLAIN), limit=15, query=query)
+    ours, theirs = both(request)
+    assert msgspec.to_builtins(ours)["chosen"] == msgspec.to_builtins(theirs)["chosen"]
+
+
+def test_it_steps_aside_when_numpy_must_rank(bank_home: Path, tmp_path: Path) -> None:
+    root = feature_project(tmp_path, REAL[0])
+    d3 = msgspec.structs.replace(PLAIN, memory_ranking="d3")
+    assert light.run(make_request(bank_home, root, d3)) is None
+    embedded = msgspec.structs.replace(PLAIN, memory_fusion_vector_weight=0.5)
+    assert light.run(make_request(bank_home, root, embedded)) is None  # vectors to compare
+
+
+def test_it_steps_aside_while_the_views_are_behind(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    log = EventLog(home)
+    log.append([Observed(name="One", description="Pin the tools.", category="patterns")])
+    catch_up(home, PLAIN.space)
+    request = make_request(home, None, PLAIN)
+    assert light.run(request) is not None
+    log.append([Observed(name="Two", description="Retry the calls.", category="patterns")])
+    assert light.run(request) is None  # the numpy ranking catches up first
+    assert light.run(make_request(home, None, PLAIN, catch_up=False)) is not None
