@@ -1,7 +1,8 @@
 """The ``memlog`` executable (and ``python -m memlog``).
 
-The hooks' hot path comes first: ``memlog hook session-start``, ``session-end``
-and ``pre-compact`` run before click or any command module is imported.
+The hooks' hot path comes first: ``memlog hook session-start``, ``session-end``,
+``pre-compact`` and the start's recorder, ``hook record``, run before click or
+any command module is imported.
 """
 
 from __future__ import annotations
@@ -10,12 +11,36 @@ import os
 import sys
 
 
+def msgspec_without_typing_extensions() -> None:
+    """Import msgspec as it loads where typing_extensions is not installed.
+
+    msgspec takes two helpers from typing_extensions when it is there (other
+    dependencies install it), and that import, ``inspect`` and ``ast`` behind
+    it, is a tenth of a session start; Python 3.11's ``typing`` has what
+    memlog's structs use.  Only msgspec's choice is affected: typing_extensions
+    imports as usual afterwards, for whoever else wants it.
+    """
+    if "msgspec" in sys.modules or "typing_extensions" in sys.modules:
+        return
+    sys.modules["typing_extensions"] = None  # type: ignore[assignment]  # makes it ImportError
+    try:
+        import msgspec  # noqa: F401
+    finally:
+        del sys.modules["typing_extensions"]
+
+
 def main() -> None:
     os.umask(0o077)  # every file memlog creates is private to its user
+    if sys.argv[1:2] == ["hook"]:
+        msgspec_without_typing_extensions()
     if sys.argv[1:] == ["hook", "session-start"]:
         from memlog.hooks.session_start import main as session_start
 
         session_start()
+    if sys.argv[1:] == ["hook", "record"]:
+        from memlog.hooks.recorder import main as recorder
+
+        recorder()
     if sys.argv[1:2] == ["hook"] and sys.argv[2:] in (["session-end"], ["pre-compact"]):
         from memlog.hooks.sessions import main as session_hook
 

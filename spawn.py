@@ -1,8 +1,10 @@
 """Starting memlog work in a detached process that nothing waits for.
 
 Used where the caller has no time to spare (the hook): the child runs in a
-session of its own with stdin, stdout and stderr on ``/dev/null``, so it
-outlives the caller and never writes into its output.
+session of its own with stdout and stderr on ``/dev/null``, so it outlives
+the caller and never writes into its output.  Its stdin is ``/dev/null`` too,
+or a pipe holding the bytes the caller hands it (at most ``MAX_STDIN``, what
+a pipe holds without the caller waiting for the child to read).
 """
 
 from __future__ import annotations
@@ -12,18 +14,41 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+#: the most bytes handed to a child on stdin (a Linux pipe holds 64 KiB unread)
+MAX_STDIN = 60_000
 
-def spawn_memlog(args: Sequence[str], home: Path, env: Mapping[str, str] | None = None) -> int:
+
+def spawn_memlog(
+    args: Sequence[str],
+    home: Path,
+    env: Mapping[str, str] | None = None,
+    stdin: bytes | None = None,
+) -> int:
     """Start ``python -m memlog ARGS`` detached, for ``home``; return its pid."""
-    null = [
-        (os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDONLY if fd == 0 else os.O_WRONLY, 0)
-        for fd in (0, 1, 2)
+    if stdin is not None and len(stdin) > MAX_STDIN:
+        raise ValueError(f"{len(stdin)} bytes for a child's stdin; at most {MAX_STDIN}")
+    actions: list[tuple[int, ...] | tuple[int, int, str, int, int]] = [
+        (os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_WRONLY, 0) for fd in (1, 2)
     ]
+    read_end = write_end = -1
+    if stdin is None:
+        actions.append((os.POSIX_SPAWN_OPEN, 0, os.devnull, os.O_RDONLY, 0))
+    else:
+        read_end, write_end = os.pipe()  # both close on exec; the child's 0 is a copy
+        actions.append((os.POSIX_SPAWN_DUP2, read_end, 0))
     environ = {**(os.environ if env is None else env), "MEMLOG_HOME": str(home)}
-    return os.posix_spawn(
-        sys.executable,
-        [sys.executable, "-m", "memlog", *args],
-        environ,
-        file_actions=null,
-        setsid=True,
-    )
+    try:
+        pid = os.posix_spawn(
+            sys.executable,
+            [sys.executable, "-m", "memlog", *args],
+            environ,
+            file_actions=actions,
+            setsid=True,
+        )
+        if stdin is not None:
+            os.write(write_end, stdin)  # fits the pipe: never waits for the child
+    finally:
+        for fd in (read_end, write_end):
+            if fd >= 0:
+                os.close(fd)
+    return pid

@@ -9,24 +9,24 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import msgspec
+
 from memlog.config import Config, load_config
 from memlog.errors import MemlogError
-from memlog.eventlog.log import DamageHandler, EventLog
 from memlog.home import resolve_cache, resolve_home
 from memlog.project import find_project_root
-from memlog.projections.runner import CatchUp, catch_up
 from memlog.vocabulary import Space
 
 if TYPE_CHECKING:
     from memlog.embeddings.base import EmbeddingProvider
+    from memlog.eventlog.log import DamageHandler, EventLog
+    from memlog.projections.runner import CatchUp
 
 
-@dataclass(frozen=True)
-class Workspace:
+class Workspace(msgspec.Struct, frozen=True):
     """Where memories live (``home``) and the project they are read and written for."""
 
     home: Path
@@ -79,11 +79,17 @@ class Workspace:
         """The embedding space in force."""
         return self.config.space
 
+    # The log and the projectors are loaded when used: a start that finds its views
+    # current reads them without either (see ``retrieval.light``).
     def log(self, command: str = "", redact: bool = True) -> EventLog:
+        from memlog.eventlog.log import EventLog
+
         return EventLog(self.home, command=command, redact=redact)
 
     def catch_up(self, on_damage: DamageHandler | None = None) -> CatchUp:
         """Bring the views up to the end of the log before reading them."""
+        from memlog.projections.runner import catch_up
+
         return catch_up(self.home, self.space, on_damage)
 
     def refresh(self) -> list[str]:

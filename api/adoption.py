@@ -21,16 +21,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from memlog.errors import MemlogError
-from memlog.eventlog.events import EventBase, Observed, Promoted
-from memlog.eventlog.log import EventLog
 from memlog.files import locked
 from memlog.home import ensure_dir
-from memlog.projections.markdown_view.writer import load_state
-from memlog.spawn import spawn_memlog
-from memlog.workspace import Workspace
 
 if TYPE_CHECKING:
     from memlog.capture.pipeline import Meter
+    from memlog.eventlog.events import EventBase
+    from memlog.workspace import Workspace
 
 STORE_FILES = ("anti-patterns.md", "heuristics.md", "patterns.md")
 LOCK_NAME = ".adopt.lock"
@@ -59,6 +56,8 @@ class Adopted(NamedTuple):
 
 def has_events(home: Path) -> bool:
     """Whether the log holds anything at all (a cheap look at its segments)."""
+    from memlog.eventlog.log import EventLog
+
     return any(path.stat().st_size for path in EventLog(home).segments())
 
 
@@ -67,6 +66,8 @@ def pending_store(home: Path) -> list[Path]:
     files = [home / name for name in STORE_FILES if (home / name).is_file()]
     if not files or has_events(home):
         return []
+    from memlog.projections.markdown_view.writer import load_state
+
     written = load_state(home).files
     return [path for path in files if path.name not in written]
 
@@ -94,6 +95,8 @@ def _import(ws: Workspace, files: list[Path], settle: bool, meter: Meter | None)
     # capture loads numpy and the providers: only here, never on a reading command's path
     from memlog.capture.importer import plan_import
     from memlog.capture.pipeline import capture
+    from memlog.eventlog.events import Observed
+    from memlog.spawn import spawn_memlog
 
     plan = plan_import(files, {}, None)
     events = promoted(plan.events)
@@ -110,6 +113,8 @@ def _import(ws: Workspace, files: list[Path], settle: bool, meter: Meter | None)
 
 def promoted(events: list[EventBase]) -> list[EventBase]:
     """``events`` with every observed entry promoted: the store's files are the global store."""
+    from memlog.eventlog.events import Observed, Promoted
+
     done = {e.entry_id for e in events if isinstance(e, Promoted)}
     more: list[EventBase] = []
     for event in events:

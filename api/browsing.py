@@ -20,6 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+import msgspec
+
 from memlog.api.reading import Filters, tag
 from memlog.errors import InvalidInput
 from memlog.eventlog import scan
@@ -58,7 +60,7 @@ class View:
     def workspace(self, where: Path | None = None) -> Workspace:
         """A workspace reading this view's folder (for ``where``'s project when given)."""
         ws = Workspace.open(where, home=self.ws.home) if where else self.ws
-        return dataclasses.replace(ws, home=self.folder)
+        return msgspec.structs.replace(ws, home=self.folder)
 
     @property
     def has_view(self) -> bool:
@@ -115,7 +117,7 @@ def search(
     if not query.strip():
         raise InvalidInput("the query is empty")
     request = Request.interactive(view.workspace(), limit=limit, query=query, categories=categories)
-    return build(dataclasses.replace(request, catch_up=view.live))
+    return build(msgspec.structs.replace(request, catch_up=view.live))
 
 
 def ranked(
@@ -135,7 +137,7 @@ def next_session(view: View, directory: Path, limit: int | None = None) -> Injec
     if not directory.is_dir():
         raise InvalidInput(f"{directory} is not a directory")
     request = Request.interactive(view.workspace(directory.resolve()), limit=limit)
-    return build(dataclasses.replace(request, catch_up=view.live))
+    return build(msgspec.structs.replace(request, catch_up=view.live))
 
 
 class Detail(NamedTuple):

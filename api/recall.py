@@ -7,11 +7,11 @@ from collections.abc import Callable, Sequence
 from memlog.git import current_branch
 from memlog.projections.branch_memory import block
 from memlog.retrieval.inject import build
-from memlog.retrieval.record import record
+from memlog.retrieval.record import Recall, recall_of, record, write
 from memlog.retrieval.request import Chosen, Injection, Request
 from memlog.workspace import Workspace
 
-__all__ = ["Chosen", "Injection", "Request", "for_hook", "inject", "search"]
+__all__ = ["Chosen", "Injection", "Recall", "Request", "for_hook", "inject", "search"]
 
 
 def inject(
@@ -37,18 +37,25 @@ def for_hook(
     deadline: float,
     session_id: str = "",
     claim: Callable[[], bool] | None = None,
+    keep: Callable[[Recall], None] | None = None,
 ) -> Injection:
     """The SessionStart injection within ``deadline``, recorded as a recall.
 
     ``claim``, asked once there is something to inject, says whether this run
     injects (several registrations of the hook may run for one start); when
-    it says no, nothing is injected or recorded.
+    it says no, nothing is injected or recorded.  ``keep``, when given, takes
+    the recall to record instead of it being written here (the hook has it
+    written after its output, by a process of its own).
     """
     request = Request.hook(ws, deadline)
     result = with_branch_memory(ws, build(request))
     if (result.chosen or result.text) and claim is not None and not claim():
         return Injection(text="", mode=result.mode)
-    result.notes += record(request, result, session_id)
+    recall = recall_of(request, result, session_id)
+    if recall is not None and keep is not None:
+        keep(recall)
+    elif recall is not None:
+        result.notes += write(ws.home, recall, "inject")
     return result
 
 

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import NamedTuple
 
-from memlog.eventlog.codec import DECODER, SUM_KEY, encode_line
+from memlog.eventlog.codec import SUM_KEY, decoder, encode_line
 from memlog.eventlog.events import Observed
 from memlog.eventlog.log import EventLog
 
@@ -119,7 +119,7 @@ def raw_read(log: EventLog) -> int:
     total = 0
     for path in log.segments():
         for line in path.read_bytes().splitlines():
-            DECODER.decode(line[: line.rindex(SUM_KEY)] + b"}")
+            decoder().decode(line[: line.rindex(SUM_KEY)] + b"}")
             total += 1
     return total
 

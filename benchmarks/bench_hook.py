@@ -14,8 +14,10 @@ floor any numpy-using hook pays).  Then the ranking core (``ranking.score`` +
 ``ranking.select``) and the cosine product at 10k × 768 in this process, and
 the hook's peak RSS (``getrusage(RUSAGE_CHILDREN)`` of a one-hook parent).
 
-Goals: hook p50 ≤ 150 ms without query embedding; ranking core ≤ 10 ms;
-peak RSS ≤ 200 MB.  The log is built with ``benchmarks/synthetic.py`` when
+Goals: hook (a) median ≤ 1.2× ``import numpy``; ranking core ≤ 10 ms;
+peak RSS ≤ 200 MB.  After each hook run its recorder (a detached process
+that records the recall and catches the views up) is waited for, untimed,
+as the next start would find it finished; its time is reported apart.  The log is
 it is there, else by a small generator here; views are caught up before
 timing, since a session-start hook only ever catches up the last few events.
 """
@@ -42,11 +44,13 @@ import numpy as np
 from memlog.config import Config
 from memlog.eventlog.events import EventBase, Observed, Reembedded
 from memlog.eventlog.log import EventLog
+from memlog.hooks.recorder import settled
 from memlog.projections.runner import catch_up
 from memlog.retrieval import ranking
 
 HASHING = ("hashing", "blake2b-words", 384)
-GOAL_HOOK_MS = 150.0
+#: the hook ranking by FTS + prominence, against ``python -c "import numpy"`` in the same run
+GOAL_RATIO = 1.2
 GOAL_RANK_MS = 10.0
 GOAL_RSS_MB = 200.0
 SPEC = (
@@ -226,10 +230,18 @@ def fresh_session(stdin: bytes) -> bytes:
     return stdin.replace(b'"session_id": "bench-', unique, 1)
 
 
+AFTER: list[float] = []
+
+
 def run_once(
     argv: Sequence[str], stdin: bytes, cwd: Path, env: dict[str, str]
 ) -> tuple[float, float]:
-    """Wall and CPU (user + system) milliseconds of one run."""
+    """Wall and CPU (user + system) milliseconds of one run.
+
+    After a hook, its recorder (detached: it writes the recall and catches the
+    views up after the hook has exited) is waited for, untimed, as the next
+    start would find it done; how long it took is kept in ``AFTER``.
+    """
     stdin = fresh_session(stdin)
     cpu = cpu_seconds()
     started = time.perf_counter()
@@ -237,13 +249,23 @@ def run_once(
     took = (time.perf_counter() - started) * 1000
     if done.returncode != 0:
         raise SystemExit(f"{argv} failed: {done.stderr.decode()}")
-    return took, (cpu_seconds() - cpu) * 1000
+    used = (cpu_seconds() - cpu) * 1000
+    if argv == HOOK:
+        settle(Path(env["MEMLOG_HOME"]))
+        AFTER.append((time.perf_counter() - started) * 1000 - took)
+    return took, used
+
+
+def settle(home: Path) -> None:
+    if not settled(home, timeout=60):
+        raise SystemExit(f"the hook's recorder did not finish; see {home / 'hook-errors.log'}")
 
 
 def check_hook_output(home: Path, root: Path) -> dict[str, object]:
     stdin = fresh_session(payload(root, 0))
     done = subprocess.run(HOOK, input=stdin, capture_output=True, cwd=root, env=hook_env(home),
                           check=True)  # fmt: skip
+    settle(home)
     context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
     if not context:
         raise SystemExit(f"the hook injected nothing; see {home / 'hook-errors.log'}")
@@ -319,6 +341,7 @@ def import_breakdown(root: Path, env: dict[str, str], runs: int) -> dict[str, fl
         done = subprocess.run([sys.executable, "-X", "importtime", *HOOK[1:]],
                               input=fresh_session(payload(root, 100 + n)), capture_output=True,
                               cwd=root, env=env, check=True)  # fmt: skip
+        settle(Path(env["MEMLOG_HOME"]))
         totals: dict[str, float] = {}
         for line in done.stderr.decode().splitlines():
             parts = line.split("|")
@@ -388,9 +411,13 @@ def main() -> None:
             if name != "numpy":
                 line += f"  ×{median / floor:4.2f} numpy (cpu ×{used / cpu_floor:4.2f})"
             if name == "a":
-                verdict = "ok" if median <= GOAL_HOOK_MS else "MISSES"
-                line += f"  goal ≤{GOAL_HOOK_MS:.0f} ms: {verdict}"
+                verdict = "ok" if median <= GOAL_RATIO * floor else "MISSES"
+                line += f"  goal ≤{GOAL_RATIO}× numpy: {verdict}"
             print(line)
+        print(
+            f"  then, detached: the hook's recorder  {statistics.median(AFTER):7.1f} ms "
+            "(recall, start, views caught up; not waited for by Claude Code)"
+        )
 
         print("\nwhere a hook process spends its time (median of 5; imports by self time):")
         for name, root in projects.items():

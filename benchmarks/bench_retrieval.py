@@ -142,9 +142,9 @@ def signals(
     d3_vectors = [next(vectors) for _ in queries]
     found = []
     with Snapshot(ws.home) as view:
-        candidates = view.candidates(KB_CATEGORIES)
+        candidates = view.candidates(KB_CATEGORIES, datetime.now(UTC))
         where = candidates.positions()
-        days = ranking.days_since(candidates.updated_at, datetime.now(UTC))
+        days = candidates.days
         parts = ranking.prominence_parts(
             candidates.observation_count, candidates.confidence, days, candidates.recall_count
         )
@@ -197,7 +197,7 @@ def rankings(
     defaults = fusion.weights_of(config)
     parts = (
         candidates.observation_count, candidates.confidence,
-        ranking.days_since(candidates.updated_at, datetime.now(UTC)), candidates.recall_count,
+        candidates.days, candidates.recall_count,
     )  # fmt: skip
 
     def d3(vector: Floats, keyword: Floats) -> Floats:

@@ -7,6 +7,7 @@ A torn, glued or edited line fails the check and is never decoded.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 
 import msgspec
@@ -18,7 +19,13 @@ SUM_LEN = 16
 _TAIL_LEN = len(SUM_KEY) + SUM_LEN + 3  # ,"sum":"<16>"}\n
 
 ENCODER = msgspec.json.Encoder()
-DECODER: msgspec.json.Decoder[Event] = msgspec.json.Decoder(Event)
+
+
+@functools.cache
+def decoder() -> msgspec.json.Decoder[Event]:
+    """The decoder of every event type (built when first needed: a tenth of a start's
+    imports, which a start that reads no event never pays)."""
+    return msgspec.json.Decoder(Event)
 
 
 class BadLine(Exception):
@@ -56,7 +63,7 @@ def decode_line(line: bytes) -> Event:
     """Check and decode one line; raise BadLine naming what is wrong."""
     body = check_line(line)
     try:
-        return DECODER.decode(body + b"}")
+        return decoder().decode(body + b"}")
     except msgspec.ValidationError as exc:
         raise BadLine(f"invalid event: {exc}") from None
     except msgspec.DecodeError as exc:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import socket
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,12 +25,10 @@ import msgspec
 from memlog import __version__
 from memlog.errors import HomeError, LogWriteError
 from memlog.eventlog import clock, devices, snapshot
-from memlog.eventlog import rewrite as rw
 from memlog.eventlog import segments as seg
 from memlog.eventlog.codec import BadLine, decode_line, encode_line, salvage
 from memlog.eventlog.events import Event, EventBase, Writer
 from memlog.eventlog.ids import uuid7
-from memlog.eventlog.secrets import redact_batch
 from memlog.home import ensure_dir
 
 DEFAULT_SEGMENT_BYTES = 64 << 20
@@ -98,9 +95,8 @@ DamageHandler = Callable[[Damage], None]
 
 
 def default_writer(command: str = "") -> Writer:
-    return Writer(
-        tool=f"memlog/{__version__}", command=command, host=socket.gethostname(), pid=os.getpid()
-    )
+    host, pid = os.uname().nodename, os.getpid()  # (the host name without loading socket)
+    return Writer(tool=f"memlog/{__version__}", command=command, host=host, pid=pid)
 
 
 class EventLog:
@@ -127,6 +123,8 @@ class EventLog:
         """Append ``events`` atomically (all or none) and return them as stored."""
         if not events:
             return []
+        if self.redact:  # the patterns load with the first append that needs them
+            from memlog.eventlog.secrets import redact_batch
         prepared = redact_batch(events) if self.redact else list(events)
         with self._locked():
             path, first = self._tail_segment()
@@ -165,7 +163,9 @@ class EventLog:
             raise HomeError(f"cannot write to {self.events_dir}: {exc.strerror}") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX)
-            rw.finish(self.events_dir)
+            from memlog.eventlog import rewrite  # (it imports this module)
+
+            rewrite.finish(self.events_dir)
             self.append_dir = self._own_dir()
             yield
         finally:

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 
+from memlog.eventlog import segments as seg
 from memlog.eventlog import snapshot
 from memlog.eventlog.codec import BadLine, decode_line, encode_line
 from memlog.eventlog.events import Event, EventBase
@@ -42,7 +43,7 @@ from memlog.files import atomic_write, fsync_dir, write_synced
 if TYPE_CHECKING:
     from memlog.eventlog.log import EventLog
 
-JOURNAL = ".rewrite.journal"
+JOURNAL = seg.REWRITE_JOURNAL
 STAGING = ".rewrite.staging"
 STAGED_SUFFIX = ".rewrite"
 E = TypeVar("E", bound=EventBase)

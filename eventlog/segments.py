@@ -19,6 +19,9 @@ QUARANTINE_NAME = "quarantine.jsonl"
 _SEQ_RE = re.compile(rb'"seq":(\d+)')
 _WINDOW = 1 << 16
 
+#: the journal of a rewrite (``rewrite``) that has passed its commit point
+REWRITE_JOURNAL = ".rewrite.journal"
+
 
 def segment_name(first_seq: int) -> str:
     """Segment file name: the first sequence it holds, zero padded, so name order = log order."""

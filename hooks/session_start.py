@@ -75,8 +75,8 @@ def log_error(home: Path, message: str, exc: BaseException | None = None) -> Non
         sys.stderr.write(f"memlog hook: {message}\n")
 
 
-def _work(payload: dict[str, Any], home: Path, started: float, box: dict[str, str]) -> None:
-    """Build and record the injection; the text goes into ``box``."""
+def _work(payload: dict[str, Any], home: Path, started: float, box: dict[str, Any]) -> None:
+    """Build the injection: its text, the recall to record and the space go into ``box``."""
     from memlog.api.adoption import adopt
     from memlog.api.recall import for_hook
     from memlog.hooks.claims import claim
@@ -84,6 +84,7 @@ def _work(payload: dict[str, Any], home: Path, started: float, box: dict[str, st
 
     cwd = Path(str(payload.get("cwd") or os.getcwd()))
     ws = Workspace.open(cwd, home=home) if cwd.is_dir() else Workspace.at(None, home=home)
+    box["space"] = tuple(ws.space)
     for warning in ws.warnings:
         log_error(home, f"config: {warning}")
     config = ws.config
@@ -96,7 +97,10 @@ def _work(payload: dict[str, Any], home: Path, started: float, box: dict[str, st
     box["budget"] = str(budget)
     deadline = started + budget - MARGIN - RANK_RESERVE
     session = str(payload.get("session_id") or "")
-    result = for_hook(ws, deadline, session, claim=lambda: claim(home, payload))
+    result = for_hook(
+        ws, deadline, session, claim=lambda: claim(home, payload),
+        keep=lambda recall: box.__setitem__("recall", recall),
+    )  # fmt: skip
     box["context"] = result.text
     for note in result.notes:
         log_error(home, note)
@@ -109,9 +113,12 @@ def _wanted(payload: dict[str, Any], enabled: bool, on_compact: bool) -> bool:
     return enabled and (source != "compact" or on_compact)
 
 
-def run(payload: dict[str, Any], home: Path, started: float) -> str:
-    """The context to inject, or empty when anything fails or time runs out."""
-    box: dict[str, str] = {}
+def run(
+    payload: dict[str, Any], home: Path, started: float, kept: dict[str, Any] | None = None
+) -> str:
+    """The context to inject, or empty when anything fails or time runs out; ``kept``
+    receives the recall to record (only with a context injected) and the space."""
+    box: dict[str, Any] = {}
     failure: list[BaseException] = []
 
     def target() -> None:
@@ -127,34 +134,62 @@ def run(payload: dict[str, Any], home: Path, started: float) -> str:
         if remaining <= 0:
             break
         worker.join(min(remaining, 0.05))
+    if kept is not None and "space" in box:  # the views are caught up even after a failure
+        kept["space"] = box["space"]
     if worker.is_alive():
         log_error(home, "deadline reached; injected nothing")
         return ""
     if failure:
         log_error(home, f"failed: {type(failure[0]).__name__}: {failure[0]}", failure[0])
         return ""
-    return box.get("context", "")
+    if kept is not None and "recall" in box:
+        kept["recall"] = box["recall"]
+    return str(box.get("context", ""))
 
 
-def _budget(box: dict[str, str]) -> float:
+def _budget(box: dict[str, Any]) -> float:
     # The configured budget is known once the worker has read the configuration.
     return float(box.get("budget", DEFAULT_BUDGET))
 
 
 def main() -> None:
     """Entry point of ``memlog hook session-start``: always prints valid JSON, exits 0."""
-    from memlog.hooks.sessions import after_start, guarded
+    from memlog.hooks.sessions import guarded
 
     started = time.monotonic()
     home = resolve_home()
-    context, payload = "", {}
+    context, payload, box = "", {}, dict[str, Any]()
     try:
         if not guarded():  # not inside memlog's own extraction
             payload = read_payload()
-            context = run(payload, home, started)
+            context = run(payload, home, started, box)
     except BaseException as exc:  # noqa: BLE001 - the hook must never fail
         log_error(home, f"failed: {type(exc).__name__}: {exc}", exc)
     sys.stdout.write(envelope(context) + "\n")
     sys.stdout.flush()
-    after_start(payload, home)
+    try:
+        leave(payload, home, box)
+    except BaseException as exc:  # noqa: BLE001 - the hook must never fail
+        log_error(home, f"failed after the output: {type(exc).__name__}: {exc}", exc)
     os._exit(0)  # a late worker thread must not hold the exit
+
+
+def leave(payload: dict[str, Any], home: Path, box: dict[str, Any]) -> None:
+    """After the output: hand the recall and the start to the recorder, a process of its
+    own (``hooks.recorder``); when it cannot start, write them here."""
+    from memlog.hooks.recorder import Handover, hand_over
+    from memlog.hooks.sessions import after_start, start_wanted
+
+    recall, space = box.get("recall"), box.get("space")
+    if is_snapshot(home) or (recall is None and not start_wanted(payload, home)):
+        return
+    try:
+        hand_over(home, Handover(payload=payload, marker="", recall=recall, space=space))
+    except (OSError, ValueError) as exc:
+        log_error(home, f"recorder not started ({exc}); recording in the hook")
+        if recall is not None:
+            from memlog.retrieval.record import write
+
+            for note in write(home, recall, "inject"):
+                log_error(home, note)
+        after_start(payload, home)

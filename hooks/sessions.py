@@ -9,13 +9,14 @@ memorize --background`` detached, prints ``{}`` and exits 0, whatever fails
 (failures go to ``hook-errors.log``).  Only the event log is imported on this
 path: no click, no SQLite, no numpy, no HTTP.
 
-After its output, the SessionStart hook records the session's start (so a
-session Claude Code never ends, because it crashed or was killed, is still
-found) and starts ``memlog memorize --background`` for what is pending, at
-most once every ``SWEEP_INTERVAL`` seconds; both only for a home already in
-use, never beside the injection (they would compete with it for time), and
-in a thread waited for ``AFTER_START_SECONDS`` at most: a held log lock can
-never keep the hook.
+After the SessionStart hook's output, its recorder (``hooks.recorder``)
+records the session's start (so a session Claude Code never ends, because it
+crashed or was killed, is still found) and starts ``memlog memorize
+--background`` for what is pending, at most once every ``SWEEP_INTERVAL``
+seconds; both only for a home already in use, never beside the injection
+(they would compete with it for time).  When the recorder cannot be
+started, the hook does it itself in a thread waited for
+``AFTER_START_SECONDS`` at most: a held log lock can never keep the hook.
 
 Every memlog hook exits at once with valid empty output when
 ``MEMLOG_EXTRACTING`` is set: that is the environment of the ``claude`` an
@@ -129,22 +130,32 @@ def start_sweep(home: Path, now: float) -> bool:
     return True
 
 
-def after_start(payload: dict[str, Any], home: Path) -> None:
-    """After the SessionStart hook's output: record the session's start and start the
-    sweep when one is due, for a home already in use; wait for it ``AFTER_START_SECONDS``
-    at most (the thread dies with the hook).  Never raises."""
-    import threading
+def start_wanted(payload: dict[str, Any], home: Path) -> bool:
+    """Whether a start is recorded: not within extraction, with a payload, in a home in use."""
+    return not guarded() and bool(payload) and (home / "events").is_dir()
+
+
+def record_start(payload: dict[str, Any], home: Path) -> None:
+    """Record the session's start and start the sweep when one is due, for a home
+    already in use (the hook's recorder does it after the hook's output)."""
     import time
+
+    if not start_wanted(payload, home):
+        return
+    record(payload, home, "SessionStart")
+    start_sweep(home, time.time())
+
+
+def after_start(payload: dict[str, Any], home: Path) -> None:
+    """``record_start`` in this process, when the hook could not start its recorder: waited
+    for ``AFTER_START_SECONDS`` at most (the thread dies with the hook).  Never raises."""
+    import threading
 
     from memlog.hooks.session_start import log_error
 
-    if guarded() or not payload or not (home / "events").is_dir():
-        return
-
     def work() -> None:
         try:
-            record(payload, home, "SessionStart")
-            start_sweep(home, time.time())
+            record_start(payload, home)
         except BaseException as exc:  # noqa: BLE001 - the hook must never fail
             log_error(home, f"SessionStart: {type(exc).__name__}: {exc}", exc)
 

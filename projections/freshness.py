@@ -13,7 +13,7 @@ from pathlib import Path
 
 from memlog.eventlog.log import START, EventLog, Position
 from memlog.eventlog.merged import unread_bytes
-from memlog.eventlog.rewrite import JOURNAL
+from memlog.eventlog.segments import REWRITE_JOURNAL
 from memlog.projections.markdown_view.writer import load_state
 from memlog.projections.sqlite_view import store
 from memlog.projections.sqlite_view.schema import SCHEMA_VERSION
@@ -29,7 +29,7 @@ def db_path(folder: Path) -> Path:
 def current_seq(home: Path, space: Space) -> int | None:
     """The views' sequence when they already reflect the whole log in ``space``, else None
     (also while a redaction a crash cut short waits to be finished)."""
-    if not db_path(home).exists() or (home / "events" / JOURNAL).exists():
+    if not db_path(home).exists() or (home / "events" / REWRITE_JOURNAL).exists():
         return None
     if lag_bytes(home) != 0:
         return None

@@ -40,7 +40,7 @@ def run(request: Request) -> Injection | None:
         if query is None:
             query = collect(request.ws.root).context_query
         started = time.perf_counter()
-        found = view.columns(request.wanted_categories)
+        found = view.columns(request.wanted_categories, datetime.now(UTC))
         timings["candidates_ms"] = _ms(started)
         started = time.perf_counter()
         lexical = view.lexical_list(query, found.ids) if query else None
@@ -48,9 +48,8 @@ def run(request: Request) -> Injection | None:
             return None  # no packed index: ``semantic`` ranks with FTS5
         timings["lexical_ms"] = _ms(started)
         started = time.perf_counter()
-        days = plain.days_since(found.updated_at, datetime.now(UTC))
         parts = plain.prominence_parts(
-            found.observation_count, found.confidence, days, found.recall_count
+            found.observation_count, found.confidence, found.days, found.recall_count
         )
         around = view.neighbour_lists(found.ids) if weights.neighbours > 0 else None
         scores = plain.fuse(lexical, plain.prominence(parts), around, weights)

@@ -6,7 +6,7 @@ the same arithmetic, step for step in the same floating-point order, so it
 gives the very same scores, bit for bit, and the same choice (the tests
 hold both to that):
 
-- recency in whole microseconds, divided by a day's, as ``ranking.days_since``;
+- recency from the days the view computes (``plain.DAYS``), for both;
 - prominence parts summed left to right, as ``ranking.prominence_parts``;
 - z-scores from ``spread``: the mean and standard deviation correctly
   rounded (``math.fsum``), which ``fusion.zscores`` uses too;
@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from datetime import datetime, timedelta
+from datetime import timedelta
 from typing import TYPE_CHECKING, NamedTuple
 
 from memlog.vocabulary import (
@@ -31,6 +31,7 @@ from memlog.vocabulary import (
 
 if TYPE_CHECKING:
     from memlog.config import Config
+    from memlog.projections.sqlite_view.plain import Neighbours
 
 _MICROSECOND = timedelta(microseconds=1)
 _DAY_MICROS = 86_400e6
@@ -74,17 +75,7 @@ def spread(values: Sequence[float]) -> tuple[float, float]:
     """Mean and (population) standard deviation, each correctly rounded."""
     count = len(values)
     mean = math.fsum(values) / count
-    return mean, math.sqrt(math.fsum((v - mean) * (v - mean) for v in values) / count)
-
-
-def days_since(timestamps: Sequence[str], now: datetime) -> list[float]:
-    """Days from each ISO UTC timestamp to ``now``, never negative (microsecond steps)."""
-    reference = now.replace(tzinfo=None)
-    parse = datetime.fromisoformat
-    return [
-        max(((reference - parse(t.rstrip("Z")[:26])) // _MICROSECOND) / _DAY_MICROS, 0.0)
-        for t in timestamps
-    ]
+    return mean, math.sqrt(math.fsum([(v - mean) * (v - mean) for v in values]) / count)
 
 
 def prominence_parts(
@@ -115,19 +106,21 @@ def zscores(raw: Sequence[float] | None, size: int) -> list[float]:
     return [(r - mean) / deviation for r in raw]
 
 
-def neighbour_means(scores: list[float], neighbours: Sequence[Sequence[int]] | None) -> list[float]:
+def neighbour_means(scores: list[float], neighbours: Neighbours | None) -> list[float]:
     """For each candidate, the mean score of its neighbours among the candidates (−1: none),
-    or 0 when that mean is negative."""
-    if not neighbours:
+    or 0 when that mean is negative; summed slot by slot, as ``fusion.neighbour_means``."""
+    if neighbours is None or not neighbours.k or not scores:
         return [0.0] * len(scores)
+    k, lists = neighbours.k, neighbours.lists
+    padded = [*scores, 0.0]  # index −1: nothing added
     means = []
-    for row in neighbours:
-        total, count = 0.0, 0
-        for j in row:
-            if j >= 0:
-                total += scores[j]
-                count += 1
-        mean = total / count if count else 0.0
+    for row in neighbours.rows:
+        found = lists[row * k : row * k + k] if row >= 0 else ()
+        present = len(found) - found.count(-1)
+        total = 0.0
+        for j in found:
+            total += padded[j]
+        mean = total / present if present else 0.0
         means.append(mean if mean > 0.0 else 0.0)
     return means
 
@@ -135,7 +128,7 @@ def neighbour_means(scores: list[float], neighbours: Sequence[Sequence[int]] | N
 def fuse(
     lexical_raw: list[float] | None,
     prominence_raw: list[float],
-    neighbours: Sequence[Sequence[int]] | None,
+    neighbours: Neighbours | None,
     weights: Weights,
 ) -> Fused:
     """Score every candidate without a vector signal (``None``: no lexical signal)."""
@@ -159,14 +152,14 @@ def select(
 ) -> list[int]:
     """Indices chosen, as ``ranking.select``: at least 3 per non-empty category when the
     limit allows, then by score; ties by candidate order; grouped by category."""
-    order = sorted(range(len(final)), key=lambda i: -final[i])
+    order = sorted(range(len(final)), key=final.__getitem__, reverse=True)  # stable
     if limit == 0:
         return []
     if not balanced:
         return order if limit < 0 else order[:limit]
     codes = [_CODES.get(c, len(CATEGORIES)) for c in categories]
     chosen = order if limit < 0 or limit >= len(order) else _balanced(codes, order, limit)
-    rank = {index: place for place, index in enumerate(order)}
+    rank = {index: place for place, index in enumerate(chosen)}
     return sorted(chosen, key=lambda i: (codes[i], rank[i]))
 
 
@@ -174,13 +167,23 @@ _CODES: dict[str, int] = {category: code for code, category in enumerate(CATEGOR
 
 
 def _balanced(codes: list[int], order: list[int], limit: int) -> list[int]:
-    present = sorted(set(codes))
-    picked = [False] * len(order)
+    """The best ``MIN_PER_CATEGORY`` of each category present (when the limit allows),
+    then the best of the rest up to ``limit``, in ``order``."""
+    present = set(codes)
+    picked: set[int] = set()
     if limit >= BALANCE_FROM and limit >= MIN_PER_CATEGORY * len(present):
-        for code in present:
-            for i in [i for i in order if codes[i] == code][:MIN_PER_CATEGORY]:
-                picked[i] = True
-    room = max(limit - sum(picked), 0)
-    for i in [i for i in order if not picked[i]][:room]:
-        picked[i] = True
-    return [i for i in order if picked[i]]
+        taken = dict.fromkeys(present, 0)
+        for i in order:
+            if taken[codes[i]] < MIN_PER_CATEGORY:
+                taken[codes[i]] += 1
+                picked.add(i)
+                if len(picked) == MIN_PER_CATEGORY * len(present):
+                    break
+    room = max(limit - len(picked), 0)
+    for i in order:
+        if room == 0:
+            break
+        if i not in picked:
+            picked.add(i)
+            room -= 1
+    return [i for i in order if i in picked]

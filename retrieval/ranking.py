@@ -4,14 +4,14 @@
 scores are divided by their maximum over the candidates, and prominence is
 the mean of four parts in [0, 1]: observation count over the maximum count,
 confidence (high 3, medium 2, low 1, over 3), recency ``1/(1+days/30)`` on
-``updated_at``, and recall ``min(n/10, 1)``.  A signal that is missing or
-whose maximum is 0 gives its weight to the others in proportion.
+``updated_at`` (an imported entry's ``Last observed``; the view counts the
+days), and recall ``min(n/10, 1)``.  A signal that is missing or whose
+maximum is 0 gives its weight to the others in proportion.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime
 from typing import NamedTuple
 
 import numpy as np
@@ -67,14 +67,6 @@ def effective_weights(weights: Weights, vector: bool, keyword: bool) -> Weights:
     if total <= 0.0:
         return Weights(0.0, 0.0, 1.0)
     return Weights(*(w / total for w in kept))
-
-
-def days_since(timestamps: Sequence[str], now: datetime) -> Floats:
-    """Days from each ISO UTC timestamp to ``now`` (never negative)."""
-    stamps = np.array([t.rstrip("Z")[:26] for t in timestamps], dtype="datetime64[us]")
-    reference = np.datetime64(now.replace(tzinfo=None).isoformat(), "us")
-    micros = (reference - stamps).astype(np.int64)
-    return np.maximum(micros.astype(np.float64) / 86_400e6, 0.0)
 
 
 def prominence_parts(

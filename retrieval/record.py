@@ -1,8 +1,14 @@
-"""Recording an injection: one ``entry.recalled`` event and ``.last-injection.json``."""
+"""Recording an injection: one ``entry.recalled`` event and ``.last-injection.json``.
+
+``recall_of`` says what to record (a ``Recall``, which another process can
+write: the hook hands it to its recorder, see ``hooks.recorder``), ``write``
+records it, ``record`` does both.
+"""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import msgspec
 
@@ -16,25 +22,53 @@ from memlog.vocabulary import TYPE_NAMES
 LAST_INJECTION = ".last-injection.json"
 
 
+class Recall(msgspec.Struct):
+    """An injection to record: the event's fields and the tracking file's bytes."""
+
+    ids: list[str]
+    session_id: str
+    project: str
+    query: str
+    mode: str
+    last_injection: bytes
+
+
+def recall_of(request: Request, result: Injection, session_id: str = "") -> Recall | None:
+    """What recording ``result`` writes (None when nothing was chosen)."""
+    if not result.chosen:
+        return None
+    return Recall(
+        ids=[c.id for c in result.chosen], session_id=session_id, project=request.ws.project,
+        query=result.query or "", mode=result.mode,
+        last_injection=last_injection(request, result),
+    )  # fmt: skip
+
+
 def record(request: Request, result: Injection, session_id: str = "") -> list[str]:
     """Append the ``entry.recalled`` event and rewrite ``.last-injection.json``."""
-    notes: list[str] = []
-    if not result.chosen:
-        return notes
+    recall = recall_of(request, result, session_id)
+    return write(request.home, recall, "inject") if recall is not None else []
+
+
+def write(home: Path, recall: Recall, command: str) -> list[str]:
+    """Record ``recall`` in ``home``'s log (as written by ``command``); notes of what failed."""
+    from memlog.eventlog.log import EventLog
+
     try:
-        snapshot.refuse_writes(request.home, "record an injection in")
+        snapshot.refuse_writes(home, "record an injection in")
     except MemlogError as exc:
         return [f"recall not recorded: {exc}"]
+    notes: list[str] = []
     recalled = Recalled(
-        ids=tuple(c.id for c in result.chosen), session_id=session_id,
-        project=request.ws.project, query=result.query or "", mode=result.mode,
+        ids=tuple(recall.ids), session_id=recall.session_id, project=recall.project,
+        query=recall.query, mode=recall.mode,
     )  # fmt: skip
     try:
-        request.ws.log("inject").append([recalled])
+        EventLog(home, command=command).append([recalled])
     except (MemlogError, OSError) as exc:
         notes.append(f"recall not recorded: {exc}")
     try:
-        atomic_write(request.home / LAST_INJECTION, last_injection(request, result))
+        atomic_write(home / LAST_INJECTION, recall.last_injection)
     except OSError as exc:
         notes.append(f"{LAST_INJECTION} not written: {exc.strerror}")
     return notes

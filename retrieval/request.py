@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import msgspec
@@ -29,8 +28,7 @@ HOOK_CATCH_UP_BYTES = 2 << 20
 HOOK_LOCK_WAIT = 0.25
 
 
-@dataclass(frozen=True)
-class Request:
+class Request(msgspec.Struct, frozen=True):
     """What to inject for: a workspace, the time available, and the caller's choices."""
 
     ws: Workspace

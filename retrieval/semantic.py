@@ -131,7 +131,7 @@ class SemanticRun:
         self, view: Snapshot, embedding: concurrent.futures.Future[Vector] | None
     ) -> Injection:
         started = time.perf_counter()
-        found = view.candidates(self.request.wanted_categories)
+        found = view.candidates(self.request.wanted_categories, datetime.now(UTC))
         self.timings["candidates_ms"] = _ms(started)
         started = time.perf_counter()
         keyword = self._keyword(view, found) if self.query else None
@@ -199,9 +199,8 @@ class SemanticRun:
             config.memory_keyword_weight,
             config.memory_prominence_weight,
         )
-        days = ranking.days_since(found.updated_at, datetime.now(UTC))
         return ranking.score(
-            vector, keyword, found.observation_count, found.confidence, days,
+            vector, keyword, found.observation_count, found.confidence, found.days,
             found.recall_count, weights,
         )  # fmt: skip
 
@@ -213,9 +212,8 @@ class SemanticRun:
         lexical: ranking.Floats | None,
     ) -> fusion.Fused:
         weights = fusion.weights_of(self.request.config)
-        days = ranking.days_since(found.updated_at, datetime.now(UTC))
         parts = ranking.prominence_parts(
-            found.observation_count, found.confidence, days, found.recall_count
+            found.observation_count, found.confidence, found.days, found.recall_count
         )
         self._parts = parts
         around = view.neighbours(found.ids) if weights.neighbours > 0 else None

@@ -13,12 +13,12 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from pathlib import Path
 from types import TracebackType
 from typing import Any, NamedTuple, Self
 
 from memlog.errors import ViewError
-from memlog.eventlog.bounds import utc_moment
 from memlog.projections.fold import Entry
 from memlog.projections.sqlite_view import index_files, store
 from memlog.projections.terms import term_counts, term_hash
@@ -27,30 +27,30 @@ from memlog.vocabulary import Space
 LEXICON = ("lex", b"MLLEX001")
 GRAPH = ("nbr", b"MLNBR001")
 
-#: the ``Last observed`` date of an entry known only from imported files, else ''
+#: the ``Last observed`` date of an entry known only from imported files, else NULL
 _IMPORTED_OBSERVED = (
     "CASE WHEN sources = '[\"import\"]' AND last_observed GLOB "
-    "'[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' THEN last_observed ELSE '' END"
+    "'[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' THEN last_observed END"
+)
+#: days from the time recency counts from to the moment given (never negative): an
+#: imported entry's ``Last observed`` (an ISO date or time, UTC unless it says otherwise),
+#: else ``updated_at`` (the import itself would make every lesson new); SQLite's julianday
+#: has millisecond steps, far below what a day's recency can tell
+DAYS = (
+    "coalesce(max(julianday(?) - coalesce(julianday("
+    + _IMPORTED_OBSERVED
+    + "), julianday(updated_at)), 0.0), 0.0)"
 )
 
 
-def recency_time(updated_at: str, last_observed: str) -> str:
-    """The time recency counts from: an imported entry's ``Last observed`` (an ISO date or
-    time, as UTC), else ``updated_at`` (the import itself would make every lesson new)."""
-    moment = utc_moment(last_observed)
-    return moment.replace(tzinfo=None).isoformat() if moment is not None else updated_at
-
-
 class Columns(NamedTuple):
-    """Live entries eligible for injection, as parallel lists (``updated_at``: the time
-    recency counts from, see ``recency_time``)."""
+    """Live entries eligible for injection, as parallel lists (``days``: see ``DAYS``)."""
 
     ids: list[str]
-    names: list[str]
     categories: list[str]
     observation_count: list[float]
     confidence: list[str]
-    updated_at: list[str]
+    days: list[float]
     recall_count: list[float]
     rowids: list[int]
 
@@ -74,27 +74,24 @@ class View:
     ) -> None:
         self.db.close()
 
-    def columns(self, categories: Sequence[str]) -> Columns:
-        """The candidates of ``categories``, in id order."""
+    def columns(self, categories: Sequence[str], now: datetime) -> Columns:
+        """The candidates of ``categories``, in id order, their recency counted to ``now``."""
         marks = ",".join("?" * len(categories))
+        moment = now.astimezone(UTC).replace(tzinfo=None).isoformat()
         rows = self.db.execute(
-            "SELECT id, name, category, observation_count, confidence, updated_at, recall_count, "
-            f"rowid, {_IMPORTED_OBSERVED} FROM entries WHERE status = 'live' "
-            f"AND category IN ({marks}) ORDER BY id",
-            list(categories),
+            f"SELECT id, category, observation_count, confidence, {DAYS}, recall_count, rowid "
+            f"FROM entries WHERE status = 'live' AND category IN ({marks}) ORDER BY id",
+            [moment, *categories],
         ).fetchall()
-        columns: list[tuple[Any, ...]] = list(zip(*rows, strict=True)) if rows else [()] * 9
+        columns: list[tuple[Any, ...]] = list(zip(*rows, strict=True)) if rows else [()] * 7
         return Columns(
             ids=list(columns[0]),
-            names=list(columns[1]),
-            categories=list(columns[2]),
-            observation_count=[float(n) for n in columns[3]],
-            confidence=list(columns[4]),
-            updated_at=[
-                recency_time(u, o) if o else u for u, o in zip(columns[5], columns[8], strict=True)
-            ],
-            recall_count=[float(n) for n in columns[6]],
-            rowids=list(columns[7]),
+            categories=list(columns[1]),
+            observation_count=[float(n) for n in columns[2]],
+            confidence=list(columns[3]),
+            days=list(columns[4]),
+            recall_count=[float(n) for n in columns[5]],
+            rowids=list(columns[6]),
         )
 
     def has_vectors(self, space: Space) -> bool:
@@ -115,49 +112,53 @@ class View:
         if found is None:
             return None
         (documents, terms, _), names, (hashes, starts, docs, weights) = found
-        scores: dict[int, float] = {}
+        sums = [0.0] * documents
         for term, repeat in term_counts([query]).items():
             wanted = term_hash(term)
             at = bisect.bisect_left(hashes, wanted)
             if at >= terms or hashes[at] != wanted:
                 continue
             begin, end = starts[at], starts[at + 1]
-            for doc, weight in zip(
-                docs[begin:end].tolist(), weights[begin:end].tolist(), strict=True
-            ):
-                scores[doc] = scores.get(doc, 0.0) + float(repeat) * weight
-        where = {entry_id: i for i, entry_id in enumerate(ids)}
-        out = [0.0] * len(ids)
-        for doc, score in scores.items():
-            place = where.get(_id_at(names, doc))
-            if place is not None:
-                out[place] = score
-        return out
+            postings = zip(docs[begin:end].tolist(), weights[begin:end].tolist(), strict=True)
+            if repeat == 1:
+                for doc, weight in postings:
+                    sums[doc] += weight
+            else:
+                for doc, weight in postings:
+                    sums[doc] += float(repeat) * weight
+        where = _where(_ids(names, documents))
+        return [sums[where[i]] if i in where else 0.0 for i in ids]
 
-    def neighbour_lists(self, ids: Sequence[str]) -> list[list[int]] | None:
+    def neighbour_lists(self, ids: Sequence[str]) -> Neighbours | None:
         """Each of ``ids``' neighbours as positions in ``ids`` (−1: none, or not among them)."""
         found = index_files.load_plain(self.db, self.folder, *GRAPH, graph_parts)
         if found is None:
             return None
         (count, k, _), names, (index, _dots) = found
-        where = {entry_id: i for i, entry_id in enumerate(ids)}
-        graph_ids = bytes(names).decode("ascii")
-        to_ids = [where.get(graph_ids[r * 16 : r * 16 + 16], -1) for r in range(count)]
-        rows: dict[str, int] = {graph_ids[r * 16 : r * 16 + 16]: r for r in range(count)}
-        lists = []
-        none = [-1] * k
-        for entry_id in ids:
-            row = rows.get(entry_id)
-            if row is None:
-                lists.append(none)
-                continue
-            lists.append([to_ids[j] if j >= 0 else -1 for j in index[row * k : row * k + k]])
-        return lists
+        graph = _ids(names, count)
+        candidate, row = _where(ids), _where(graph)
+        to_ids = [candidate.get(g, -1) for g in graph] + [-1]  # the last: index −1, none
+        return Neighbours(k, [row.get(i, -1) for i in ids], [to_ids[j] for j in index.tolist()])
 
 
-def _id_at(names: memoryview, position: int) -> str:
-    start = position * index_files.ID_WIDTH
-    return bytes(names[start : start + index_files.ID_WIDTH]).decode("ascii")
+class Neighbours(NamedTuple):
+    """Neighbour lists: candidate i's are ``lists[rows[i] * k : rows[i] * k + k]`` (no list
+    when ``rows[i]`` is −1), as positions among the candidates (−1: none)."""
+
+    k: int
+    rows: list[int]
+    lists: list[int]
+
+
+def _ids(names: memoryview, count: int) -> list[str]:
+    """The 16-byte ids of a packed file, decoded."""
+    text = bytes(names).decode("ascii")
+    width = index_files.ID_WIDTH
+    return [text[i * width : i * width + width] for i in range(count)]
+
+
+def _where(ids: Sequence[str]) -> dict[str, int]:
+    return {entry_id: i for i, entry_id in enumerate(ids)}
 
 
 def lexicon_parts(counts: index_files.Counts) -> list[tuple[str, int]]:

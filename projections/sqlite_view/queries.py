@@ -157,17 +157,21 @@ def branch_members(db: sqlite3.Connection, keys: Iterable[str]) -> list[Entry]:
     return store.load_where(db, where, wanted, vectors=False)
 
 
+#: live entries of one branch memory: ``branches != '[]'`` lets the partial index answer
+_BRANCH_WHERE = (
+    "status = 'live' AND branches != '[]' AND "
+    "EXISTS (SELECT 1 FROM json_each(entries.branches) WHERE value = ?)"
+)
+BRANCH_ENTRIES = f"SELECT id FROM entries WHERE {_BRANCH_WHERE} ORDER BY id"
+
+
 def branch_entries(folder: Path, key: str, vectors: bool = False) -> list[Entry]:
     """The live entries of the branch memory ``key``, first seen first; none without a view."""
     path = folder / store.DB_NAME
     if not path.exists():
         return []
-    where = (
-        "status = 'live' AND branches != '[]' AND "
-        "EXISTS (SELECT 1 FROM json_each(entries.branches) WHERE value = ?)"
-    )
     with store.opened(path, readonly=True) as db:
-        found = store.load_where(db, where, [key], vectors=vectors)
+        found = store.load_where(db, _BRANCH_WHERE, [key], vectors=vectors)
     return sorted(found, key=lambda e: (e.created_seq, e.id))
 
 

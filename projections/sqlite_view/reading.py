@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections.abc import Sequence
+from datetime import datetime
 from pathlib import Path
 from typing import NamedTuple
 
@@ -20,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memlog.projections.sqlite_view import lexicon, neighbours
-from memlog.projections.sqlite_view.plain import _IMPORTED_OBSERVED, View, recency_time
+from memlog.projections.sqlite_view.plain import DAYS, View
 from memlog.projections.sqlite_view.vectors import (
     ID_WIDTH,
     SUFFIX,
@@ -32,7 +33,7 @@ from memlog.projections.sqlite_view.vectors import (
 from memlog.projections.terms import term_counts
 from memlog.vocabulary import Space
 
-__all__ = ["_IMPORTED_OBSERVED", "Candidates", "Snapshot", "View", "fts_query", "recency_time"]
+__all__ = ["DAYS", "Candidates", "Snapshot", "View", "fts_query"]
 
 MAX_TOKENS = 64
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -61,15 +62,14 @@ def fts_query(text: str | None) -> str | None:
 
 
 class Candidates(NamedTuple):
-    """Live entries eligible for injection, as parallel columns (``updated_at``: the time
-    recency counts from, see ``recency_time``)."""
+    """Live entries eligible for injection, as parallel columns (``days``: see
+    ``plain.DAYS``)."""
 
     ids: list[str]
-    names: list[str]
     categories: list[str]
     observation_count: Floats
     confidence: list[str]
-    updated_at: list[str]
+    days: Floats
     recall_count: Floats
     rowids: list[int]
 
@@ -88,15 +88,14 @@ class Matrix(NamedTuple):
 class Snapshot(View):
     """The view at one moment, read-only, with numpy: ``with Snapshot(folder) as view: …``."""
 
-    def candidates(self, categories: Sequence[str]) -> Candidates:
-        found = self.columns(categories)
+    def candidates(self, categories: Sequence[str], now: datetime) -> Candidates:
+        found = self.columns(categories, now)
         return Candidates(
             ids=found.ids,
-            names=found.names,
             categories=found.categories,
             observation_count=np.asarray(found.observation_count, dtype=np.float64),
             confidence=found.confidence,
-            updated_at=found.updated_at,
+            days=np.asarray(found.days, dtype=np.float64),
             recall_count=np.asarray(found.recall_count, dtype=np.float64),
             rowids=found.rowids,
         )

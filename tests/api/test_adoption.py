@@ -18,6 +18,7 @@ from memlog.api.adoption import STORE_FILES, pending_store
 from memlog.commands.cli import cli
 from memlog.eventlog.events import Event, Observed, Promoted
 from memlog.eventlog.log import EventLog
+from memlog.hooks.recorder import settled
 from memlog.projections.markdown_view.kb_parser import parse_file
 from memlog.projections.sqlite_view import queries
 from memlog.tests.support import FIXTURES
@@ -159,6 +160,7 @@ def test_the_hook_adopts_then_injects(
         capture_output=True, text=True, env=env, cwd=project, timeout=60, check=True,
     )  # fmt: skip
     context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    assert settled(memlog_home)
     assert "## Engineering Memory" in context
     injected = [ln[4:].split(": ", 1)[-1] for ln in context.splitlines() if ln.startswith("### ")]
     assert set(injected) & {name for name, _ in store.values()}

@@ -16,7 +16,7 @@ from click.testing import CliRunner, Result
 from memlog.commands import cli as cli_module
 from memlog.commands.cli import COMMANDS, cli
 from memlog.errors import ERROR_LOG
-from memlog.eventlog.codec import DECODER, encode_line
+from memlog.eventlog.codec import decoder, encode_line
 from memlog.eventlog.events import (
     Event,
     Labelled,
@@ -284,7 +284,7 @@ def test_log_json_lines_parse_back_to_the_events(seeded: list[Event]) -> None:
     assert result.exit_code == 0
     back = [msgspec.json.decode(line, type=Event) for line in result.stdout.splitlines()]
     assert back == seeded
-    assert [DECODER.decode(line) for line in result.stdout.encode().splitlines()] == seeded
+    assert [decoder().decode(line) for line in result.stdout.encode().splitlines()] == seeded
 
 
 @pytest.mark.parametrize(

@@ -19,7 +19,7 @@ from memlog.commands.cli import cli
 from memlog.eventlog.events import Observed, Promoted, Recalled
 from memlog.eventlog.log import EventLog
 from memlog.projections.runner import catch_up, db_path, rebuild
-from memlog.projections.sqlite_view import reading, schema, store
+from memlog.projections.sqlite_view import queries, reading, schema, store
 
 
 def invoke(*args: str, input: str | None = None) -> Result:
@@ -282,12 +282,16 @@ def test_an_old_database_migrates_to_the_current_schema(tmp_path: Path) -> None:
     ]
     assert migrated.execute("SELECT count(*) FROM entries").fetchone() == (1,)
     plan = migrated.execute(  # the hook's candidates query, as ``Snapshot.candidates`` asks it
-        "EXPLAIN QUERY PLAN SELECT id, name, category, observation_count, confidence, "
-        f"updated_at, recall_count, rowid, {reading._IMPORTED_OBSERVED} FROM entries "
+        "EXPLAIN QUERY PLAN SELECT id, category, observation_count, confidence, "
+        f"{reading.DAYS}, recall_count, rowid FROM entries "
         "WHERE status = 'live' AND category IN (?, ?) ORDER BY id",
-        ("patterns", "heuristics"),
+        ("2026-01-01T00:00:00", "patterns", "heuristics"),
     ).fetchall()
     assert "COVERING INDEX entries_rank" in " ".join(str(r) for r in plan)
+    plan = migrated.execute(  # the hook's branch memory, as ``queries.branch_entries`` asks it
+        f"EXPLAIN QUERY PLAN {queries.BRANCH_ENTRIES}", ("project/branch",)
+    ).fetchall()
+    assert "USING INDEX entries_branched" in " ".join(str(r) for r in plan)
     migrated.close()
     blank.close()
 

@@ -12,6 +12,7 @@ from pathlib import Path
 from memlog.eventlog.events import Observed, Recalled
 from memlog.eventlog.log import EventLog
 from memlog.hooks.claims import CLAIM_SECONDS, CLAIMS_DIR, SWEEP_SECONDS, claim, claim_key
+from memlog.hooks.recorder import settled
 
 START = {"session_id": "abc", "source": "startup"}
 
@@ -81,4 +82,5 @@ def test_two_registrations_of_the_hook_inject_once(memlog_home: Path, tmp_path: 
     contexts = [json.loads(out)["hookSpecificOutput"]["additionalContext"] for out in outputs]
     assert sorted(bool(c) for c in contexts) == [False, True]
     assert "Lesson text" in "".join(contexts)
+    assert settled(memlog_home)  # the winner's recorder has written its recall
     assert len([r for r in EventLog(memlog_home).read() if isinstance(r.event, Recalled)]) == 1

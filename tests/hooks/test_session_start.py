@@ -23,6 +23,7 @@ import pytest
 
 from memlog.eventlog.events import Observed, Promoted, Recalled, Reembedded
 from memlog.eventlog.log import EventLog
+from memlog.hooks.recorder import settled
 from memlog.projections.runner import catch_up
 from memlog.tests.loopback import LoopbackServer
 
@@ -118,7 +119,9 @@ def run_hook(
         env=env if env is not None else hook_env(home),
         timeout=timeout,
     )
-    return Run(done, time.monotonic() - started)
+    took = time.monotonic() - started
+    assert settled(home), "the hook's recorder did not finish"
+    return Run(done, took)
 
 
 def entry_headers(text: str) -> list[str]:

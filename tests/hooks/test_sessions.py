@@ -20,6 +20,7 @@ import pytest
 
 from memlog.eventlog.events import Observed, SessionPending, SessionProgress
 from memlog.eventlog.log import EventLog
+from memlog.hooks.recorder import settled
 from memlog.hooks.sessions import SWEEP_STAMP
 from memlog.tests.capture.extraction.helpers import FIXTURES, extraction, git_project, item
 from memlog.tests.fake_claude import install
@@ -51,6 +52,7 @@ def run(name: str, payload: bytes | None, env: dict[str, str], cwd: Path) -> tup
         stdin=subprocess.DEVNULL if payload is None else None, env=env, cwd=cwd, timeout=30,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
+    assert settled(Path(env["MEMLOG_HOME"])), "the start's recorder did not finish"
     lines = done.stdout.decode().splitlines()
     assert len(lines) == 1, done.stdout
     json.loads(lines[0])  # valid JSON, nothing else

@@ -28,6 +28,7 @@ from mcp.client.stdio import stdio_client
 
 from memlog.eventlog.events import Observed, Recalled, content_hash
 from memlog.eventlog.log import START, EventLog
+from memlog.hooks.recorder import settled
 from memlog.tests.support import REPO  # noqa: E402
 
 TIMEOUT = 30.0
@@ -115,6 +116,7 @@ def run_hook(project: Path, home: Path, **env: str) -> dict[str, Any]:
     )
     assert done.returncode == 0, done.stderr
     assert not any(word in done.stderr.lower() for word in LOCKED), done.stderr
+    assert settled(home)
     output: dict[str, Any] = json.loads(done.stdout)
     return output
 

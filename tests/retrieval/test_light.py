@@ -12,7 +12,8 @@ from __future__ import annotations
 import json
 import random
 import shutil
-from datetime import UTC, datetime, timedelta
+import sqlite3
+from datetime import UTC, datetime
 from pathlib import Path
 
 import msgspec
@@ -24,6 +25,7 @@ from memlog.config import Config
 from memlog.eventlog.events import Observed
 from memlog.eventlog.log import EventLog
 from memlog.projections.runner import catch_up
+from memlog.projections.sqlite_view.plain import Neighbours, View
 from memlog.retrieval import fusion, light, plain, ranking
 from memlog.retrieval.request import Injection, Request
 from memlog.retrieval.semantic import SemanticRun
@@ -55,7 +57,8 @@ def test_fuse_equals_numpy_bit_for_bit(seed: int) -> None:
     n = [1, 2, 7, 50, 400, 3000][seed]
     lexical, prominence, around = signals(seed, n)
     weights = plain.Weights(0.8, 0.4, 0.2, 0.3)
-    ours = plain.fuse(lexical, prominence, around, weights)
+    graph = Neighbours(10, list(range(n)), [j for r in around for j in r])
+    ours = plain.fuse(lexical, prominence, graph, weights)
     theirs = fusion.fuse(
         np.array(lexical), None, np.array(prominence), np.array(around, dtype=np.int64), weights
     )
@@ -78,31 +81,52 @@ def test_spread_and_zscores_by_hand() -> None:
 
 def test_neighbour_means_by_hand() -> None:
     scores = [1.0, -3.0, 2.0]
-    assert plain.neighbour_means(scores, [[1, 2], [0, -1], [-1, -1]]) == [0.0, 1.0, 0.0]
+    graph = Neighbours(2, [0, 1, -1], [1, 2, 0, -1])
+    assert plain.neighbour_means(scores, graph) == [0.0, 1.0, 0.0]
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_prominence_and_recency_equal_numpy(seed: int) -> None:
+def test_prominence_equals_numpy(seed: int) -> None:
     rng = random.Random(seed)
-    now = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
-    stamps = [
-        (now - timedelta(days=rng.uniform(-2, 900), microseconds=rng.randrange(10**6)))
-        .replace(tzinfo=None)
-        .isoformat()
-        + rng.choice(("Z", ""))
-        for _ in range(200)
-    ] + ["2025-03-01T00:00:00", "2026-11-23T12:00:00.000001Z"]
-    days = plain.days_since(stamps, now)
-    assert days == ranking.days_since(stamps, now).tolist()
-    observations = [float(rng.randint(0, 30)) for _ in stamps]
-    confidence = [rng.choice(("high", "medium", "low", "odd")) for _ in stamps]
-    recalls = [float(rng.randint(0, 20)) for _ in stamps]
+    days = [rng.uniform(0, 900) for _ in range(200)] + [0.0, 1e-9]
+    observations = [float(rng.randint(0, 30)) for _ in days]
+    confidence = [rng.choice(("high", "medium", "low", "odd")) for _ in days]
+    recalls = [float(rng.randint(0, 20)) for _ in days]
     ours = plain.prominence_parts(observations, confidence, days, recalls)
     theirs = ranking.prominence_parts(
         np.array(observations), confidence, np.array(days), np.array(recalls)
     )
     assert [p for p in ours] == [p.tolist() for p in theirs]
     assert plain.prominence(ours) == ((theirs[0] + theirs[1] + theirs[2] + theirs[3]) / 4).tolist()
+
+
+def test_the_view_counts_days_from_the_right_moment(tmp_path: Path) -> None:
+    """Recency's days: from ``updated_at`` (a trailing Z or none), from an imported
+    entry's ``Last observed`` (a date, a time, an offset), never negative."""
+    home = tmp_path / "home"
+    EventLog(home).append([Observed(name="x", description="Seed.", category="patterns")])
+    catch_up(home, PLAIN.space)
+    db = sqlite3.connect(home / "memory.db")
+    base = "INSERT INTO entries(id, name, description, category, created_at, updated_at, source"
+    rows = [
+        ("a" * 16, "2025-03-01T12:00:00.000000Z", '["manual"]', "2020-01-01"),
+        ("b" * 16, "2025-03-31T00:00:00", '["import"]', "2025-03-21"),
+        ("c" * 16, "2025-03-31T00:00:00Z", '["import"]', "2025-03-30T14:00:00+02:00"),
+        ("d" * 16, "2025-03-30T00:00:00Z", '["import"]', "Feature #022"),
+        ("e" * 16, "2025-04-02T00:00:00.5Z", '["manual"]', ""),
+    ]
+    for entry_id, updated, sources, observed in rows:
+        db.execute(
+            f"{base}, sources, last_observed) VALUES (?, 'n', 'd', 'patterns', 't', ?, 'm', ?, ?)",
+            (entry_id, updated, sources, observed),
+        )
+    db.commit()
+    db.close()
+    with View(home) as view:
+        found = view.columns(["patterns"], datetime(2025, 3, 31, 12, 0, tzinfo=UTC))
+    days = dict(zip(found.ids, found.days, strict=True))
+    expected = {"a": 30.0, "b": 10.5, "c": 1.0, "d": 1.5, "e": 0.0}
+    assert {k: days[k * 16] for k in expected} == pytest.approx(expected, abs=1e-6)
 
 
 @pytest.mark.parametrize("limit", [-1, 0, 1, 5, 11, 12, 20, 40, 500])

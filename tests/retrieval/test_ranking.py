@@ -9,7 +9,6 @@ is the mean of observations/max, confidence/3, ``1/(1+days/30)`` and
 from __future__ import annotations
 
 import sqlite3
-from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -128,14 +127,6 @@ def test_unknown_confidence_counts_as_medium_and_zero_counts_are_safe() -> None:
     parts = ranking.prominence_parts(floats(0, 0), ["bogus", "low"], floats(0, 0), floats(0, 0))
     assert parts[0] == pytest.approx([0, 0])
     assert parts[1] == pytest.approx([2 / 3, 1 / 3])
-
-
-def test_days_since_handles_z_suffix_and_never_goes_negative() -> None:
-    now = datetime(2025, 3, 31, 12, 0, tzinfo=UTC)
-    days = ranking.days_since(
-        ["2025-03-01T12:00:00.000000Z", "2025-03-31T00:00:00Z", "2025-04-02T00:00:00.5Z"], now
-    )
-    assert days == pytest.approx([30.0, 0.5, 0.0])
 
 
 def test_empty_candidate_set() -> None:

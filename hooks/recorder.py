@@ -1,0 +1,121 @@
+"""What the SessionStart hook leaves to a process of its own: writing after its output.
+
+Claude Code waits for a hook to exit before the session goes on, and the
+hook's writes (the recall of what it injected, the session's start, the
+views caught up with both) cost more than its ranking.  So after printing
+its output the hook starts ``memlog hook record`` detached and hands it a
+``Handover`` on stdin; the recorder appends the recall, writes
+``.last-injection.json``, records the start, starts the extraction sweep
+when one is due, and catches the views up, so the next start finds them
+current and ranks without numpy.
+
+While a recorder runs, its marker lies in ``.recording/`` (made by the hook
+before the start, removed by the recorder when done, whatever happened):
+``settled`` waits for them, and ``memlog doctor`` counts old ones.
+Failures go to ``hook-errors.log``, as the hook's do.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import msgspec
+
+from memlog.retrieval.record import Recall
+
+MARKERS = ".recording"
+#: the recorder's command line after ``python -m memlog``
+COMMAND = ("hook", "record")
+
+
+class Handover(msgspec.Struct):
+    """What the hook hands its recorder."""
+
+    payload: dict[str, Any]
+    marker: str
+    recall: Recall | None = None
+    #: the embedding space the views are caught up in (provider, model, dimensions)
+    space: tuple[str, str, int] | None = None
+
+
+def hand_over(home: Path, handover: Handover) -> None:
+    """Start the recorder for ``handover`` (its marker is made first); raises OSError or
+    ValueError when it cannot be started, and then no marker is left."""
+    from memlog.spawn import spawn_memlog
+
+    folder = home / MARKERS
+    folder.mkdir(mode=0o700, exist_ok=True)
+    marker = folder / f"{os.getpid()}-{time.time_ns()}"
+    handover.marker = marker.name
+    os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    try:
+        spawn_memlog(COMMAND, home, stdin=msgspec.json.encode(handover))
+    except BaseException:
+        marker.unlink(missing_ok=True)
+        raise
+
+
+def settled(home: Path, timeout: float = 30.0) -> bool:
+    """Wait until no recorder of ``home`` runs (at most ``timeout`` seconds)."""
+    deadline = time.monotonic() + timeout
+    folder = home / MARKERS
+    while time.monotonic() < deadline:
+        if not folder.is_dir() or not any(folder.iterdir()):
+            return True
+        time.sleep(0.02)
+    return False
+
+
+def record(home: Path, handover: Handover) -> None:
+    """Everything the handover asks for; each failure is logged and the rest still done."""
+    from memlog.hooks.session_start import log_error
+    from memlog.hooks.sessions import record_start
+
+    try:
+        if handover.recall is not None:
+            from memlog.retrieval.record import write
+
+            for note in write(home, handover.recall, "inject"):
+                log_error(home, note)
+        try:
+            record_start(handover.payload, home)
+        except Exception as exc:  # noqa: BLE001 - logged; the views are still caught up
+            log_error(home, f"SessionStart: {type(exc).__name__}: {exc}", exc)
+        if handover.space is not None and (home / "memory.db").exists():
+            _catch_up(home, handover.space)
+    finally:
+        (home / MARKERS / handover.marker).unlink(missing_ok=True)
+
+
+def _catch_up(home: Path, space: tuple[str, str, int]) -> None:
+    from memlog.errors import MemlogError
+    from memlog.hooks.session_start import log_error
+    from memlog.projections.runner import catch_up
+    from memlog.vocabulary import Space
+
+    try:
+        catch_up(home, Space(*space))
+    except (MemlogError, OSError) as exc:
+        log_error(home, f"views not caught up after the start: {exc}")
+
+
+def main() -> None:
+    """Entry point of ``memlog hook record`` (started by the hook, never by hand)."""
+    from memlog.home import resolve_home
+    from memlog.hooks.session_start import log_error
+
+    home = resolve_home()
+    try:
+        handover = msgspec.json.decode(sys.stdin.buffer.read(), type=Handover)
+    except (OSError, msgspec.DecodeError) as exc:
+        log_error(home, f"recorder: no handover ({exc})")
+        sys.exit(0)
+    try:
+        record(home, handover)
+    except BaseException as exc:  # noqa: BLE001 - logged, like every hook failure
+        log_error(home, f"recorder: {type(exc).__name__}: {exc}", exc)
+    sys.exit(0)
