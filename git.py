@@ -7,7 +7,9 @@ asked for it (``--references-from-git``) a failure is a clear error.
 
 from __future__ import annotations
 
-import subprocess
+import os
+import select
+import time
 from pathlib import Path
 
 from memlog.errors import InvalidInput, MemlogError
@@ -19,23 +21,60 @@ DIFF_TIMEOUT = 30.0
 
 def recently_changed(root: Path, timeout: float = CONTEXT_TIMEOUT) -> tuple[str, ...]:
     """Files changed by the last three commits (or one), at most 20; none on any failure."""
+    deadline = time.monotonic() + timeout
     for base in ("HEAD~3", "HEAD~1"):
-        try:
-            done = subprocess.run(
-                ["git", "-C", str(root), "diff", "--name-only", f"{base}..HEAD"],
-                capture_output=True, text=True, timeout=timeout, check=False,
-            )  # fmt: skip
-        except (OSError, subprocess.TimeoutExpired):
+        done = quick_output(["git", "-C", str(root), "diff", "--name-only", f"{base}..HEAD"],
+                            deadline)  # fmt: skip
+        if done is None:
             return ()
-        if done.returncode == 0:
-            return tuple(dict.fromkeys(done.stdout.split()))[:MAX_CHANGED]
+        if done[0] == 0:
+            return tuple(dict.fromkeys(done[1].split()))[:MAX_CHANGED]
     return ()
+
+
+def quick_output(argv: list[str], deadline: float) -> tuple[int, str] | None:
+    """``argv``'s exit status and output, or None when it cannot start or is still running
+    at ``deadline`` (``time.monotonic()``; it is then killed).  Spawned directly: the
+    subprocess module's import alone is a twentieth of a session start."""
+    read_end, write_end = os.pipe()
+    null = [(os.POSIX_SPAWN_OPEN, fd, os.devnull, os.O_RDWR, 0) for fd in (0, 2)]
+    try:
+        pid = os.posix_spawnp(
+            argv[0], argv, os.environ, file_actions=[(os.POSIX_SPAWN_DUP2, write_end, 1), *null]
+        )
+    except OSError:
+        os.close(read_end)
+        return None
+    finally:
+        os.close(write_end)
+    try:
+        output = _read_until(read_end, deadline)
+    finally:
+        os.close(read_end)
+    if output is None:
+        os.kill(pid, 9)  # SIGKILL
+    status = os.waitpid(pid, 0)[1]
+    return None if output is None else (os.waitstatus_to_exitcode(status), output)
+
+
+def _read_until(fd: int, deadline: float) -> str | None:
+    chunks: list[bytes] = []
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([fd], [], [], left)[0]:
+            return None
+        chunk = os.read(fd, 1 << 16)
+        if not chunk:
+            return b"".join(chunks).decode("utf-8", "replace")
+        chunks.append(chunk)
 
 
 def changed_since(base: str, cwd: Path) -> list[str]:
     """Files changed on this branch: ``git diff --name-only BASE...HEAD`` (deletions left out)."""
     if not base.strip() or base.startswith("-"):
         raise InvalidInput(f"--references-from-git: {base!r} is not a git revision")
+    import subprocess
+
     command = ["git", "-C", str(cwd), "diff", "--name-only", "--diff-filter=d", f"{base}...HEAD"]
     try:
         done = subprocess.run(

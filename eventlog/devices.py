@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import re
-import secrets
 from pathlib import Path
 
 from memlog.errors import HomeError
@@ -53,7 +52,7 @@ def device_id(events_dir: Path) -> str:
         raise HomeError(f"cannot read the device id in {path}: {exc}") from None
     if DEVICE_RE.match(found):
         return found
-    made = secrets.token_hex(8)
+    made = os.urandom(8).hex()
     try:
         atomic_write(path, f"{made}\n".encode("ascii"))
     except OSError as exc:

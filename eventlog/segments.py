@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import base64
 import os
 import re
 from pathlib import Path
@@ -163,7 +162,7 @@ def quarantine(
         offset=offset,
         reason=reason,
         size=len(data),
-        data=base64.b64encode(data).decode("ascii"),
+        data=_base64(data),
         line=line,
         seqs=seqs,
     )
@@ -216,3 +215,9 @@ def seq_ending_at(path: Path, end: int) -> int | None:
     except BadLine:
         salvaged = salvage(line[:-1])
         return salvaged[1].seq if salvaged is not None else None
+
+
+def _base64(data: bytes) -> str:
+    import base64  # (only for a quarantined line)
+
+    return base64.b64encode(data).decode("ascii")

@@ -31,14 +31,14 @@ def current_seq(home: Path, space: Space) -> int | None:
     (also while a redaction a crash cut short waits to be finished)."""
     if not db_path(home).exists() or (home / "events" / REWRITE_JOURNAL).exists():
         return None
-    if lag_bytes(home) != 0:
-        return None
     try:
         with store.opened(db_path(home), readonly=True) as db:
             stored_space = tuple(store.get_meta(db, k) for k in SPACE_KEYS)
             version = store.get_meta(db, "schema_version")
             stored = store.get_position(db)
     except sqlite3.DatabaseError:
+        return None
+    if unread_bytes(home / "events", stored.position) != 0:
         return None
     in_space = stored_space == (space.provider, space.model, str(space.dimensions))
     current = in_space and version == str(SCHEMA_VERSION) and _markdown_current(home)

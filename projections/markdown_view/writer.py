@@ -9,7 +9,6 @@ timestamped backup and reported before being rewritten.
 from __future__ import annotations
 
 import hashlib
-import shutil
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
@@ -47,6 +46,8 @@ def save_state(folder: Path, state: MarkdownState) -> None:
 def _backup(path: Path) -> Path:
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     backup = path.with_name(f"{path.name}.edited-{stamp}.bak")
+    import shutil  # (bz2 and lzma behind it: only when a file is backed up)
+
     shutil.copy2(path, backup)
     return backup
 
