@@ -154,7 +154,7 @@ def signals(
             for words in PROSE_CHOICES:
                 lexical[words] = view.lexical(query.fused[words], candidates.ids)
                 vector[words] = view.cosines(ws.space, next(vectors), where)[0]
-            fts = view.bm25(query.d3, candidates.rowid_positions())
+            fts = view.bm25(query.d3, view.rowid_positions(candidates.ids))
             found.append(Signal(fts, view.cosines(ws.space, d3_vector, where)[0], lexical, vector))
     prominence = (parts[0] + parts[1] + parts[2] + parts[3]) / 4.0
     return candidates, prominence, neighbours, found

@@ -162,7 +162,7 @@ class SemanticRun:
                 if lexical is not None:
                     return lexical
                 self.notes.append("lexical index unavailable; ranked with FTS5 bm25")
-            return view.bm25(self.query, found.rowid_positions())
+            return view.bm25(self.query, view.rowid_positions(found.ids))
         except sqlite3.Error as exc:
             self.notes.append(f"keyword search unavailable ({exc}); ranked without it")
             return None

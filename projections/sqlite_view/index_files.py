@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 INDEX_DIR = "index"
 ID_WIDTH = 16
-SUFFIXES = (".lex", ".nbr")
+SUFFIXES = (".lex", ".nbr", ".rnk")
 #: header of every packed file: magic (8 bytes), then three unsigned 64-bit counts
 HEADER = struct.Struct("<8sQQQ")
 
@@ -121,7 +121,7 @@ def take(raw: Bytes, offset: int, dtype: str, count: int) -> tuple[np.ndarray, i
 
 Counts = tuple[int, int, int]
 #: the packed files' little-endian types and their sizes
-SIZES = {"<u8": 8, "<u4": 4, "<i4": 4, "<f4": 4}
+SIZES = {"<u8": 8, "<i8": 8, "<f8": 8, "<u4": 4, "<i4": 4, "<f4": 4, "<u1": 1}
 
 
 def load(
@@ -182,8 +182,10 @@ def load_plain(
 
 def _typed(raw: memoryview, dtype: str) -> memoryview[Any]:
     """``raw`` read as items of ``dtype`` (native order: the caller checked it is little)."""
-    if dtype == "<f4":
-        return raw.cast("f")
-    if dtype == "<u8":
-        return raw.cast("Q")
+    if dtype in ("<f4", "<f8"):
+        return raw.cast("f" if dtype == "<f4" else "d")
+    if dtype in ("<u8", "<i8"):
+        return raw.cast("Q" if dtype == "<u8" else "q")
+    if dtype == "<u1":
+        return raw.cast("B")
     return raw.cast("I" if dtype == "<u4" else "i")

@@ -1,4 +1,5 @@
-"""The ranking indexes beside the rows: the lexical index and the neighbour lists.
+"""The ranking indexes beside the rows: the lexical index, the neighbour lists and the
+packed columns ranking reads (``ranks``).
 
 The runner calls ``refresh`` in the transaction of every catch-up, after the
 rows are written, and ``rebuild`` when it builds the view from zero, both
@@ -15,7 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from memlog.projections.fold import Entry
-from memlog.projections.sqlite_view import index_files, store
+from memlog.projections.sqlite_view import index_files, ranks, store
 from memlog.vocabulary import Space
 
 LEXICON, NEIGHBOURS = "lex", "nbr"  # the kinds of lexicon.py and neighbours.py
@@ -56,6 +57,8 @@ def refresh(
     changed = [i for i, sig in after.items() if _differs(before.get(i), sig, 0, 1)]
     if changed or _stale(db, space):
         neighbours.build(db, folder, space, changed)
+    if touched or index_files.pointer(db, ranks.KIND) is None:  # counts, recalls, liveness
+        ranks.build(db, folder)
 
 
 def _differs(
@@ -82,3 +85,4 @@ def rebuild(db: sqlite3.Connection, folder: Path, space: Space, entries: list[En
     lexicon.build(db, folder)
     db.execute("DELETE FROM _metadata WHERE key = 'neighbour_space'")
     neighbours.build(db, folder, space)
+    ranks.build(db, folder)

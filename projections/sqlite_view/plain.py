@@ -14,33 +14,24 @@ from __future__ import annotations
 import bisect
 from collections.abc import Sequence
 from datetime import UTC, datetime
+from operator import itemgetter
 from pathlib import Path
 from types import TracebackType
 from typing import Any, NamedTuple, Self
 
 from memlog.errors import ViewError
 from memlog.projections.fold import Entry
-from memlog.projections.sqlite_view import index_files, store
+from memlog.projections.sqlite_view import index_files, ranks, store
 from memlog.projections.terms import term_counts, term_hash
-from memlog.vocabulary import Space
+from memlog.vocabulary import CATEGORIES, Space
 
 LEXICON = ("lex", b"MLLEX001")
 GRAPH = ("nbr", b"MLNBR001")
 
-#: the ``Last observed`` date of an entry known only from imported files, else NULL
-_IMPORTED_OBSERVED = (
-    "CASE WHEN sources = '[\"import\"]' AND last_observed GLOB "
-    "'[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*' THEN last_observed END"
-)
-#: days from the time recency counts from to the moment given (never negative): an
-#: imported entry's ``Last observed`` (an ISO date or time, UTC unless it says otherwise),
-#: else ``updated_at`` (the import itself would make every lesson new); SQLite's julianday
-#: has millisecond steps, far below what a day's recency can tell
-DAYS = (
-    "coalesce(max(julianday(?) - coalesce(julianday("
-    + _IMPORTED_OBSERVED
-    + "), julianday(updated_at)), 0.0), 0.0)"
-)
+#: days from the time recency counts from (``ranks.SINCE``) to a moment, never negative
+DAYS = f"coalesce(max(julianday(?) - {ranks.SINCE}, 0.0), 0.0)"
+#: the confidence level as ranking reads it (anything unknown ranks as medium)
+LEVEL = "CASE confidence WHEN 'high' THEN 'high' WHEN 'low' THEN 'low' ELSE 'medium' END"
 
 
 class Columns(NamedTuple):
@@ -52,7 +43,6 @@ class Columns(NamedTuple):
     confidence: list[str]
     days: list[float]
     recall_count: list[float]
-    rowids: list[int]
 
 
 class View:
@@ -75,15 +65,19 @@ class View:
         self.db.close()
 
     def columns(self, categories: Sequence[str], now: datetime) -> Columns:
-        """The candidates of ``categories``, in id order, their recency counted to ``now``."""
-        marks = ",".join("?" * len(categories))
+        """The candidates of ``categories``, in id order, their recency counted to ``now``:
+        from the packed file (``ranks``), else from the rows."""
         moment = now.astimezone(UTC).replace(tzinfo=None).isoformat()
+        packed = self._packed_columns(categories, moment)
+        if packed is not None:
+            return packed
+        marks = ",".join("?" * len(categories))
         rows = self.db.execute(
-            f"SELECT id, category, observation_count, confidence, {DAYS}, recall_count, rowid "
+            f"SELECT id, category, observation_count, {LEVEL}, {DAYS}, recall_count "
             f"FROM entries WHERE status = 'live' AND category IN ({marks}) ORDER BY id",
             [moment, *categories],
         ).fetchall()
-        columns: list[tuple[Any, ...]] = list(zip(*rows, strict=True)) if rows else [()] * 7
+        columns: list[tuple[Any, ...]] = list(zip(*rows, strict=True)) if rows else [()] * 6
         return Columns(
             ids=list(columns[0]),
             categories=list(columns[1]),
@@ -91,7 +85,29 @@ class View:
             confidence=list(columns[3]),
             days=list(columns[4]),
             recall_count=[float(n) for n in columns[5]],
-            rowids=list(columns[6]),
+        )
+
+    def _packed_columns(self, categories: Sequence[str], moment: str) -> Columns | None:
+        """``columns`` from the packed file; None without one, or for a category it does
+        not name."""
+        wanted = {CATEGORIES.index(c) for c in categories if c in CATEGORIES}
+        found = index_files.load_plain(self.db, self.folder, ranks.KIND, ranks.MAGIC, ranks.parts)
+        if found is None or len(wanted) != len(set(categories)):
+            return None
+        (count, _, _), names, (since, counts, recalls, codes, levels) = found
+        every_code = codes.tolist()
+        keep = [i for i, code in enumerate(every_code) if code in wanted]
+        if not keep:
+            return Columns([], [], [], [], [], [])
+        now = float(self.db.execute("SELECT julianday(?)", (moment,)).fetchone()[0])
+        take = itemgetter(*keep) if len(keep) > 1 else (lambda values: (values[keep[0]],))
+        return Columns(
+            ids=list(take(_ids(names, count))),
+            categories=[CATEGORIES[c] for c in take(every_code)],
+            observation_count=[float(n) for n in take(counts.tolist())],
+            confidence=[ranks.LEVELS[c] for c in take(levels.tolist())],
+            days=[max(now - s, 0.0) for s in take(since.tolist())],
+            recall_count=[float(n) for n in take(recalls.tolist())],
         )
 
     def has_vectors(self, space: Space) -> bool:

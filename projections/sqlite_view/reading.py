@@ -71,13 +71,9 @@ class Candidates(NamedTuple):
     confidence: list[str]
     days: Floats
     recall_count: Floats
-    rowids: list[int]
 
     def positions(self) -> dict[str, int]:
         return {entry_id: i for i, entry_id in enumerate(self.ids)}
-
-    def rowid_positions(self) -> dict[int, int]:
-        return {rowid: i for i, rowid in enumerate(self.rowids)}
 
 
 class Matrix(NamedTuple):
@@ -97,8 +93,13 @@ class Snapshot(View):
             confidence=found.confidence,
             days=np.asarray(found.days, dtype=np.float64),
             recall_count=np.asarray(found.recall_count, dtype=np.float64),
-            rowids=found.rowids,
         )
+
+    def rowid_positions(self, ids: Sequence[str]) -> dict[int, int]:
+        """The ``entries`` rowids (the FTS5 rowids) of ``ids``, each to its position."""
+        where = {entry_id: i for i, entry_id in enumerate(ids)}
+        rows = self.db.execute("SELECT rowid, id FROM entries WHERE status = 'live'")
+        return {rowid: where[i] for rowid, i in rows if i in where}
 
     def bm25(self, query: str | None, by_rowid: dict[int, int]) -> Floats:
         """Negated bm25 per candidate (higher is better; 0 where the query does not match).

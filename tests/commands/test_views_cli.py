@@ -19,7 +19,7 @@ from memlog.commands.cli import cli
 from memlog.eventlog.events import Observed, Promoted, Recalled
 from memlog.eventlog.log import EventLog
 from memlog.projections.runner import catch_up, db_path, rebuild
-from memlog.projections.sqlite_view import queries, reading, schema, store
+from memlog.projections.sqlite_view import plain, queries, reading, schema, store
 
 
 def invoke(*args: str, input: str | None = None) -> Result:
@@ -282,8 +282,8 @@ def test_an_old_database_migrates_to_the_current_schema(tmp_path: Path) -> None:
     ]
     assert migrated.execute("SELECT count(*) FROM entries").fetchone() == (1,)
     plan = migrated.execute(  # the hook's candidates query, as ``Snapshot.candidates`` asks it
-        "EXPLAIN QUERY PLAN SELECT id, category, observation_count, confidence, "
-        f"{reading.DAYS}, recall_count, rowid FROM entries "
+        f"EXPLAIN QUERY PLAN SELECT id, category, observation_count, {plain.LEVEL}, "
+        f"{reading.DAYS}, recall_count FROM entries "
         "WHERE status = 'live' AND category IN (?, ?) ORDER BY id",
         ("2026-01-01T00:00:00", "patterns", "heuristics"),
     ).fetchall()

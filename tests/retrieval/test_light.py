@@ -25,6 +25,7 @@ from memlog.config import Config
 from memlog.eventlog.events import Observed
 from memlog.eventlog.log import EventLog
 from memlog.projections.runner import catch_up
+from memlog.projections.sqlite_view import index_files, ranks
 from memlog.projections.sqlite_view.plain import Neighbours, View
 from memlog.retrieval import fusion, light, plain, ranking
 from memlog.retrieval.request import Injection, Request
@@ -102,31 +103,43 @@ def test_prominence_equals_numpy(seed: int) -> None:
 
 def test_the_view_counts_days_from_the_right_moment(tmp_path: Path) -> None:
     """Recency's days: from ``updated_at`` (a trailing Z or none), from an imported
-    entry's ``Last observed`` (a date, a time, an offset), never negative."""
+    entry's ``Last observed`` (a date, a time, an offset), never negative; the packed
+    columns (``ranks``) and the rows give the same."""
     home = tmp_path / "home"
     EventLog(home).append([Observed(name="x", description="Seed.", category="patterns")])
     catch_up(home, PLAIN.space)
-    db = sqlite3.connect(home / "memory.db")
+    db = sqlite3.connect(home / "memory.db", isolation_level=None)
     base = "INSERT INTO entries(id, name, description, category, created_at, updated_at, source"
     rows = [
-        ("a" * 16, "2025-03-01T12:00:00.000000Z", '["manual"]', "2020-01-01"),
-        ("b" * 16, "2025-03-31T00:00:00", '["import"]', "2025-03-21"),
-        ("c" * 16, "2025-03-31T00:00:00Z", '["import"]', "2025-03-30T14:00:00+02:00"),
-        ("d" * 16, "2025-03-30T00:00:00Z", '["import"]', "Feature #022"),
-        ("e" * 16, "2025-04-02T00:00:00.5Z", '["manual"]', ""),
+        ("a" * 16, "2025-03-01T12:00:00.000000Z", '["manual"]', "2020-01-01", "high"),
+        ("b" * 16, "2025-03-31T00:00:00", '["import"]', "2025-03-21", "low"),
+        ("c" * 16, "2025-03-31T00:00:00Z", '["import"]', "2025-03-30T14:00:00+02:00", "odd"),
+        ("d" * 16, "2025-03-30T00:00:00Z", '["import"]', "Feature #022", "medium"),
+        ("e" * 16, "2025-04-02T00:00:00.5Z", '["manual"]', "", "high"),
+        ("f" * 16, "not a time", '["manual"]', "", "high"),
     ]
-    for entry_id, updated, sources, observed in rows:
+    for entry_id, updated, sources, observed, level in rows:
         db.execute(
-            f"{base}, sources, last_observed) VALUES (?, 'n', 'd', 'patterns', 't', ?, 'm', ?, ?)",
-            (entry_id, updated, sources, observed),
+            f"{base}, sources, last_observed, confidence, observation_count, recall_count) "
+            "VALUES (?, 'n', 'd', 'patterns', 't', ?, 'm', ?, ?, ?, 3, 4)",
+            (entry_id, updated, sources, observed, level),
         )
-    db.commit()
+    with index_files.preparing(home):
+        db.execute("BEGIN")
+        ranks.build(db, home)
+        db.execute("COMMIT")
+    now = datetime(2025, 3, 31, 12, 0, tzinfo=UTC)
+    with View(home) as view:
+        packed = view.columns(["patterns"], now)
+    db.execute("DELETE FROM packed_sets WHERE kind = 'rnk'")
     db.close()
     with View(home) as view:
-        found = view.columns(["patterns"], datetime(2025, 3, 31, 12, 0, tzinfo=UTC))
-    days = dict(zip(found.ids, found.days, strict=True))
-    expected = {"a": 30.0, "b": 10.5, "c": 1.0, "d": 1.5, "e": 0.0}
+        assert view.columns(["patterns"], now) == packed  # the rows say the same
+    days = dict(zip(packed.ids, packed.days, strict=True))
+    expected = {"a": 30.0, "b": 10.5, "c": 1.0, "d": 1.5, "e": 0.0, "f": 0.0}
     assert {k: days[k * 16] for k in expected} == pytest.approx(expected, abs=1e-6)
+    levels = dict(zip(packed.ids, packed.confidence, strict=True))
+    assert [levels[k * 16] for k in "abcd"] == ["high", "low", "medium", "medium"]
 
 
 @pytest.mark.parametrize("limit", [-1, 0, 1, 5, 11, 12, 20, 40, 500])

@@ -90,7 +90,7 @@ def test_bm25_over_the_real_view_with_hostile_queries(memlog_home: Path) -> None
     catch_up(memlog_home, HASHING.space)
     with reading.Snapshot(memlog_home) as view:
         found = view.candidates(("anti-patterns", "heuristics", "patterns"), datetime.now(UTC))
-        where = found.rowid_positions()
+        where = view.rowid_positions(found.ids)
         parser = found.positions()[content_hash("Never hand-roll a parser: use the grammar.")]
         for query in (
             'anti-patterns: "parser',
