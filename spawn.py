@@ -16,6 +16,9 @@ from pathlib import Path
 
 #: the most bytes handed to a child on stdin (a Linux pipe holds 64 KiB unread)
 MAX_STDIN = 60_000
+#: set, with ``OPENBLAS_NUM_THREADS=1``, by a process that pinned BLAS to one thread
+#: before loading numpy (the hook); children get neither
+BLAS_PINNED = "MEMLOG_BLAS_PINNED"
 
 
 def spawn_memlog(
@@ -37,6 +40,8 @@ def spawn_memlog(
         read_end, write_end = os.pipe()  # both close on exec; the child's 0 is a copy
         actions.append((os.POSIX_SPAWN_DUP2, read_end, 0))
     environ = {**(os.environ if env is None else env), "MEMLOG_HOME": str(home)}
+    if environ.pop(BLAS_PINNED, None) == "1":  # the caller's own pin, not the child's
+        environ.pop("OPENBLAS_NUM_THREADS", None)
     try:
         pid = os.posix_spawn(
             sys.executable,

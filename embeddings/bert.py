@@ -33,6 +33,7 @@ from __future__ import annotations
 import json
 import math
 import mmap
+import os
 import struct
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -46,6 +47,7 @@ import numpy.typing as npt
 
 from memlog.embeddings.base import Matrix
 from memlog.errors import ProviderUnavailable
+from memlog.spawn import BLAS_PINNED
 
 HIDDEN = 384
 MAX_TOKENS = 256
@@ -213,8 +215,11 @@ class Encoder:
             batch, mask = pad([ids[r] for r in rows])
             pooled[rows] = self.encode_pooled(batch, mask)
 
-        with _blas_threads().limit(limits=1, user_api="blas"):
+        if os.environ.get(BLAS_PINNED) == "1":  # one BLAS thread from the start (the hook)
             self._map(run, groups)
+        else:
+            with _blas_threads().limit(limits=1, user_api="blas"):
+                self._map(run, groups)
         norms = np.linalg.norm(pooled, axis=1, keepdims=True)
         unit: Matrix = pooled / np.maximum(norms, np.float32(1e-12))
         return unit

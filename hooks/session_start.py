@@ -25,6 +25,7 @@ from typing import Any
 
 from memlog.eventlog.snapshot import is_snapshot
 from memlog.home import HOOK_ERROR_LOG, resolve_home
+from memlog.spawn import BLAS_PINNED
 
 DEFAULT_BUDGET = 2.5
 #: time kept back from the budget for printing and leaving
@@ -157,6 +158,7 @@ def main() -> None:
     from memlog.hooks.sessions import guarded
 
     started = time.monotonic()
+    pin_blas()
     home = resolve_home()
     context, payload, box = "", {}, dict[str, Any]()
     try:
@@ -172,6 +174,15 @@ def main() -> None:
     except BaseException as exc:  # noqa: BLE001 - the hook must never fail
         log_error(home, f"failed after the output: {type(exc).__name__}: {exc}", exc)
     os._exit(0)  # a late worker thread must not hold the exit
+
+
+def pin_blas() -> None:
+    """One BLAS thread for this process, set before numpy loads: the hook embeds one
+    query, which one thread serves best, and numpy then starts no thread pool.  Children
+    (the recorder, the sweep it starts) get the environment without it (``spawn``)."""
+    if "OPENBLAS_NUM_THREADS" not in os.environ and "numpy" not in sys.modules:
+        os.environ["OPENBLAS_NUM_THREADS"] = "1"
+        os.environ[BLAS_PINNED] = "1"
 
 
 def leave(payload: dict[str, Any], home: Path, box: dict[str, Any]) -> None:

@@ -10,8 +10,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import msgspec
+
 from memlog.errors import MemlogError
 from memlog.eventlog.log import EventLog
+from memlog.projections.freshness import current_seq
 from memlog.projections.sqlite_view.store import DB_NAME
 from memlog.retrieval import light
 from memlog.retrieval.request import Injection, Request
@@ -23,6 +26,8 @@ def build(request: Request) -> Injection:
     if not semantic or never_written(request.home):
         return markdown_injection(request)
     try:
+        if request.catch_up and current_seq(request.home, request.ws.space) is not None:
+            request = msgspec.structs.replace(request, catch_up=False)  # nothing to catch up
         return light.run(request) or ranked_with_numpy(request)
     except (MemlogError, OSError, ValueError) as exc:
         fallback = markdown_injection(request)

@@ -6,7 +6,8 @@ is ranked here, by ``plain``'s arithmetic over lists: the same scores and
 choice as ``semantic``'s numpy ranking, without numpy's import, which alone
 costs more than the rest of such a start.  Anything else (D3, a query to
 embed, views to catch up, no lexical index) is ``semantic``'s: ``run`` then
-answers None before it has read a candidate.
+answers None before it has read a candidate.  ``inject.build`` has judged the
+views' freshness by then: a request still asking for a catch-up is behind.
 """
 
 from __future__ import annotations
@@ -14,7 +15,6 @@ from __future__ import annotations
 import time
 from datetime import UTC, datetime
 
-from memlog.projections.freshness import current_seq
 from memlog.projections.sqlite_view.plain import View
 from memlog.retrieval import outcome, plain
 from memlog.retrieval.context import collect
@@ -28,10 +28,8 @@ def run(request: Request) -> Injection | None:
     if config.memory_ranking == "d3":
         return None
     timings: dict[str, float] = {}
-    started = time.perf_counter()
-    if request.catch_up and current_seq(request.home, request.ws.space) is None:
-        return None
-    timings["catch_up_ms"] = _ms(started)
+    if request.catch_up:
+        return None  # views to catch up first (``inject.build`` found them behind)
     weights = plain.weights_of(config)
     with View(request.home) as view:
         if weights.vector > 0 and view.has_vectors(request.ws.space):

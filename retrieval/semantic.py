@@ -15,6 +15,7 @@ import concurrent.futures
 import sqlite3
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import numpy as np
@@ -23,8 +24,7 @@ import numpy.typing as npt
 from memlog.embeddings.base import EmbeddingProvider
 from memlog.errors import MemlogError
 from memlog.projections.fold import Entry
-from memlog.projections.freshness import lag_bytes
-from memlog.projections.runner import catch_up, catch_up_in_background
+from memlog.projections.freshness import current_seq, lag_bytes
 from memlog.projections.sqlite_view.reading import Candidates, Snapshot
 from memlog.retrieval import fusion, outcome, ranking
 from memlog.retrieval.context import collect
@@ -34,15 +34,27 @@ Vector = npt.NDArray[np.float32]
 Scored = ranking.Scores | fusion.Fused
 
 
+class Unavailable(Exception):
+    """The embedding provider could not be made (the note says so, not "failed")."""
+
+
 def embed_in_background(
-    provider: EmbeddingProvider, text: str
+    make: Callable[[], EmbeddingProvider], text: str, deadline: float
 ) -> concurrent.futures.Future[Vector]:
-    """Embed ``text`` on a daemon thread; the caller waits only as long as it may."""
+    """Make the provider and embed ``text`` on a daemon thread (loading a local model
+    overlaps the caller's reads); the caller waits only as long as it may."""
     future: concurrent.futures.Future[Vector] = concurrent.futures.Future()
 
     def work() -> None:
         try:
-            future.set_result(provider.embed(text, "query"))
+            try:
+                provider = make()
+            except MemlogError as exc:
+                raise Unavailable(str(exc)) from None
+            try:
+                future.set_result(provider.with_deadline(deadline).embed(text, "query"))
+            finally:
+                provider.close()
         except BaseException as exc:  # noqa: BLE001 - handed to the waiting caller
             future.set_exception(exc)
 
@@ -101,6 +113,10 @@ class SemanticRun:
         """
         home, most = self.request.home, self.request.max_catch_up_bytes
         try:
+            if current_seq(home, self.space) is not None:
+                return  # current (most starts): the projectors are not even loaded
+            from memlog.projections.runner import catch_up, catch_up_in_background
+
             behind = lag_bytes(home)
             if most is not None and behind > most:
                 self.notes.append(
@@ -117,15 +133,8 @@ class SemanticRun:
         weight = config.memory_vector_weight if self.d3 else config.memory_fusion_vector_weight
         if not self.query or weight <= 0:
             return None
-        try:
-            provider = self.request.ws.provider()
-        except MemlogError as exc:
-            self.notes.append(f"embedding provider unavailable: {exc}")
-            return None
         deadline = min(self.request.deadline, time.monotonic() + self.request.embedding_budget)
-        future = embed_in_background(provider.with_deadline(deadline), self.query)
-        future.add_done_callback(lambda _: provider.close())
-        return future
+        return embed_in_background(self.request.ws.provider, self.query, deadline)
 
     def _rank(
         self, view: Snapshot, embedding: concurrent.futures.Future[Vector] | None
@@ -181,6 +190,9 @@ class SemanticRun:
             query_vector = embedding.result(timeout=max(wait, 0.0))
         except concurrent.futures.TimeoutError:
             self.notes.append("query embedding was late; ranked without it")
+            return None, 0
+        except Unavailable as exc:
+            self.notes.append(f"embedding provider unavailable: {exc}")
             return None, 0
         except Exception as exc:  # noqa: BLE001 - any provider failure drops the signal only
             self.notes.append(f"query embedding failed ({exc}); ranked without it")

@@ -68,7 +68,7 @@ class View:
         """The candidates of ``categories``, in id order, their recency counted to ``now``:
         from the packed file (``ranks``), else from the rows."""
         moment = now.astimezone(UTC).replace(tzinfo=None).isoformat()
-        packed = self._packed_columns(categories, moment)
+        packed = self._packed_columns(categories, now)
         if packed is not None:
             return packed
         marks = ",".join("?" * len(categories))
@@ -87,7 +87,7 @@ class View:
             recall_count=[float(n) for n in columns[5]],
         )
 
-    def _packed_columns(self, categories: Sequence[str], moment: str) -> Columns | None:
+    def _packed_columns(self, categories: Sequence[str], now: datetime) -> Columns | None:
         """``columns`` from the packed file; None without one, or for a category it does
         not name."""
         wanted = {CATEGORIES.index(c) for c in categories if c in CATEGORIES}
@@ -99,16 +99,21 @@ class View:
         keep = [i for i, code in enumerate(every_code) if code in wanted]
         if not keep:
             return Columns([], [], [], [], [], [])
-        now = float(self.db.execute("SELECT julianday(?)", (moment,)).fetchone()[0])
+        julian = self.julian(now)
         take = itemgetter(*keep) if len(keep) > 1 else (lambda values: (values[keep[0]],))
         return Columns(
             ids=list(take(_ids(names, count))),
             categories=[CATEGORIES[c] for c in take(every_code)],
             observation_count=[float(n) for n in take(counts.tolist())],
             confidence=[ranks.LEVELS[c] for c in take(levels.tolist())],
-            days=[max(now - s, 0.0) for s in take(since.tolist())],
+            days=[max(julian - s, 0.0) for s in take(since.tolist())],
             recall_count=[float(n) for n in take(recalls.tolist())],
         )
+
+    def julian(self, now: datetime) -> float:
+        """``now`` as SQLite's julianday (the days of ``DAYS`` count from the same)."""
+        moment = now.astimezone(UTC).replace(tzinfo=None).isoformat()
+        return float(self.db.execute("SELECT julianday(?)", (moment,)).fetchone()[0])
 
     def has_vectors(self, space: Space) -> bool:
         """Whether any entry has a vector in ``space`` (else a query needs no embedding)."""

@@ -28,6 +28,7 @@ from memlog.projections.runner import catch_up
 from memlog.projections.sqlite_view import index_files, ranks
 from memlog.projections.sqlite_view.plain import Neighbours, View
 from memlog.retrieval import fusion, light, plain, ranking
+from memlog.retrieval.inject import build
 from memlog.retrieval.request import Injection, Request
 from memlog.retrieval.semantic import SemanticRun
 from memlog.tests.retrieval.helpers import make_request
@@ -197,6 +198,7 @@ def frozen(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def both(request: Request) -> tuple[Injection, Injection]:
+    request = msgspec.structs.replace(request, catch_up=False)  # current: as ``build`` asks
     ours = light.run(request)
     assert ours is not None, "the plain ranking stepped aside"
     return ours, SemanticRun(request).execute()
@@ -228,18 +230,22 @@ def test_search_equals_numpy(bank_home: Path, query: str) -> None:
 def test_it_steps_aside_when_numpy_must_rank(bank_home: Path, tmp_path: Path) -> None:
     root = feature_project(tmp_path, REAL[0])
     d3 = msgspec.structs.replace(PLAIN, memory_ranking="d3")
-    assert light.run(make_request(bank_home, root, d3)) is None
+    assert light.run(make_request(bank_home, root, d3, catch_up=False)) is None
     embedded = msgspec.structs.replace(PLAIN, memory_fusion_vector_weight=0.5)
-    assert light.run(make_request(bank_home, root, embedded)) is None  # vectors to compare
+    vectors = make_request(bank_home, root, embedded, catch_up=False)
+    assert light.run(vectors) is None  # vectors to compare
 
 
-def test_it_steps_aside_while_the_views_are_behind(tmp_path: Path) -> None:
+def test_views_behind_are_caught_up_by_the_numpy_ranking_first(tmp_path: Path) -> None:
     home = tmp_path / "home"
     log = EventLog(home)
     log.append([Observed(name="One", description="Pin the tools.", category="patterns")])
     catch_up(home, PLAIN.space)
-    request = make_request(home, None, PLAIN)
-    assert light.run(request) is not None
+    current = build(make_request(home, None, PLAIN))
+    assert "catch_up_ms" not in current.timings  # the plain ranking: nothing to catch up
     log.append([Observed(name="Two", description="Retry the calls.", category="patterns")])
-    assert light.run(request) is None  # the numpy ranking catches up first
-    assert light.run(make_request(home, None, PLAIN, catch_up=False)) is not None
+    assert light.run(make_request(home, None, PLAIN)) is None  # asked to catch up: not its job
+    behind = build(make_request(home, None, PLAIN))
+    assert "catch_up_ms" in behind.timings and len(behind.chosen) == 2
+    again = build(make_request(home, None, PLAIN))
+    assert "catch_up_ms" not in again.timings and len(again.chosen) == 2
