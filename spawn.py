@@ -21,6 +21,14 @@ MAX_STDIN = 60_000
 BLAS_PINNED = "MEMLOG_BLAS_PINNED"
 
 
+def child_environ(env: Mapping[str, str], home: Path) -> dict[str, str]:
+    """A child's environment: ``env`` for ``home``, without the caller's own BLAS pin."""
+    environ = {**env, "MEMLOG_HOME": str(home)}
+    if environ.pop(BLAS_PINNED, None) == "1":
+        environ.pop("OPENBLAS_NUM_THREADS", None)
+    return environ
+
+
 def spawn_memlog(
     args: Sequence[str],
     home: Path,
@@ -39,9 +47,7 @@ def spawn_memlog(
     else:
         read_end, write_end = os.pipe()  # both close on exec; the child's 0 is a copy
         actions.append((os.POSIX_SPAWN_DUP2, read_end, 0))
-    environ = {**(os.environ if env is None else env), "MEMLOG_HOME": str(home)}
-    if environ.pop(BLAS_PINNED, None) == "1":  # the caller's own pin, not the child's
-        environ.pop("OPENBLAS_NUM_THREADS", None)
+    environ = child_environ(os.environ if env is None else env, home)
     try:
         pid = os.posix_spawn(
             sys.executable,
