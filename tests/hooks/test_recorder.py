@@ -48,13 +48,11 @@ def test_the_recorder_writes_after_the_hook_and_leaves_the_views_current(
     handover = recorder.Handover(payload=payload, marker="", recall=recall(), space=tuple(SPACE))
     recorder.hand_over(home, handover)
     assert recorder.settled(home), "the recorder did not finish"
-    (recalled,) = events(home, Recalled)
-    assert (recalled.session_id, recalled.query, recalled.writer.command) == (
-        "s-1",
-        "tools",
-        "inject",
-    )
-    assert [e.session_id for e in events(home, SessionPending)] == ["s-1"]
+    (recalled,) = recalls(home)
+    assert (recalled.session_id, recalled.query) == ("s-1", "tools")
+    assert recalled.writer is not None and recalled.writer.command == "inject"
+    started = [r.event for r in EventLog(home).read() if isinstance(r.event, SessionPending)]
+    assert [e.session_id for e in started] == ["s-1"]
     assert (home / LAST_INJECTION).read_bytes() == b'{"mode": "keyword"}\n'
     assert current_seq(home, SPACE) is not None  # the next start reads without catching up
     assert not list((home / recorder.MARKERS).iterdir())
