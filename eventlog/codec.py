@@ -8,10 +8,10 @@ A torn, glued or edited line fails the check and is never decoded.
 from __future__ import annotations
 
 import functools
-import hashlib
 
 import msgspec
 
+from memlog import digests
 from memlog.eventlog.events import Event, EventBase
 
 SUM_KEY = b',"sum":"'
@@ -37,7 +37,7 @@ class BadLine(Exception):
 
 
 def checksum(body: bytes) -> bytes:
-    return hashlib.blake2b(body, digest_size=SUM_LEN // 2).hexdigest().encode("ascii")
+    return digests.blake2b(body, digest_size=SUM_LEN // 2).hexdigest().encode("ascii")
 
 
 def encode_line(event: EventBase) -> bytes:

@@ -9,12 +9,12 @@ new tag or an upcaster in ``codec``.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Annotated, Literal
 
 import msgspec
 from msgspec import Meta
 
+from memlog import digests
 from memlog.vocabulary import Category, Confidence, Scope, Section, SessionStatus, Source
 
 Text = Annotated[str, Meta(min_length=1)]
@@ -24,7 +24,7 @@ EntryId = Annotated[str, Meta(pattern="^[0-9a-f]{16}$")]
 def content_hash(description: str) -> str:
     """The entry id: sha256 of the whitespace-folded, lowercased description."""
     normalised = " ".join(description.lower().strip().split())
-    return hashlib.sha256(normalised.encode("utf-8")).hexdigest()[:16]
+    return digests.sha256(normalised.encode("utf-8")).hexdigest()[:16]
 
 
 class Writer(msgspec.Struct, frozen=True, omit_defaults=True):

@@ -12,11 +12,12 @@ than a day are swept away.
 
 from __future__ import annotations
 
-import hashlib
 import os
 import time
 from pathlib import Path
 from typing import Any
+
+from memlog import digests
 
 CLAIMS_DIR = ".hook-claims"
 #: a second run within this time of the first is a duplicate registration
@@ -30,7 +31,7 @@ def claim_key(payload: dict[str, Any]) -> str | None:
     if not session:
         return None
     parts = (session, str(payload.get("source") or "startup"), str(payload.get("prompt_id") or ""))
-    return hashlib.sha256("\0".join(parts).encode("utf-8", "replace")).hexdigest()[:32]
+    return digests.sha256("\0".join(parts).encode("utf-8", "replace")).hexdigest()[:32]
 
 
 def claim(home: Path, payload: dict[str, Any], now: float | None = None) -> bool:

@@ -19,12 +19,13 @@ and a query (when it is scored) into terms, so both sides always agree:
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections import Counter
 from collections.abc import Iterable
 from functools import lru_cache
 from typing import Any
+
+from memlog import digests
 
 _WORD = re.compile(r"[A-Za-z0-9]+")
 #: a word breaks where a lower-case letter meets a capital, and between letters and digits
@@ -81,4 +82,4 @@ def term_counts(fields: Iterable[str]) -> Counter[str]:
 
 def term_hash(term: str) -> int:
     """A term's key in the packed lexical index: blake2b-64, little-endian."""
-    return int.from_bytes(hashlib.blake2b(term.encode(), digest_size=8).digest(), "little")
+    return int.from_bytes(digests.blake2b(term.encode(), digest_size=8).digest(), "little")

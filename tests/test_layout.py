@@ -26,7 +26,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "foundations",
         (
             "memlog.errors", "memlog.config", "memlog.home", "memlog.project", "memlog.files",
-            "memlog.git", "memlog.vocabulary", "memlog.spawn",
+            "memlog.git", "memlog.vocabulary", "memlog.spawn", "memlog.digests",
         ),
     ),
     ("eventlog", ("memlog.eventlog",)),

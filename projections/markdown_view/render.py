@@ -14,10 +14,10 @@ so retiring the last entry of a file empties it rather than leaving it stale.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterable
 
+from memlog import digests
 from memlog.projections.fold import Entry
 from memlog.projections.markdown_view import branch
 from memlog.vocabulary import KB_CATEGORIES, TYPE_NAMES
@@ -62,7 +62,7 @@ def project_dir(project: str) -> str:
     name = _UNSAFE.sub("-", project).strip(".-")
     if name == project:
         return name
-    digest = hashlib.sha256(project.encode("utf-8")).hexdigest()[:8]
+    digest = digests.sha256(project.encode("utf-8")).hexdigest()[:8]
     return f"{name or 'project'}-{digest}"
 
 

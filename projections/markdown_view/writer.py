@@ -8,13 +8,13 @@ timestamped backup and reported before being rewritten.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Iterable
 from datetime import UTC, datetime
 from pathlib import Path
 
 import msgspec
 
+from memlog import digests
 from memlog.files import atomic_write
 
 STATE_NAME = ".markdown-state.json"
@@ -28,7 +28,7 @@ class MarkdownState(msgspec.Struct):
 
 
 def digest(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()
+    return digests.sha256(data).hexdigest()
 
 
 def load_state(folder: Path) -> MarkdownState:
