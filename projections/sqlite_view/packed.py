@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
-import hashlib
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -46,6 +45,8 @@ _TMP_SUFFIX = ".tmp"
 
 def content_name(data: bytes, suffix: str) -> str:
     """The name of a packed file holding ``data``: its sha256 and the kind's suffix."""
+    import hashlib  # (OpenSSL: fast for large files; only writers load it)
+
     return hashlib.sha256(data).hexdigest() + suffix
 
 
