@@ -107,19 +107,21 @@ def zscores(raw: Sequence[float] | None, size: int) -> list[float]:
 
 
 def neighbour_means(scores: list[float], neighbours: Neighbours | None) -> list[float]:
-    """For each candidate, the mean score of its neighbours among the candidates (−1: none),
-    or 0 when that mean is negative; summed slot by slot, as ``fusion.neighbour_means``."""
+    """For each candidate, the mean score of its neighbours among the candidates, or 0 when
+    that mean is negative; summed slot by slot, as ``fusion.neighbour_means``."""
     if neighbours is None or not neighbours.k or not scores:
         return [0.0] * len(scores)
     k, lists = neighbours.k, neighbours.lists
-    padded = [*scores, 0.0]  # index −1: nothing added
+    # each place's score; None for a place that is no candidate, and for −1 (the last)
+    placed = [scores[p] if p >= 0 else None for p in neighbours.where] + [None]
     means = []
     for row in neighbours.rows:
-        found = lists[row * k : row * k + k] if row >= 0 else ()
-        present = len(found) - found.count(-1)
-        total = 0.0
-        for j in found:
-            total += padded[j]
+        total, present = 0.0, 0
+        for j in lists[row * k : row * k + k] if row >= 0 else ():
+            score = placed[j]
+            if score is not None:
+                total += score
+                present += 1
         mean = total / present if present else 0.0
         means.append(mean if mean > 0.0 else 0.0)
     return means

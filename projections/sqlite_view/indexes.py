@@ -55,10 +55,11 @@ def refresh(
         if worded and lexicon.write_terms(db, worded):
             lexicon.build(db, folder)
     changed = [i for i, sig in after.items() if _differs(before.get(i), sig, 0, 1)]
-    if changed or _stale(db, space):
+    regraphed = bool(changed) or _stale(db, space)
+    if regraphed:
         neighbours.build(db, folder, space, changed)
-    if touched or index_files.pointer(db, ranks.KIND) is None:  # counts, recalls, liveness
-        ranks.build(db, folder)
+    if touched or regraphed or index_files.pointer(db, ranks.KIND) is None:
+        ranks.build(db, folder)  # counts, recalls, liveness, the neighbour lists
 
 
 def _differs(

@@ -55,6 +55,8 @@ class View:
             raise ViewError(f"{path} does not exist")
         self.db = store.connect(path, readonly=True)
         self.db.execute("BEGIN")  # one snapshot for every read below
+        #: the neighbour lists ``columns`` read with its candidates (``neighbour_lists``)
+        self._around: tuple[list[str], list[int], int, int, memoryview[Any]] | None = None
 
     def __enter__(self) -> Self:
         return self
@@ -94,15 +96,17 @@ class View:
         found = index_files.load_plain(self.db, self.folder, ranks.KIND, ranks.MAGIC, ranks.parts)
         if found is None or len(wanted) != len(set(categories)):
             return None
-        (count, _, _), names, (since, counts, recalls, codes, levels) = found
+        (count, k, _), names, (since, counts, recalls, codes, levels, around) = found
         every_code = codes.tolist()
         keep = [i for i, code in enumerate(every_code) if code in wanted]
         if not keep:
             return Columns([], [], [], [], [], [])
         julian = self.julian(now)
         take = itemgetter(*keep) if len(keep) > 1 else (lambda values: (values[keep[0]],))
+        ids = list(take(_ids(names, count)))
+        self._around = (ids, keep, count, k, around)
         return Columns(
-            ids=list(take(_ids(names, count))),
+            ids=ids,
             categories=[CATEGORIES[c] for c in take(every_code)],
             observation_count=[float(n) for n in take(counts.tolist())],
             confidence=[ranks.LEVELS[c] for c in take(levels.tolist())],
@@ -151,24 +155,34 @@ class View:
         return [sums[where[i]] if i in where else 0.0 for i in ids]
 
     def neighbour_lists(self, ids: Sequence[str]) -> Neighbours | None:
-        """Each of ``ids``' neighbours as positions in ``ids`` (−1: none, or not among them)."""
+        """Each of ``ids``' neighbours among them: from the packed columns when ``columns``
+        gave these ids (no id to map), else from the neighbour file; None without either."""
+        if self._around is not None and self._around[0] is ids:
+            _, keep, count, k, around = self._around
+            if not k:
+                return None
+            place = [-1] * count
+            for i, at in enumerate(keep):
+                place[at] = i
+            return Neighbours(k, keep, around.tolist(), place)
         found = index_files.load_plain(self.db, self.folder, *GRAPH, graph_parts)
         if found is None:
             return None
         (count, k, _), names, (index, _dots) = found
         graph = _ids(names, count)
         candidate, row = _where(ids), _where(graph)
-        to_ids = [candidate.get(g, -1) for g in graph] + [-1]  # the last: index −1, none
-        return Neighbours(k, [row.get(i, -1) for i in ids], [to_ids[j] for j in index.tolist()])
+        to_ids = [candidate.get(g, -1) for g in graph]
+        return Neighbours(k, [row.get(i, -1) for i in ids], index.tolist(), to_ids)
 
 
 class Neighbours(NamedTuple):
     """Neighbour lists: candidate i's are ``lists[rows[i] * k : rows[i] * k + k]`` (no list
-    when ``rows[i]`` is −1), as positions among the candidates (−1: none)."""
+    when ``rows[i]`` is −1), places that ``where`` turns into candidates (−1: none)."""
 
     k: int
     rows: list[int]
     lists: list[int]
+    where: list[int]
 
 
 def _ids(names: memoryview, count: int) -> list[str]:

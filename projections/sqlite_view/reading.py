@@ -105,8 +105,9 @@ class Snapshot(View):
         found = index_files.load_plain(self.db, self.folder, ranks.KIND, ranks.MAGIC, ranks.parts)
         if found is None or len(wanted) != len(set(categories)):
             return None
-        (count, _, _), names, views = found
-        since, counts, recalls, codes, levels = (np.frombuffer(v, dtype=v.format) for v in views)
+        (count, _, _), names, views = found  # (the neighbour lists: ``neighbours`` has them)
+        arrays = [np.frombuffer(v, dtype=v.format) for v in views[:5]]
+        since, counts, recalls, codes, levels = arrays
         keep = np.flatnonzero(np.isin(codes, wanted))
         text = bytes(names).decode("ascii")
         width = index_files.ID_WIDTH

@@ -59,7 +59,7 @@ def test_fuse_equals_numpy_bit_for_bit(seed: int) -> None:
     n = [1, 2, 7, 50, 400, 3000][seed]
     lexical, prominence, around = signals(seed, n)
     weights = plain.Weights(0.8, 0.4, 0.2, 0.3)
-    graph = Neighbours(10, list(range(n)), [j for r in around for j in r])
+    graph = Neighbours(10, list(range(n)), [j for r in around for j in r], list(range(n)))
     ours = plain.fuse(lexical, prominence, graph, weights)
     theirs = fusion.fuse(
         np.array(lexical), None, np.array(prominence), np.array(around, dtype=np.int64), weights
@@ -83,7 +83,7 @@ def test_spread_and_zscores_by_hand() -> None:
 
 def test_neighbour_means_by_hand() -> None:
     scores = [1.0, -3.0, 2.0]
-    graph = Neighbours(2, [0, 1, -1], [1, 2, 0, -1])
+    graph = Neighbours(2, [0, 1, -1], [1, 2, 0, -1], [0, 1, 2])
     assert plain.neighbour_means(scores, graph) == [0.0, 1.0, 0.0]
 
 
