@@ -59,9 +59,11 @@ def quick_output(argv: list[str], deadline: float) -> tuple[int, str] | None:
 
 def _read_until(fd: int, deadline: float) -> str | None:
     chunks: list[bytes] = []
+    poller = select.poll()  # (any descriptor number, unlike select.select)
+    poller.register(fd, select.POLLIN)
     while True:
         left = deadline - time.monotonic()
-        if left <= 0 or not select.select([fd], [], [], left)[0]:
+        if left <= 0 or not poller.poll(left * 1000):
             return None
         chunk = os.read(fd, 1 << 16)
         if not chunk:
