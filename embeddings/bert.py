@@ -36,11 +36,10 @@ import mmap
 import os
 import struct
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 import numpy.typing as npt
@@ -48,6 +47,9 @@ import numpy.typing as npt
 from memlog.embeddings.base import Matrix
 from memlog.errors import ProviderUnavailable
 from memlog.spawn import BLAS_PINNED
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
 
 HIDDEN = 384
 MAX_TOKENS = 256
@@ -202,7 +204,7 @@ class Encoder:
         self.weights = weights
         self.heads = heads
         self.eps = np.float32(eps)
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: ThreadPoolExecutor | None = None  # made for the first batch of groups
 
     def embed(self, texts: Sequence[str]) -> Matrix:
         """Unit vectors for ``texts``, one row each."""
@@ -231,6 +233,8 @@ class Encoder:
                 run(rows)
             return
         if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor  # (logging: batches only)
+
             self._pool = ThreadPoolExecutor(WORKERS, thread_name_prefix="memlog-bert")
         list(self._pool.map(run, groups))
 

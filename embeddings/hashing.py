@@ -9,11 +9,11 @@ selectable as provider ``hashing``.
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Sequence
 from typing import ClassVar
 
+from memlog import digests
 from memlog.embeddings.base import EmbeddingProvider, TaskType
 
 _WORD = re.compile(r"\w+", re.UNICODE)
@@ -33,7 +33,7 @@ class HashingProvider(EmbeddingProvider):
         words = [w.lower() for w in _WORD.findall(text)]
         features = words + [f"{a} {b}" for a, b in zip(words, words[1:], strict=False)]
         for feature in features or ["<empty>"]:
-            digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
+            digest = digests.blake2b(feature.encode("utf-8"), digest_size=8).digest()
             value = int.from_bytes(digest, "little")
             vector[value % self.dimensions] += 1.0 if value >> 63 else -1.0
         if not any(vector):

@@ -30,7 +30,6 @@ tokenisation ``wordpiece`` (pure Python, equal to the model's tokenizer.json).
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 from collections.abc import Mapping, Sequence
@@ -252,6 +251,8 @@ class _Stamp:
 
 def sha256_file(path: Path) -> str:
     """The hex sha256 of a file, read in 1 MiB blocks."""
+    import hashlib  # (OpenSSL: fast over the model's megabytes; only when verifying)
+
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         for block in iter(lambda: handle.read(1 << 20), b""):

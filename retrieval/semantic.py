@@ -11,7 +11,6 @@ keeps its own timings and notes.
 
 from __future__ import annotations
 
-import concurrent.futures
 import sqlite3
 import threading
 import time
@@ -34,16 +33,47 @@ Vector = npt.NDArray[np.float32]
 Scored = ranking.Scores | fusion.Fused
 
 
+class Late(Exception):
+    """The query embedding was not ready in time."""
+
+
+class Pending:
+    """The query vector another thread delivers (``concurrent.futures`` would load
+    ``logging``, a twentieth of a start, for this one handover)."""
+
+    def __init__(self) -> None:
+        self._done = threading.Event()
+        self._value: Vector | None = None
+        self._error: BaseException | None = None
+
+    def set_result(self, value: Vector) -> None:
+        self._value = value
+        self._done.set()
+
+    def set_exception(self, error: BaseException) -> None:
+        self._error = error
+        self._done.set()
+
+    def result(self, timeout: float) -> Vector:
+        """The vector; ``Late`` when it takes longer, the thread's error when it failed."""
+        if not self._done.wait(timeout):
+            raise Late
+        if self._error is not None:
+            raise self._error
+        assert self._value is not None
+        return self._value
+
+
 class Unavailable(Exception):
     """The embedding provider could not be made (the note says so, not "failed")."""
 
 
 def embed_in_background(
     make: Callable[[], EmbeddingProvider], text: str, deadline: float
-) -> concurrent.futures.Future[Vector]:
+) -> Pending:
     """Make the provider and embed ``text`` on a daemon thread (loading a local model
     overlaps the caller's reads); the caller waits only as long as it may."""
-    future: concurrent.futures.Future[Vector] = concurrent.futures.Future()
+    future = Pending()
 
     def work() -> None:
         try:
@@ -128,7 +158,7 @@ class SemanticRun:
         except (MemlogError, OSError) as exc:
             self.notes.append(f"views not caught up ({exc}); read as they are")
 
-    def _start_embedding(self) -> concurrent.futures.Future[Vector] | None:
+    def _start_embedding(self) -> Pending | None:
         config = self.request.config
         weight = config.memory_vector_weight if self.d3 else config.memory_fusion_vector_weight
         if not self.query or weight <= 0:
@@ -136,9 +166,7 @@ class SemanticRun:
         deadline = min(self.request.deadline, time.monotonic() + self.request.embedding_budget)
         return embed_in_background(self.request.ws.provider, self.query, deadline)
 
-    def _rank(
-        self, view: Snapshot, embedding: concurrent.futures.Future[Vector] | None
-    ) -> Injection:
+    def _rank(self, view: Snapshot, embedding: Pending | None) -> Injection:
         started = time.perf_counter()
         found = view.candidates(self.request.wanted_categories, datetime.now(UTC))
         self.timings["candidates_ms"] = _ms(started)
@@ -179,7 +207,7 @@ class SemanticRun:
     def _vector(
         self,
         view: Snapshot,
-        embedding: concurrent.futures.Future[Vector] | None,
+        embedding: Pending | None,
         found: Candidates,
     ) -> tuple[ranking.Floats | None, int]:
         if embedding is None:
@@ -188,7 +216,7 @@ class SemanticRun:
         wait = min(self.request.deadline - time.monotonic(), self.request.embedding_budget)
         try:
             query_vector = embedding.result(timeout=max(wait, 0.0))
-        except concurrent.futures.TimeoutError:
+        except Late:
             self.notes.append("query embedding was late; ranked without it")
             return None, 0
         except Unavailable as exc:
