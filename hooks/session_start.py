@@ -8,7 +8,10 @@ default) is about to run out the hook prints an empty context and leaves.
 Failures never reach stdout and are never silent: they go to
 ``hook-errors.log`` in the memlog home, which ``memlog stats`` reports.
 When several registrations run the hook for one start (the plugin and
-``memlog setup``'s entries), only the first injects (``claims``).
+``memlog setup``'s entries), only the first injects (``claims``).  Once the
+output is out, the recall, the session's start and the catch-up of the views
+are handed to a detached recorder (``recorder``): Claude Code waits for the
+hook's exit, not for them.
 """
 
 from __future__ import annotations
@@ -160,7 +163,8 @@ def main() -> None:
     started = time.monotonic()
     pin_blas()
     home = resolve_home()
-    context, payload, box = "", {}, dict[str, Any]()
+    context, payload = "", {}
+    box: dict[str, Any] = {}  # the recall and the space, for ``leave``
     try:
         if not guarded():  # not inside memlog's own extraction
             payload = read_payload()
