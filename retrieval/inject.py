@@ -1,8 +1,9 @@
 """Choosing the memories to inject: the semantic pipeline, or the markdown one.
 
 The semantic pipeline ranks without numpy when it can (``light``), else
-with it (``semantic``).  With ``memory_semantic_enabled: false`` the #023 markdown pipeline runs and
-no SQLite is opened; when the view cannot be read the markdown pipeline
+with it (``semantic``), once the views' freshness is judged here.  With
+``memory_semantic_enabled: false`` the #023 markdown pipeline runs and no
+SQLite is opened; when the view cannot be read the markdown pipeline
 answers instead and says why in a note.  An empty home is not a failure.
 """
 
