@@ -3,7 +3,10 @@
 ``.markdown-state.json`` beside the files records the log position the
 files reflect and the sha256 of each file as memlog last wrote it.  A file
 whose bytes differ from that record was edited by hand: it is copied to a
-timestamped backup and reported before being rewritten.
+timestamped backup and reported before being rewritten.  Before writing,
+the state also records the sha256 of the bytes about to be written
+(``pending``), so a file a killed writer left half-way through a batch is
+known as memlog's own, not taken for a hand edit.
 """
 
 from __future__ import annotations
@@ -25,6 +28,8 @@ class MarkdownState(msgspec.Struct):
     offset: int = 0
     seq: int = 0
     files: dict[str, str] = msgspec.field(default_factory=dict)
+    #: what a write in progress is writing (empty once it is done)
+    pending: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 def digest(data: bytes) -> str:
@@ -55,19 +60,28 @@ def _backup(path: Path) -> Path:
 def write_files(folder: Path, files: dict[str, str], state: MarkdownState) -> list[str]:
     """Write ``files`` (path → text) under ``folder``; return notes on hand edits kept."""
     notes: list[str] = []
+    interrupted, writes = state.pending, {}
     for rel, text in files.items():
-        path = folder / rel
         data = text.encode("utf-8")
         try:
-            current: bytes | None = path.read_bytes()
+            current: bytes | None = (folder / rel).read_bytes()
         except FileNotFoundError:
             current = None
-        if current is not None and current != data and digest(current) != state.files.get(rel):
+        if current != data:
+            writes[rel] = (current, data)
+    if writes:  # recorded first: a write cut short is then known as memlog's own
+        state.pending = {rel: digest(data) for rel, (_, data) in writes.items()}
+        save_state(folder, state)
+    for rel, (current, data) in writes.items():
+        path = folder / rel
+        ours = (state.files.get(rel), interrupted.get(rel))
+        if current is not None and digest(current) not in ours:
             why = "was edited by hand" if rel in state.files else "was not written by memlog"
             notes.append(f"{rel} {why}; kept a copy as {_backup(path).name}")
-        if current != data:
-            atomic_write(path, data)
-        state.files[rel] = digest(data)
+        atomic_write(path, data)
+    for rel, text in files.items():
+        state.files[rel] = digest(text.encode("utf-8"))
+    state.pending = {}
     return notes
 
 

@@ -1,0 +1,60 @@
+"""The markdown writer keeps hand edits, and knows its own half-finished writes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memlog.projections.markdown_view.writer import (
+    MarkdownState,
+    digest,
+    load_state,
+    save_state,
+    write_files,
+)
+
+OLD, NEW, NEWER = "old text\n", "new text\n", "newer text\n"
+
+
+def written(folder: Path, **files: str) -> MarkdownState:
+    """The files as memlog last wrote them, recorded in the state."""
+    state = MarkdownState()
+    for rel, text in files.items():
+        (folder / rel).write_text(text)
+        state.files[rel] = digest(text.encode())
+    save_state(folder, state)
+    return state
+
+
+def backups(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.glob("*.bak"))
+
+
+def test_a_hand_edit_is_kept_as_a_backup(tmp_path: Path) -> None:
+    state = written(tmp_path, **{"a.md": OLD})
+    (tmp_path / "a.md").write_text("edited by a person\n")
+    notes = write_files(tmp_path, {"a.md": NEW}, state)
+    assert notes and "edited by hand" in notes[0] and len(backups(tmp_path)) == 1
+    assert (tmp_path / "a.md").read_text() == NEW and state.pending == {}
+
+
+def test_a_write_cut_short_is_not_taken_for_a_hand_edit(tmp_path: Path) -> None:
+    """A writer killed after it wrote ``a.md`` but before it recorded it: the next one
+    finds NEW where the state says OLD, and knows NEW from the state's pending record."""
+    state = written(tmp_path, **{"a.md": OLD, "b.md": OLD})
+    state.pending = {"a.md": digest(NEW.encode()), "b.md": digest(NEW.encode())}
+    save_state(tmp_path, state)
+    (tmp_path / "a.md").write_text(NEW)  # b.md was not reached
+    again = load_state(tmp_path)
+    assert write_files(tmp_path, {"a.md": NEWER, "b.md": NEWER}, again) == []
+    assert backups(tmp_path) == []
+    assert [(tmp_path / n).read_text() for n in ("a.md", "b.md")] == [NEWER, NEWER]
+    assert again.pending == {} and again.files["a.md"] == digest(NEWER.encode())
+
+
+def test_pending_is_on_disk_until_the_position_is_recorded(tmp_path: Path) -> None:
+    """``write_files`` saves what it is about to write; ``write_markdown`` clears it with
+    the position, so between the two a crash leaves the record the next writer reads."""
+    state = written(tmp_path, **{"a.md": OLD, "b.md": OLD})
+    write_files(tmp_path, {"a.md": NEW, "b.md": OLD}, state)  # b.md unchanged: not pending
+    assert load_state(tmp_path).pending == {"a.md": digest(NEW.encode())}
+    assert state.pending == {}
