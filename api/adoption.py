@@ -54,16 +54,11 @@ class Adopted(NamedTuple):
         )
 
 
-def has_events(home: Path) -> bool:
-    """Whether the log holds anything at all (a cheap look at its segments)."""
-    from memlog.eventlog.log import EventLog
-
-    return any(path.stat().st_size for path in EventLog(home).segments())
-
-
 def pending_store(home: Path) -> list[Path]:
     """The iflow store files waiting to be adopted (none once the log has begun)."""
     files = [home / name for name in STORE_FILES if (home / name).is_file()]
+    from memlog.eventlog.scan import has_events
+
     if not files or has_events(home):
         return []
     from memlog.projections.markdown_view.writer import load_state

@@ -113,7 +113,7 @@ def list_live(
 def is_empty(ws: Workspace) -> bool:
     """Whether the home holds no memory at all yet: no view, and a log with nothing in it
     (a snapshot written by ``replay --to`` has views and no log: it is not empty)."""
-    return not has_view(ws) and not any(path.stat().st_size for path in ws.log().segments())
+    return not has_view(ws) and not scan.has_events(ws.home)
 
 
 def has_view(ws: Workspace) -> bool:

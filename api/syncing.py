@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from memlog.sync import engine
+from memlog.sync.repo import set_up
 from memlog.sync.state import Outcome
 from memlog.sync.status import Status, status
 from memlog.workspace import Workspace
@@ -19,6 +20,6 @@ def sync_status(ws: Workspace) -> Status:
 
 def sync_at_session_end(ws: Workspace) -> Outcome | None:
     """Sync when the project asks for it at session end (and the home is set up for it)."""
-    if not ws.config.memory_sync_at_session_end or engine.state_of(ws.home) is None:
+    if not ws.config.memory_sync_at_session_end or not set_up(ws.home):
         return None
     return sync(ws)

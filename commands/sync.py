@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from memlog.api import syncing
-from memlog.commands.common import echo_json, open_workspace, warn
+from memlog.commands.common import emit, json_option, open_workspace, warn
 from memlog.sync.state import Outcome
 from memlog.sync.status import Status
 
@@ -17,7 +17,7 @@ from memlog.sync.status import Status
 @click.argument("remote", required=False)
 @click.option("--init", is_flag=True, help="Make REMOTE (a git URL or path) this home's remote.")
 @click.option("--status", "show_status", is_flag=True, help="What sync knows; no network.")
-@click.option("--json", "as_json", is_flag=True, help="Print the outcome as JSON.")
+@json_option("Print the outcome as JSON.")
 @click.option(
     "--at-session-end", is_flag=True, hidden=True, help="Only if memory_sync_at_session_end is on."
 )
@@ -40,12 +40,12 @@ def sync(
     ws = open_workspace(project_dir if project_dir is not None and project_dir.is_dir() else None)
     if show_status:
         found = syncing.sync_status(ws)
-        echo_json(found) if as_json else _print_status(found)
+        emit(as_json, found, lambda: _print_status(found))
         return
     done = syncing.sync_at_session_end(ws) if at_session_end else syncing.sync(ws, remote, init)
     if done is None:
         return  # not asked for at session end
-    echo_json(done) if as_json else _print(done)
+    emit(as_json, done, lambda: _print(done))
     if done.refused or done.held:
         sys.exit(1)
 

@@ -23,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from memlog.eventlog import segments as seg
+from memlog.eventlog.bounds import utc_moment
 from memlog.eventlog.codec import BadLine, decode_line
 from memlog.files import atomic_write
 
@@ -33,11 +34,10 @@ _TAIL = 1 << 16
 
 def micros(ts: str) -> int:
     """Microseconds since the epoch of an ISO 8601 time (UTC if naive; 0 when unreadable)."""
-    try:
-        moment = datetime.fromisoformat(ts)
-    except ValueError:
+    moment = utc_moment(ts)
+    if moment is None:
         return 0
-    delta = (moment if moment.tzinfo else moment.replace(tzinfo=UTC)) - _EPOCH
+    delta = moment - _EPOCH
     return (delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds
 
 

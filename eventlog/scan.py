@@ -40,6 +40,11 @@ _DESCRIBED = msgspec.json.Decoder(_Described)
 _OBSERVED = b'{"type":"entry.observed"'
 
 
+def has_events(home: Path) -> bool:
+    """Whether ``home``'s log holds anything at all (a look at its segments' sizes)."""
+    return any(path.stat().st_size for path in EventLog(home).segments())
+
+
 def _words(description: str) -> list[bytes]:
     """Words every spelling of ``description`` holds verbatim, but for ASCII case: the
     longest plain ASCII ones of its normalised form (others may be escaped or cased)."""

@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 #: what ``memlog sync --init`` leaves in the home (``sync/repo.py``)
-SYNC_REPOSITORY = Path("sync.git") / "HEAD"
+SYNC_REPOSITORY = Path("sync.git") / "HEAD"  # ``sync.repo.set_up``, without loading subprocess
 
 
 def start_sync(home: Path, cwd: str) -> bool:

@@ -14,7 +14,7 @@ from pathlib import Path
 import msgspec
 
 from memlog.errors import MemlogError
-from memlog.eventlog.log import EventLog
+from memlog.eventlog.scan import has_events
 from memlog.projections.freshness import current_seq
 from memlog.projections.sqlite_view.store import DB_NAME
 from memlog.retrieval import light
@@ -58,4 +58,4 @@ def never_written(home: Path) -> bool:
     """No log and no view yet: an empty memory, not a failure to report."""
     if (home / DB_NAME).exists():
         return False
-    return not any(path.stat().st_size for path in EventLog(home).segments())
+    return not has_events(home)

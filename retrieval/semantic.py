@@ -23,7 +23,7 @@ import numpy.typing as npt
 from memlog.embeddings.base import EmbeddingProvider
 from memlog.errors import MemlogError
 from memlog.projections.fold import Entry
-from memlog.projections.freshness import current_seq, lag_bytes
+from memlog.projections.freshness import lag_bytes
 from memlog.projections.sqlite_view.reading import Candidates, Snapshot
 from memlog.retrieval import fusion, outcome, ranking
 from memlog.retrieval.context import collect
@@ -142,11 +142,10 @@ class SemanticRun:
         at every start, so a large one is left to a background process instead.
         """
         home, most = self.request.home, self.request.max_catch_up_bytes
-        try:
-            if current_seq(home, self.space) is not None:
-                return  # current (most starts): the projectors are not even loaded
-            from memlog.projections.runner import catch_up, catch_up_in_background
+        # Only runs for views ``inject.build`` found behind: the projectors load here.
+        from memlog.projections.runner import catch_up, catch_up_in_background
 
+        try:
             behind = lag_bytes(home)
             if most is not None and behind > most:
                 self.notes.append(

@@ -24,8 +24,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-import msgspec
-
 from memlog.eventlog import clock, devices
 from memlog.eventlog import segments as seg
 from memlog.eventlog.ids import utc_now
@@ -64,11 +62,11 @@ def sync(home: Path, space: Space, remote: str | None = None, init: bool = False
     """Sync ``home`` with ``remote`` (the configured one by default); see the module."""
     with sync_lock(home) as fd:
         log = EventLog(home, command="sync")
-        migrated = _to_devices(log)
         own = devices.device_id(log.events_dir)
         git = Git(home, own, fd)
         swept = git.sweep_stale_locks()
-        url = _remote(git, remote, init)
+        url = _remote(git, remote, init)  # before the layout changes: a home never set up
+        migrated = _to_devices(log)  # for sync is left as it was
         outcome = Outcome(remote=url, device=own, migrated=len(migrated), swept=swept)
         state = load_state(git.git_dir)
         files = local.Files(log.events_dir, state.cache)
@@ -283,13 +281,3 @@ def _raise_floor(events_dir: Path, own: str) -> list[str]:
         f"device {device} stamps its events {ahead:.0f} h ahead of this machine's clock; "
         "events written here will be stamped after them (check that machine's clock)"
     ]
-
-
-def state_of(home: Path) -> SyncState | None:
-    """The recorded state of sync in ``home`` (None when sync was never set up)."""
-    git_dir = home / "sync.git"
-    return load_state(git_dir) if (git_dir / "HEAD").exists() else None
-
-
-def encode(outcome: Outcome) -> bytes:
-    return msgspec.json.encode(outcome)

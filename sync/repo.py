@@ -50,6 +50,11 @@ KEPT_GIT_VARIABLES = (
 )  # fmt: skip
 
 
+def set_up(home: Path) -> bool:
+    """Whether sync was ever set up in ``home`` (its repository exists)."""
+    return (home / GIT_DIR / "HEAD").is_file()
+
+
 class SyncError(MemlogError):
     """Sync could not be done; nothing in the log was changed by the part that failed."""
 
@@ -113,7 +118,7 @@ class Git:
     # -- the repository ------------------------------------------------------------------
 
     def exists(self) -> bool:
-        return (self.git_dir / "HEAD").is_file()
+        return set_up(self.git_dir.parent)
 
     def init(self) -> None:
         """Make the repository aside and rename it into place: a killed init leaves none."""

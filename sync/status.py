@@ -9,7 +9,7 @@ import msgspec
 
 from memlog.eventlog import devices
 from memlog.eventlog import segments as seg
-from memlog.sync.repo import GIT_DIR, REMOTE_REF, Git
+from memlog.sync.repo import REMOTE_REF, Git, set_up
 from memlog.sync.state import Outcome, load_state
 
 
@@ -34,7 +34,7 @@ class Status(msgspec.Struct, kw_only=True):
 
 def status(home: Path) -> Status:
     events_dir = home / "events"
-    if not (home / GIT_DIR / "HEAD").is_file():
+    if not set_up(home):
         return Status(set_up=False)
     own = devices.device_id(events_dir)
     git = Git(home, own)

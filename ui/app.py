@@ -32,8 +32,8 @@ from memlog.workspace import Workspace
 
 PAGE = 50
 LOG_PAGE = 100
-#: event types that record an extraction's audit (present once extraction exists)
-AUDIT_TYPES = tuple(t for t in TYPE_NAMES if t == "memory.evolved")
+#: event types that record an extraction's audit
+AUDIT_TYPES = ("memory.evolved",)
 STATIC = Path(__file__).parent / "static"
 
 
@@ -150,7 +150,7 @@ def _ranked(view: View, params: dict[str, str]) -> dict[str, Any]:
     if not view.has_view:
         return {"total": 0, "rows": []}
     result, rows = browsing.ranked(view, params["q"], _filters({**params, "status": "live"}), PAGE)
-    return {"total": len(rows), "rows": [(e, c) for e, c in rows], "result": result}
+    return {"total": len(rows), "rows": rows, "result": result}
 
 
 def entry_page(site: Site, request: Request) -> Response:
@@ -194,7 +194,7 @@ def log_page(site: Site, request: Request) -> Response:
 
 def audits_page(site: Site, request: Request) -> Response:
     view, notes = _view(site, request)
-    found = browsing.events(view, AUDIT_TYPES, LOG_PAGE) if AUDIT_TYPES else []
+    found = browsing.events(view, AUDIT_TYPES, LOG_PAGE)
     return _render(
         "log.html", view, notes, "audits", events=found, kind="", types=AUDIT_TYPES,
         before=None, page_size=LOG_PAGE, title="Extraction audits", audit=True,

@@ -13,6 +13,7 @@ from urllib.parse import quote, urlencode
 import jinja2
 import msgspec
 
+from memlog.api.reading import tag
 from memlog.eventlog.events import Event, Observed, Recalled, Reembedded
 
 ENVELOPE = ("seq", "id", "ts", "v", "writer", "batch_end", "redacted")
@@ -29,10 +30,6 @@ def link(where: str, /, **params: Any) -> str:
     """The path ``where`` with the non-empty ``params`` as its query string."""
     kept = [(k, str(v)) for k, v in params.items() if v not in (None, "", False)]
     return quote(where) + (f"?{urlencode(kept)}" if kept else "")
-
-
-def tag(event: Event) -> str:
-    return str(event.__struct_config__.tag)
 
 
 def payload(event: Event) -> dict[str, Any]:

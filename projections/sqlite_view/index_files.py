@@ -23,9 +23,6 @@ from memlog.projections.sqlite_view import packed, store
 
 if TYPE_CHECKING:
     import numpy as np
-    import numpy.typing as npt
-
-    Bytes = npt.NDArray[np.uint8]
 
 INDEX_DIR = "index"
 ID_WIDTH = 16
@@ -88,40 +85,52 @@ def pack(magic: bytes, counts: tuple[int, int, int], ids: list[str], *arrays: np
 
 def open_mapped(
     folder: Path, name: str, magic: bytes
-) -> tuple[tuple[int, int, int], np.ndarray, Bytes] | None:
-    """Map a packed file: its counts, its ids (a ``S16`` array over the mapping, nothing
-    decoded) and the bytes after them; None if unusable."""
-    import numpy as np
-
+) -> tuple[Counts, memoryview, memoryview] | None:
+    """Map a packed file: its counts, its ids' bytes (16 per id, nothing decoded) and the
+    bytes after them; None if unusable."""
     try:
-        raw = np.memmap(folder / INDEX_DIR / name, dtype=np.uint8, mode="r")
-    except (OSError, ValueError):
+        with open(folder / INDEX_DIR / name, "rb") as handle:
+            raw = memoryview(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ))
+    except (OSError, ValueError):  # gone (swept), or empty
         return None
-    if raw.size < HEADER.size:
+    if len(raw) < HEADER.size:
         return None
-    found, *counts = HEADER.unpack(raw[: HEADER.size].tobytes())
-    if found != magic:
-        return None
+    found, *counts = HEADER.unpack(raw[: HEADER.size])
     end = HEADER.size + counts[0] * ID_WIDTH
-    if end > raw.size:
+    if found != magic or end > len(raw):
         return None
-    ids = raw[HEADER.size : end].view(f"S{ID_WIDTH}")
-    return (counts[0], counts[1], counts[2]), ids, raw[end:]
-
-
-def take(raw: Bytes, offset: int, dtype: str, count: int) -> tuple[np.ndarray, int]:
-    """``count`` items of ``dtype`` from ``raw`` at byte ``offset``, and the offset after them."""
-    import numpy as np
-
-    size = np.dtype(dtype).itemsize * count
-    if offset + size > raw.size:
-        raise ValueError("packed file is shorter than its header says")
-    return raw[offset : offset + size].view(dtype), offset + size
+    return (counts[0], counts[1], counts[2]), raw[HEADER.size : end], raw[end:]
 
 
 Counts = tuple[int, int, int]
 #: the packed files' little-endian types and their sizes
 SIZES = {"<u8": 8, "<i8": 8, "<f8": 8, "<u4": 4, "<i4": 4, "<f4": 4, "<u1": 1}
+Sections = tuple[Counts, memoryview, list[tuple[str, memoryview]]]
+
+
+def sections(
+    db: sqlite3.Connection,
+    folder: Path,
+    kind: str,
+    magic: bytes,
+    parts: Callable[[Counts], list[tuple[str, int]]],
+) -> Sections | None:
+    """The file this snapshot points at for ``kind``, mapped: its counts, its ids' bytes and
+    the bytes of each array ``parts(counts)`` describes (dtype, items), with its dtype;
+    None when there is none or it is unusable (shorter than its header says)."""
+    found = pointer(db, kind)
+    opened = open_mapped(folder, found[0], magic) if found else None
+    if opened is None:
+        return None
+    counts, ids, raw = opened
+    arrays, at = [], 0
+    for dtype, items in parts(counts):
+        end = at + SIZES[dtype] * items
+        if end > len(raw):
+            return None
+        arrays.append((dtype, raw[at:end]))
+        at = end
+    return counts, ids, arrays
 
 
 def load(
@@ -131,21 +140,18 @@ def load(
     magic: bytes,
     parts: Callable[[Counts], list[tuple[str, int]]],
 ) -> tuple[Counts, np.ndarray, list[np.ndarray]] | None:
-    """The file this snapshot points at for ``kind``, mapped: its counts, ids and the arrays
-    ``parts(counts)`` describes (dtype, items); None when there is none or it is unusable."""
-    found = pointer(db, kind)
-    opened = open_mapped(folder, found[0], magic) if found else None
-    if opened is None:
+    """``sections`` as numpy arrays over the mapping (the ids as ``S16``, nothing copied)."""
+    import numpy as np
+
+    found = sections(db, folder, kind, magic, parts)
+    if found is None:
         return None
-    counts, ids, raw = opened
-    arrays, at = [], 0
-    try:
-        for dtype, items in parts(counts):
-            array, at = take(raw, at, dtype, items)
-            arrays.append(array)
-    except ValueError:
-        return None
-    return counts, ids, arrays
+    counts, ids, arrays = found
+    return (
+        counts,
+        np.frombuffer(ids, dtype=f"S{ID_WIDTH}"),
+        [np.frombuffer(data, dtype=dtype) for dtype, data in arrays],
+    )
 
 
 def load_plain(
@@ -155,29 +161,13 @@ def load_plain(
     magic: bytes,
     parts: Callable[[Counts], list[tuple[str, int]]],
 ) -> tuple[Counts, memoryview, list[memoryview[Any]]] | None:
-    """``load`` without numpy: the ids' bytes (16 per id) and each array as a typed
-    memoryview over the mapping; None as ``load``, or on a big-endian machine."""
-    found = pointer(db, kind)
-    if found is None or sys.byteorder != "little":
+    """``sections`` without numpy: each array as a typed memoryview over the mapping;
+    None also on a big-endian machine (the files are little-endian)."""
+    found = sections(db, folder, kind, magic, parts) if sys.byteorder == "little" else None
+    if found is None:
         return None
-    try:
-        with open(folder / INDEX_DIR / found[0], "rb") as handle:
-            raw = memoryview(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ))
-    except (OSError, ValueError):  # gone (swept), or empty
-        return None
-    if len(raw) < HEADER.size or HEADER.unpack(raw[: HEADER.size])[0] != magic:
-        return None
-    counts: Counts = HEADER.unpack(raw[: HEADER.size])[1:]
-    at = HEADER.size + counts[0] * ID_WIDTH
-    ids = raw[HEADER.size : at]
-    arrays: list[memoryview[Any]] = []
-    for dtype, items in parts(counts):
-        end = at + SIZES[dtype] * items
-        if end > len(raw):
-            return None
-        arrays.append(_typed(raw[at:end], dtype))
-        at = end
-    return counts, ids, arrays
+    counts, ids, arrays = found
+    return counts, ids, [_typed(data, dtype) for dtype, data in arrays]
 
 
 def _typed(raw: memoryview, dtype: str) -> memoryview[Any]:

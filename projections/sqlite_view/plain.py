@@ -89,29 +89,36 @@ class View:
             recall_count=[float(n) for n in columns[5]],
         )
 
-    def _packed_columns(self, categories: Sequence[str], now: datetime) -> Columns | None:
-        """``columns`` from the packed file; None without one, or for a category it does
-        not name."""
+    def packed(self, categories: Sequence[str]) -> Packed | None:
+        """The packed file's columns and which of its entries are in ``categories``; None
+        without a file, or for a category it does not name (``columns`` reads the rows)."""
         wanted = {CATEGORIES.index(c) for c in categories if c in CATEGORIES}
         found = index_files.load_plain(self.db, self.folder, ranks.KIND, ranks.MAGIC, ranks.parts)
         if found is None or len(wanted) != len(set(categories)):
             return None
-        (count, k, _), names, (since, counts, recalls, codes, levels, around) = found
-        every_code = codes.tolist()
-        keep = [i for i, code in enumerate(every_code) if code in wanted]
+        (count, k, _), names, arrays = found
+        codes = arrays[3].tolist()
+        keep = [i for i, code in enumerate(codes) if code in wanted]
+        return Packed(count, k, names, codes, keep, *arrays)
+
+    def _packed_columns(self, categories: Sequence[str], now: datetime) -> Columns | None:
+        found = self.packed(categories)
+        if found is None:
+            return None
+        keep = found.keep
         if not keep:
             return Columns([], [], [], [], [], [])
         julian = self.julian(now)
         take = itemgetter(*keep) if len(keep) > 1 else (lambda values: (values[keep[0]],))
-        ids = list(take(_ids(names, count)))
-        self._around = (ids, keep, count, k, around)
+        ids = list(take(decoded_ids(found.names, found.entries)))
+        self._around = (ids, keep, found.entries, found.k, found.around)
         return Columns(
             ids=ids,
-            categories=[CATEGORIES[c] for c in take(every_code)],
-            observation_count=[float(n) for n in take(counts.tolist())],
-            confidence=[ranks.LEVELS[c] for c in take(levels.tolist())],
-            days=[max(julian - s, 0.0) for s in take(since.tolist())],
-            recall_count=[float(n) for n in take(recalls.tolist())],
+            categories=[CATEGORIES[c] for c in take(found.codes)],
+            observation_count=[float(n) for n in take(found.counts.tolist())],
+            confidence=[ranks.LEVELS[c] for c in take(found.levels.tolist())],
+            days=[max(julian - s, 0.0) for s in take(found.since.tolist())],
+            recall_count=[float(n) for n in take(found.recalls.tolist())],
         )
 
     def julian(self, now: datetime) -> float:
@@ -151,7 +158,7 @@ class View:
             else:
                 for doc, weight in postings:
                     sums[doc] += float(repeat) * weight
-        where = _where(_ids(names, documents))
+        where = _where(decoded_ids(names, documents))
         return [sums[where[i]] if i in where else 0.0 for i in ids]
 
     def neighbour_lists(self, ids: Sequence[str]) -> Neighbours | None:
@@ -169,10 +176,27 @@ class View:
         if found is None:
             return None
         (count, k, _), names, (index, _dots) = found
-        graph = _ids(names, count)
+        graph = decoded_ids(names, count)
         candidate, row = _where(ids), _where(graph)
         to_ids = [candidate.get(g, -1) for g in graph]
         return Neighbours(k, [row.get(i, -1) for i in ids], index.tolist(), to_ids)
+
+
+class Packed(NamedTuple):
+    """The packed columns (``ranks``) over the mapping, and the places of the entries asked
+    for; ``codes`` already as a list (the filter read it)."""
+
+    entries: int
+    k: int
+    names: memoryview
+    codes: list[int]
+    keep: list[int]
+    since: memoryview[Any]
+    counts: memoryview[Any]
+    recalls: memoryview[Any]
+    categories: memoryview[Any]
+    levels: memoryview[Any]
+    around: memoryview[Any]
 
 
 class Neighbours(NamedTuple):
@@ -185,7 +209,7 @@ class Neighbours(NamedTuple):
     where: list[int]
 
 
-def _ids(names: memoryview, count: int) -> list[str]:
+def decoded_ids(names: memoryview, count: int) -> list[str]:
     """The 16-byte ids of a packed file, decoded."""
     text = bytes(names).decode("ascii")
     width = index_files.ID_WIDTH

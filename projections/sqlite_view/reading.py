@@ -15,13 +15,13 @@ import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
-from memlog.projections.sqlite_view import index_files, lexicon, neighbours, ranks
-from memlog.projections.sqlite_view.plain import DAYS, View
+from memlog.projections.sqlite_view import lexicon, neighbours, ranks
+from memlog.projections.sqlite_view.plain import DAYS, View, decoded_ids
 from memlog.projections.sqlite_view.vectors import (
     ID_WIDTH,
     SUFFIX,
@@ -101,23 +101,22 @@ class Snapshot(View):
     def _packed_candidates(self, categories: Sequence[str], now: datetime) -> Candidates | None:
         """``candidates`` from the packed file as arrays over its mapping (as ``columns``
         reads it, without a list per column); None as ``columns`` falls back."""
-        wanted = [CATEGORIES.index(c) for c in set(categories) if c in CATEGORIES]
-        found = index_files.load_plain(self.db, self.folder, ranks.KIND, ranks.MAGIC, ranks.parts)
-        if found is None or len(wanted) != len(set(categories)):
+        found = self.packed(categories)
+        if found is None:
             return None
-        (count, _, _), names, views = found  # (the neighbour lists: ``neighbours`` has them)
-        arrays = [np.frombuffer(v, dtype=v.format) for v in views[:5]]
-        since, counts, recalls, codes, levels = arrays
-        keep = np.flatnonzero(np.isin(codes, wanted))
-        text = bytes(names).decode("ascii")
-        width = index_files.ID_WIDTH
+        keep = np.asarray(found.keep, dtype=np.intp)
+        ids = decoded_ids(found.names, found.entries)
+
+        def column(view: memoryview) -> npt.NDArray[Any]:
+            return np.frombuffer(view, dtype=view.format)[keep]
+
         return Candidates(
-            ids=[text[i * width : i * width + width] for i in keep.tolist()],
-            categories=[CATEGORIES[c] for c in codes[keep].tolist()],
-            observation_count=counts[keep].astype(np.float64),
-            confidence=[ranks.LEVELS[c] for c in levels[keep].tolist()],
-            days=np.maximum(self.julian(now) - since[keep], 0.0),
-            recall_count=recalls[keep].astype(np.float64),
+            ids=[ids[i] for i in found.keep],
+            categories=[CATEGORIES[found.codes[i]] for i in found.keep],
+            observation_count=column(found.counts).astype(np.float64),
+            confidence=[ranks.LEVELS[c] for c in column(found.levels).tolist()],
+            days=np.maximum(self.julian(now) - column(found.since), 0.0),
+            recall_count=column(found.recalls).astype(np.float64),
         )
 
     def rowid_positions(self, ids: Sequence[str]) -> dict[int, int]:
