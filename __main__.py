@@ -1,8 +1,8 @@
 """The ``memlog`` executable (and ``python -m memlog``).
 
 The hooks' hot path comes first: ``memlog hook session-start``, ``session-end``,
-``pre-compact`` and the start's recorder, ``hook record``, run before click or
-any command module is imported.
+``pre-compact``, the start's recorder, ``hook record``, and the resident
+ranker, ``hook resident``, run before click or any command module is imported.
 """
 
 from __future__ import annotations
@@ -46,6 +46,11 @@ def main() -> None:
         from memlog.hooks.recorder import main as recorder
 
         recorder()
+    if sys.argv[1:3] == ["hook", "resident"] and not {"--stop", "--status"} & set(sys.argv):
+        from memlog.hooks.resident_server import main as resident
+
+        resident(sys.argv[3:])
+        sys.exit(0)
     if sys.argv[1:2] == ["hook"] and sys.argv[2:] in (["session-end"], ["pre-compact"]):
         from memlog.hooks.sessions import main as session_hook
 

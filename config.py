@@ -44,6 +44,8 @@ class Config(msgspec.Struct, frozen=True):
     memory_inject_facts: bool = False
     memory_hook_budget_ms: int = 2500
     memory_query_embedding_budget_ms: int = 1500
+    #: minutes the resident ranker waits for the next start before it leaves (0: none)
+    memory_resident_minutes: int = 30
     #: ``fused`` (z-scored signals and neighbours, retrieval/fusion.py) or ``d3`` (spec #024)
     memory_ranking: str = "fused"
     memory_fusion_lexical_weight: float = 1.0
@@ -109,6 +111,7 @@ CHECKS: dict[str, tuple[Check, str]] = {
     "memory_inject_facts": (_is_bool, "true or false"),
     "memory_hook_budget_ms": (_is_int(100), "milliseconds ≥ 100"),
     "memory_query_embedding_budget_ms": (_is_int(0), "milliseconds ≥ 0"),
+    "memory_resident_minutes": (_is_int(0), "minutes ≥ 0"),
     "memory_ranking": (_one_of(RANKINGS), " | ".join(RANKINGS)),
     "memory_fusion_lexical_weight": (_is_weight, "a number ≥ 0"),
     "memory_fusion_vector_weight": (_is_weight, "a number ≥ 0"),

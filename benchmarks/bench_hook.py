@@ -194,8 +194,10 @@ def prepare_project(parent: Path, name: str, settings: str) -> Path:
 
 
 def hook_env(home: Path) -> dict[str, str]:
+    """The environment of a fresh-process start: no resident ranker answers it."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLOG_")}
     env["MEMLOG_HOME"] = str(home)
+    env["MEMLOG_RESIDENT_MINUTES"] = "0"
     return env
 
 

@@ -6,7 +6,9 @@ numpy-using hook pays), the hook without a query embedding (vector weight
 (the verification stamp removed first, so the model files are hashed) and
 warm (stamp in place, as on every start after the first).  The 10k entries
 carry synthetic unit vectors in the local space (their content does not
-change the cost).  Then the time to import the larger shared knowledge-bank
+change the cost).  Then the same starts answered by the home's resident
+ranker (``memlog hook resident``, started by a first start and warmed),
+interleaved with the same baseline.  Then the time to import the larger shared knowledge-bank
 fixture with write-time embeddings, against the same import with embedding
 unavailable.
 
@@ -56,6 +58,34 @@ def import_seconds(home: Path, provider: str) -> float:
     return time.perf_counter() - started
 
 
+def resident_runs(
+    bench: ModuleType, home: Path, work: Path, with_vec: Path, no_vec: Path, repeats: int
+) -> None:
+    """Starts answered by a warm resident, against ``import numpy`` in the same rounds."""
+    from memlog.hooks import resident
+
+    env = {**bench.hook_env(home), "MEMLOG_RESIDENT_MINUTES": "30"}
+    bench.run_once(bench.HOOK, bench.payload(with_vec, 0), with_vec, env)  # starts it
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and resident.call(home, "status") is None:
+        time.sleep(0.1)  # it answers once warmed
+    runs = {
+        "python -c 'import numpy'": (bench.NUMPY, b"", work, env),
+        "resident, no query embedding": (bench.HOOK, bench.payload(no_vec, 1), no_vec, env),
+        "resident + local query": (bench.HOOK, bench.payload(with_vec, 1), with_vec, env),
+    }
+    try:
+        wall, _ = bench.interleaved(runs, repeats)
+        status = resident.call(home, "status") or {}
+    finally:
+        resident.call(home, "stop")
+    base = statistics.median(wall["python -c 'import numpy'"])
+    print(f"resident ranker: it served {status.get('served', 0)} of {2 * repeats} starts")
+    for name, values in wall.items():
+        median = statistics.median(values)
+        print(f"  {name:<30} {median:7.1f} ms [min {min(values):6.1f}]  ×{median / base:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=10_000)
@@ -89,6 +119,7 @@ def main() -> None:
         for name, values in [*wall.items(), ("hook + local query (cold)", cold)]:
             median = statistics.median(values)
             print(f"  {name:<30} {median:7.1f} ms [min {min(values):6.1f}]  ×{median / base:.2f}")
+        resident_runs(bench, home, work, with_vec, no_vec, args.repeats)
         print("import of", FIXTURE.name)
         for provider in ("local", "openai"):  # openai has no key here: embedding unavailable
             fresh = work / f"import-{provider}"

@@ -41,3 +41,42 @@ def pre_compact() -> None:
     from memlog.hooks.sessions import main
 
     main("pre-compact")
+
+
+@hook.command(name="resident")
+@click.option(
+    "--minutes",
+    type=click.IntRange(min=1),
+    default=30,
+    show_default=True,
+    help="Leave after this many minutes without a start.",
+)
+@click.option("--warm", "cwd", default="", help="Warm up for the project in this folder.")
+@click.option("--status", is_flag=True, help="Say (as JSON) whether this home's resident runs.")
+@click.option("--stop", is_flag=True, help="Stop this home's resident.")
+def resident(minutes: int, cwd: str, status: bool, stop: bool) -> None:
+    """Run the resident ranker of this home (the hook starts it), or ask it.
+
+    It keeps the ranking and the local model loaded and answers the next
+    starts of this home; memory_resident_minutes: 0 turns it off.
+    """
+    import json
+
+    from memlog.home import resolve_home
+    from memlog.hooks import resident as client
+    from memlog.hooks.resident_server import main
+
+    home = resolve_home()
+    if not (status or stop):
+        main(["--minutes", str(minutes), *(["--warm", cwd] if cwd else [])])
+        return
+    try:
+        answer = client.call(home, "stop" if stop else "status")
+    except client.ResidentError as exc:
+        raise click.ClickException(str(exc)) from None
+    if status:
+        click.echo(json.dumps({"running": answer is not None, **(answer or {})}))
+    elif answer is None:
+        click.echo(f"no resident runs for {home}")
+    else:
+        click.echo(f"stopped the resident of {home} (pid {answer.get('stopped')})")

@@ -47,16 +47,21 @@ def hand_over(home: Path, handover: Handover) -> None:
     ValueError when it cannot be started, and then no marker is left."""
     from memlog.spawn import spawn_memlog
 
-    folder = home / MARKERS
-    folder.mkdir(mode=0o700, exist_ok=True)
-    marker = folder / f"{os.getpid()}-{time.time_ns()}"
-    handover.marker = marker.name
-    os.close(os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    handover.marker = mark(home)
     try:
         spawn_memlog(COMMAND, home, stdin=msgspec.json.encode(handover))
     except BaseException:
-        marker.unlink(missing_ok=True)
+        (home / MARKERS / handover.marker).unlink(missing_ok=True)
         raise
+
+
+def mark(home: Path) -> str:
+    """Make a recording's marker in ``.recording/`` and return its name."""
+    folder = home / MARKERS
+    folder.mkdir(mode=0o700, exist_ok=True)
+    name = f"{os.getpid()}-{time.time_ns()}"
+    os.close(os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    return name
 
 
 def settled(home: Path, timeout: float = 30.0) -> bool:

@@ -24,11 +24,14 @@ import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memlog.eventlog.snapshot import is_snapshot
 from memlog.home import HOOK_ERROR_LOG, resolve_home
 from memlog.spawn import BLAS_PINNED
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
 
 DEFAULT_BUDGET = 2.5
 #: time kept back from the budget for printing and leaving
@@ -92,6 +95,7 @@ def _work(payload: dict[str, Any], home: Path, started: float, box: dict[str, An
     for warning in ws.warnings:
         log_error(home, f"config: {warning}")
     config = ws.config
+    box["resident"] = config.memory_resident_minutes
     if not _wanted(payload, config.memory_injection_enabled, config.memory_inject_on_compact):
         return
     adopted = adopt(ws, settle=False)  # an iflow store in the home, before the first write
@@ -118,10 +122,16 @@ def _wanted(payload: dict[str, Any], enabled: bool, on_compact: bool) -> bool:
 
 
 def run(
-    payload: dict[str, Any], home: Path, started: float, kept: dict[str, Any] | None = None
+    payload: dict[str, Any],
+    home: Path,
+    started: float,
+    kept: dict[str, Any] | None = None,
+    told: Callable[[float], None] | None = None,
 ) -> str:
     """The context to inject, or empty when anything fails or time runs out; ``kept``
-    receives the recall to record (only with a context injected) and the space."""
+    receives the recall to record (only with a context injected), the space and the
+    resident's minutes, and ``late`` or ``failed`` when so; ``told`` is given the
+    budget as soon as it is known."""
     box: dict[str, Any] = {}
     failure: list[BaseException] = []
 
@@ -134,19 +144,28 @@ def run(
     worker = threading.Thread(target=target, name="memlog-hook", daemon=True)
     worker.start()
     while worker.is_alive():
+        if told is not None and "budget" in box:
+            told(_budget(box))
+            told = None
         remaining = _budget(box) - MARGIN - (time.monotonic() - started)
         if remaining <= 0:
             break
-        worker.join(min(remaining, 0.05))
-    if kept is not None and "space" in box:  # the views are caught up even after a failure
-        kept["space"] = box["space"]
+        worker.join(min(remaining, 0.05 if told is None else 0.005))
+    if told is not None:
+        told(_budget(box))
+    kept = {} if kept is None else kept
+    for name in ("space", "resident"):  # the views are caught up even after a failure
+        if name in box:
+            kept[name] = box[name]
     if worker.is_alive():
+        kept["late"] = True
         log_error(home, "deadline reached; injected nothing")
         return ""
     if failure:
+        kept["failed"] = True
         log_error(home, f"failed: {type(failure[0]).__name__}: {failure[0]}", failure[0])
         return ""
-    if kept is not None and "recall" in box:
+    if "recall" in box:
         kept["recall"] = box["recall"]
     return str(box.get("context", ""))
 
@@ -165,19 +184,45 @@ def main() -> None:
     home = resolve_home()
     context, payload = "", {}
     box: dict[str, Any] = {}  # the recall and the space, for ``leave``
+    served = False
     try:
         if not guarded():  # not inside memlog's own extraction
             payload = read_payload()
-            context = run(payload, home, started, box)
+            answer = from_resident(payload, home, started)
+            served = answer is not None
+            context = answer if answer is not None else run(payload, home, started, box)
     except BaseException as exc:  # noqa: BLE001 - the hook must never fail
         log_error(home, f"failed: {type(exc).__name__}: {exc}", exc)
     sys.stdout.write(envelope(context) + "\n")
     sys.stdout.flush()
     try:
-        leave(payload, home, box)
+        if not served:  # the resident records what it served
+            leave(payload, home, box)
+            start_resident(home, box, payload)
     except BaseException as exc:  # noqa: BLE001 - the hook must never fail
         log_error(home, f"failed after the output: {type(exc).__name__}: {exc}", exc)
     os._exit(0)  # a late worker thread must not hold the exit
+
+
+def from_resident(payload: dict[str, Any], home: Path, started: float) -> str | None:
+    """The context as the home's resident ranks it; None when none serves this start."""
+    from memlog.hooks import resident
+
+    try:
+        return resident.ask(payload, home, started)
+    except resident.ResidentError as exc:
+        log_error(home, str(exc))
+        return None
+
+
+def start_resident(home: Path, box: dict[str, Any], payload: dict[str, Any]) -> None:
+    """After a start ranked here, start a resident for the next ones (when wanted)."""
+    minutes = box.get("resident", 0)
+    if not minutes or "space" not in box or is_snapshot(home):
+        return
+    from memlog.hooks.resident_server import start
+
+    start(home, int(minutes), str(payload.get("cwd") or os.getcwd()))
 
 
 def pin_blas() -> None:

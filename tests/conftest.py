@@ -29,4 +29,6 @@ def memlog_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, memlog_cache: P
     monkeypatch.setenv("MEMLOG_EMBEDDING_PROVIDER", "hashing")
     # No model is ever asked unless a test says which (tests of extraction do).
     monkeypatch.setenv("MEMLOG_EXTRACTION_PROVIDER", "off")
+    # No resident ranker outlives a test unless the test starts (and stops) it.
+    monkeypatch.setenv("MEMLOG_RESIDENT_MINUTES", "0")
     return home
