@@ -105,6 +105,7 @@ class ClaudeCode:
             "HOME": str(self.home),
             "ANTHROPIC_BASE_URL": self.api_url,
             "ANTHROPIC_API_KEY": "sk-ant-test-key",
+            "MEMLOG_RESIDENT_MINUTES": "0",  # no resident outlives the test
             **self.extra_env,
             **(more or {}),
         }

@@ -2,12 +2,39 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import shutil
+import socket
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 FIXTURES = SHARED / "fixtures"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def resident_sockets() -> Iterator[Path]:
+    """The run's own socket folder for residents: whatever resident a test left is
+    stopped when the run ends (a short path: a socket's holds ~100 bytes)."""
+    folder = Path(tempfile.mkdtemp(prefix="mr-", dir="/tmp"))
+    before = os.environ.get("XDG_RUNTIME_DIR")
+    os.environ["XDG_RUNTIME_DIR"] = str(folder)
+    yield folder
+    for path in folder.glob("memlog-*/*.sock"):
+        with contextlib.suppress(OSError), socket.socket(socket.AF_UNIX) as sock:
+            sock.settimeout(2)
+            sock.connect(str(path))
+            sock.sendall(b'{"op": "stop"}\n')
+            sock.recv(1024)
+    if before is None:
+        del os.environ["XDG_RUNTIME_DIR"]
+    else:
+        os.environ["XDG_RUNTIME_DIR"] = before
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -68,6 +68,7 @@ def hook_env(home: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLOG_")}
     env.pop("OPENAI_API_KEY", None)
     env["MEMLOG_HOME"] = str(home)
+    env["MEMLOG_RESIDENT_MINUTES"] = "0"  # each start in a process of its own (test_resident)
     env.update(extra)
     return env
 

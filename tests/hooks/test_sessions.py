@@ -36,6 +36,7 @@ def hook_env(home: Path, tmp_path: Path, **extra: str) -> dict[str, str]:
         install(bin_dir)
     env.update(
         MEMLOG_HOME=str(home), PATH=f"{bin_dir}{os.pathsep}{env['PATH']}",
+        MEMLOG_RESIDENT_MINUTES="0",
         MEMLOG_EMBEDDING_PROVIDER="hashing", MEMLOG_KEYWORD_PROVIDER="local",
         MEMLOG_EXTRACTION_PROVIDER="claude-cli", CLAUDECODE="1",
         FAKE_CLAUDE_ANSWERS=json.dumps([extraction(item(CONVENTION, scope="feature/csv-bom"))]),
