@@ -348,3 +348,43 @@ def test_turned_off_in_the_environment_the_hook_asks_no_one(
     resident.call(home, "stop")
     thread.join(10)
     assert server.served == 0
+
+
+@pytest.mark.slow
+def test_real_claude_code_starts_are_served_by_the_resident(tmp_path: Path) -> None:
+    """Two sessions of the real Claude Code CLI: the first start ranks in the hook's own
+    process and starts the resident, the second is answered by it (so nothing Claude
+    Code sets per session is in the key)."""
+    from memlog.tests.claude_code import ClaudeCode, claude_binary
+    from memlog.tests.messages_api import MessagesAPI
+
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    with MessagesAPI(text="hello") as api:
+        bin_dir = str(Path(sys.executable).parent)  # memlog of this test run, first on PATH
+        extra = {"PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+                 "MEMLOG_RESIDENT_MINUTES": "1"}  # fmt: skip
+        claude = ClaudeCode(claude_binary(), tmp_path / "home", api.url, extra)
+        claude.home.mkdir()
+        memory = claude.home / ".claude" / "iflow" / "memory"  # the default home under HOME
+        subprocess.run([sys.executable, "-m", "memlog", "import", str(KB)], check=True,
+                       env={**claude.env(), "MEMLOG_HOME": str(memory)},
+                       capture_output=True, timeout=300)  # fmt: skip
+        subprocess.run([sys.executable, "-m", "memlog", "setup"], env=claude.env(), cwd=project,
+                       capture_output=True, timeout=120, check=True)  # fmt: skip
+        try:
+            for _ in range(2):
+                ran = claude.run(["-p", "hi", "--output-format", "json"], cwd=project)
+                assert ran.returncode == 0, ran.stdout + ran.stderr
+                assert recorder.settled(memory)
+                assert wait_for(lambda: resident.call(memory, "status") is not None)
+            status = resident.call(memory, "status")
+        finally:
+            stop_and_wait(memory)
+        sent = [json.dumps(message["messages"]) for message in api.messages]
+    assert status is not None and status["served"] == 1, status
+    injected = [text for text in sent if "## Engineering Memory (from knowledge bank)" in text]
+    assert len(injected) == 2
+    recalled = [r.event for r in EventLog(memory).read() if isinstance(r.event, Recalled)]
+    assert len(recalled) == 2 and all(e.entry_ids for e in recalled)
+    assert not errors(memory)
