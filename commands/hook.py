@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+
 import click
+
+from memlog.config import Config
 
 
 @click.group()
@@ -47,7 +51,7 @@ def pre_compact() -> None:
 @click.option(
     "--minutes",
     type=click.IntRange(min=1),
-    default=30,
+    default=Config().memory_resident_minutes,
     show_default=True,
     help="Leave after this many minutes without a start.",
 )
@@ -64,11 +68,11 @@ def resident(minutes: int, cwd: str, status: bool, stop: bool) -> None:
 
     from memlog.home import resolve_home
     from memlog.hooks import resident as client
-    from memlog.hooks.resident_server import main
+    from memlog.hooks.resident_server import reside
 
     home = resolve_home()
     if not (status or stop):
-        main(["--minutes", str(minutes), *(["--warm", cwd] if cwd else [])])
+        reside(home, minutes, cwd or os.getcwd())
         return
     try:
         answer = client.call(home, "stop" if stop else "status")

@@ -34,6 +34,7 @@ from typing import Any
 
 import memlog
 from memlog import digests
+from memlog.hooks.session_start import MARGIN
 
 PROTOCOL = 1
 #: how long the hook waits for the resident to say the start's budget
@@ -50,7 +51,19 @@ KEY_IGNORED = frozenset({"MEMLOG_HOME"})
 
 
 class ResidentError(Exception):
-    """The resident was there but gave no usable answer (the message says why)."""
+    """The resident was there but gave no usable answer (the message says why);
+    ``spent``: it said the budget and used it up, so no time is left to rank."""
+
+    def __init__(self, message: str, spent: bool = False) -> None:
+        super().__init__(message)
+        self.spent = spent
+
+
+def start(home: Path, minutes: int, cwd: str) -> None:
+    """Start ``home``'s resident detached (it leaves at once when one runs)."""
+    from memlog.spawn import spawn_memlog
+
+    spawn_memlog(("hook", "resident", "--minutes", str(minutes), "--warm", cwd), home)
 
 
 def folder(env: dict[str, str] | None = None) -> Path:
@@ -100,31 +113,28 @@ def ask(payload: dict[str, Any], home: Path, started: float) -> str | None:
     (the hook then ranks itself).  Raises ResidentError when one answered wrongly."""
     if os.environ.get("MEMLOG_RESIDENT_MINUTES", "").strip() == "0":
         return None  # turned off where the hook can see it without its configuration
-    path = socket_path(home)
-    if not is_private(path.parent):
-        return None
-    request = {"op": "start", "key": key(home), "started": started, "payload": payload}
-    conn = _connect(path)
+    conn = _connect(home)
     if conn is None:
         return None
+    spent = False
     try:
-        conn.send_message(request)
+        conn.send_message({"op": "start", "key": key(home), "started": started, "payload": payload})
         first = conn.message(time.monotonic() + FIRST_WAIT)
         if "refused" in first:
             return None
-        budget = float(first["budget"])
-        answer = conn.message(started + budget - _margin())
+        spent = True
+        answer = conn.message(started + float(first["budget"]) - MARGIN)
         return str(answer["context"])
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ResidentError(f"resident gave no answer: {type(exc).__name__}: {exc}") from None
+        message = f"resident gave no answer: {type(exc).__name__}: {exc}"
+        raise ResidentError(message, spent) from None
     finally:
         conn.close()
 
 
 def call(home: Path, op: str, wait: float = 2.0) -> dict[str, Any] | None:
     """Send ``op`` (``status`` or ``stop``) to ``home``'s resident; None when none runs."""
-    path = socket_path(home)
-    conn = _connect(path) if is_private(path.parent) else None
+    conn = _connect(home)
     if conn is None:
         return None
     try:
@@ -134,12 +144,6 @@ def call(home: Path, op: str, wait: float = 2.0) -> dict[str, Any] | None:
         raise ResidentError(f"resident gave no answer: {type(exc).__name__}: {exc}") from None
     finally:
         conn.close()
-
-
-def _margin() -> float:
-    from memlog.hooks.session_start import MARGIN
-
-    return MARGIN
 
 
 class Connection:
@@ -176,7 +180,11 @@ class Connection:
         self.sock.close()
 
 
-def _connect(path: Path) -> Connection | None:
+def _connect(home: Path) -> Connection | None:
+    """A connection to ``home``'s resident; None when none may be asked or none listens."""
+    path = socket_path(home)
+    if not is_private(path.parent):
+        return None
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.settimeout(FIRST_WAIT)

@@ -28,21 +28,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+from memlog.config import Config
 from memlog.hooks import resident
 from memlog.hooks.recorder import Handover, mark, record
-from memlog.hooks.session_start import log_error, pin_blas, run
+from memlog.hooks.session_start import log_error, pin_blas, run, to_record, workspace
 
 #: how often an idle resident checks that its home and socket are still there
 TICK = 30.0
 #: how long a connected start may take to send its request
 READ_WAIT = 1.0
-
-
-def start(home: Path, minutes: int, cwd: str) -> None:
-    """Start ``home``'s resident detached (it leaves at once when one runs)."""
-    from memlog.spawn import spawn_memlog
-
-    spawn_memlog(("hook", "resident", "--minutes", str(minutes), "--warm", cwd), home)
+DEFAULT_MINUTES = Config().memory_resident_minutes
 
 
 class Resident:
@@ -125,7 +120,7 @@ class Resident:
         box: dict[str, Any] = {}
         started = float(request.get("started") or time.monotonic())
         context = run(payload, self.home, started, box, told=_teller(conn))
-        marker = mark(self.home) if _recorded(payload, self.home, box) else ""
+        marker = mark(self.home) if to_record(payload, self.home, box) else ""
         with contextlib.suppress(OSError):
             conn.send_message({"context": context})
         self._after(payload, box, marker)
@@ -156,15 +151,6 @@ def _teller(conn: resident.Connection) -> Any:
     return tell
 
 
-def _recorded(payload: dict[str, Any], home: Path, box: dict[str, Any]) -> bool:
-    from memlog.eventlog.snapshot import is_snapshot
-    from memlog.hooks.sessions import start_wanted
-
-    if is_snapshot(home):
-        return False
-    return box.get("recall") is not None or start_wanted(payload, home)
-
-
 def bind(home: Path) -> tuple[socket.socket, int] | None:
     """The home's socket, bound and listening, with the lock that makes it this
     resident's; None when another resident holds the lock."""
@@ -188,12 +174,11 @@ def bind(home: Path) -> tuple[socket.socket, int] | None:
 
 def warm(home: Path, cwd: str) -> None:
     """Load what a start loads, and run the local model once, before the first start."""
-    from memlog.retrieval import light, semantic  # noqa: F401
-    from memlog.workspace import Workspace
+    from memlog.retrieval import light  # noqa: F401
+    from memlog.retrieval.semantic import vector_weight
 
-    folder = Path(cwd)
-    ws = Workspace.open(folder, home=home) if folder.is_dir() else Workspace.at(None, home=home)
-    if ws.config.memory_embedding_provider == "local" and ws.config.memory_fusion_vector_weight:
+    ws = workspace(cwd, home)
+    if ws.config.memory_embedding_provider == "local" and vector_weight(ws.config) > 0:
         provider = ws.provider()
         try:
             provider.embed("warming the model", "query")
@@ -205,8 +190,11 @@ def main(argv: list[str]) -> None:
     """Entry point of ``memlog hook resident --minutes N --warm CWD``."""
     from memlog.home import resolve_home
 
-    home = resolve_home()
-    minutes, cwd = _arguments(argv)
+    reside(resolve_home(), *_arguments(argv))
+
+
+def reside(home: Path, minutes: int, cwd: str) -> None:
+    """Serve ``home``'s starts until a reason to leave (at once when a resident runs)."""
     pin_blas()  # as the hook does: one query at a time
     try:
         bound = bind(home)
@@ -235,7 +223,7 @@ def _leave(signum: int, frame: object) -> None:
 
 
 def _arguments(argv: list[str]) -> tuple[int, str]:
-    minutes, cwd = 30, os.getcwd()
+    minutes, cwd = DEFAULT_MINUTES, os.getcwd()
     for flag, value in zip(argv, argv[1:], strict=False):
         if flag == "--minutes" and value.isdigit():
             minutes = int(value)

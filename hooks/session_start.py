@@ -33,6 +33,8 @@ from memlog.spawn import BLAS_PINNED
 if TYPE_CHECKING:
     from collections.abc import Callable
 
+    from memlog.workspace import Workspace
+
 DEFAULT_BUDGET = 2.5
 #: time kept back from the budget for printing and leaving
 MARGIN = 0.15
@@ -87,10 +89,8 @@ def _work(payload: dict[str, Any], home: Path, started: float, box: dict[str, An
     from memlog.api.adoption import adopt
     from memlog.api.recall import for_hook
     from memlog.hooks.claims import claim
-    from memlog.workspace import Workspace
 
-    cwd = Path(str(payload.get("cwd") or os.getcwd()))
-    ws = Workspace.open(cwd, home=home) if cwd.is_dir() else Workspace.at(None, home=home)
+    ws = workspace(str(payload.get("cwd") or os.getcwd()), home)
     box["space"] = tuple(ws.space)
     for warning in ws.warnings:
         log_error(home, f"config: {warning}")
@@ -112,6 +112,14 @@ def _work(payload: dict[str, Any], home: Path, started: float, box: dict[str, An
     box["context"] = result.text
     for note in result.notes:
         log_error(home, note)
+
+
+def workspace(cwd: str, home: Path) -> Workspace:
+    """The workspace of the start's folder (none when the folder is gone)."""
+    from memlog.workspace import Workspace
+
+    folder = Path(cwd)
+    return Workspace.open(folder, home=home) if folder.is_dir() else Workspace.at(None, home=home)
 
 
 def _wanted(payload: dict[str, Any], enabled: bool, on_compact: bool) -> bool:
@@ -212,7 +220,7 @@ def from_resident(payload: dict[str, Any], home: Path, started: float) -> str | 
         return resident.ask(payload, home, started)
     except resident.ResidentError as exc:
         log_error(home, str(exc))
-        return None
+        return "" if exc.spent else None  # no time left to rank here
 
 
 def start_resident(home: Path, box: dict[str, Any], payload: dict[str, Any]) -> None:
@@ -220,7 +228,7 @@ def start_resident(home: Path, box: dict[str, Any], payload: dict[str, Any]) -> 
     minutes = box.get("resident", 0)
     if not minutes or "space" not in box or is_snapshot(home):
         return
-    from memlog.hooks.resident_server import start
+    from memlog.hooks.resident import start
 
     start(home, int(minutes), str(payload.get("cwd") or os.getcwd()))
 
@@ -238,10 +246,10 @@ def leave(payload: dict[str, Any], home: Path, box: dict[str, Any]) -> None:
     """After the output: hand the recall and the start to the recorder, a process of its
     own (``hooks.recorder``); when it cannot start, write them here."""
     from memlog.hooks.recorder import Handover, hand_over
-    from memlog.hooks.sessions import after_start, start_wanted
+    from memlog.hooks.sessions import after_start
 
     recall, space = box.get("recall"), box.get("space")
-    if is_snapshot(home) or (recall is None and not start_wanted(payload, home)):
+    if not to_record(payload, home, box):
         return
     try:
         hand_over(home, Handover(payload=payload, marker="", recall=recall, space=space))
@@ -253,3 +261,12 @@ def leave(payload: dict[str, Any], home: Path, box: dict[str, Any]) -> None:
             for note in write(home, recall, "inject"):
                 log_error(home, note)
         after_start(payload, home)
+
+
+def to_record(payload: dict[str, Any], home: Path, box: dict[str, Any]) -> bool:
+    """Whether a start leaves anything to record: a recall, or a start of a home in use."""
+    from memlog.hooks.sessions import start_wanted
+
+    if is_snapshot(home):  # a snapshot is read, never written
+        return False
+    return box.get("recall") is not None or start_wanted(payload, home)

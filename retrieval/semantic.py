@@ -20,6 +20,7 @@ from datetime import UTC, datetime
 import numpy as np
 import numpy.typing as npt
 
+from memlog.config import Config
 from memlog.embeddings.base import EmbeddingProvider
 from memlog.errors import MemlogError
 from memlog.projections.fold import Entry
@@ -92,6 +93,13 @@ def embed_in_background(
     return future
 
 
+def vector_weight(config: Config) -> float:
+    """The weight of the query vector in the ranking configured (0: no query embedding)."""
+    if config.memory_ranking == "d3":
+        return config.memory_vector_weight
+    return config.memory_fusion_vector_weight
+
+
 class SemanticRun:
     """One ranking of the SQLite view for one request."""
 
@@ -158,9 +166,7 @@ class SemanticRun:
             self.notes.append(f"views not caught up ({exc}); read as they are")
 
     def _start_embedding(self) -> Pending | None:
-        config = self.request.config
-        weight = config.memory_vector_weight if self.d3 else config.memory_fusion_vector_weight
-        if not self.query or weight <= 0:
+        if not self.query or vector_weight(self.request.config) <= 0:
             return None
         deadline = min(self.request.deadline, time.monotonic() + self.request.embedding_budget)
         return embed_in_background(self.request.ws.provider, self.query, deadline)
