@@ -52,6 +52,9 @@ class Config(msgspec.Struct, frozen=True):
     memory_fusion_vector_weight: float = 0.25
     memory_fusion_prominence_weight: float = 0.05
     memory_neighbour_weight: float = 1.0
+    #: the least relevance (retrieval/relevance.py, a chance in [0, 1]) an entry recalled
+    #: for a prompt must have
+    memory_relevance_floor: float = 0.2
     memory_extraction_provider: str = "auto"
     memory_extraction_daily_budget_usd: float = 0.50
     #: input tokens one session's extraction may send (estimated before the call)
@@ -86,6 +89,10 @@ def _is_weight(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
 
 
+def _is_fraction(v: Any) -> bool:
+    return _is_weight(v) and v <= 1
+
+
 def _one_of(choices: tuple[str, ...]) -> Check:
     return lambda v: isinstance(v, str) and v in choices
 
@@ -117,6 +124,7 @@ CHECKS: dict[str, tuple[Check, str]] = {
     "memory_fusion_vector_weight": (_is_weight, "a number ≥ 0"),
     "memory_fusion_prominence_weight": (_is_weight, "a number ≥ 0"),
     "memory_neighbour_weight": (_is_weight, "a number ≥ 0"),
+    "memory_relevance_floor": (_is_fraction, "a number from 0 to 1"),
     "memory_extraction_provider": (_one_of(EXTRACTION_PROVIDERS), " | ".join(EXTRACTION_PROVIDERS)),
     "memory_extraction_daily_budget_usd": (_is_weight, "dollars ≥ 0"),
     "memory_extraction_max_input_tokens": (_is_int(1000), "tokens ≥ 1000"),

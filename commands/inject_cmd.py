@@ -48,6 +48,8 @@ def inject(
 
 
 def print_explain(result: recall.Injection) -> None:
+    if result.context is not None and result.context != result.query:
+        click.echo(f"context (memlog search ranks it the same): {result.context!r}")
     click.echo(f"mode: {result.mode}; query: {result.query!r}; candidates: {result.total}")
     click.echo(f"vector matches: {result.vector_matches}; fts5 matches: {result.fts_matches}")
     for chosen in result.chosen:

@@ -10,6 +10,13 @@ That is the D3 query (``memory_ranking: d3``).  The default ranking asks
 ``context_query``: the slug's words, the spec's title and opening prose
 (``spec_text``) and the words of the changed files' paths, without the
 phase label or path boilerplate (``src``, ``py``, ``tests`` …).
+
+One ranking for one text: the hook does not rank its signals directly but
+the text they make (``context_text``: ``{slug}: {title}. {prose}``, then
+``Phase: …`` and ``Files: …`` lines; the D3 query under ``d3``), through
+``query_of``, the same function ``memlog search TEXT`` (the page, MCP) ranks
+its text through.  So a hook-shaped text given to search ranks exactly as
+the hook ranks the context it was made from; any other text is its own query.
 """
 
 from __future__ import annotations
@@ -48,6 +55,10 @@ class Signals(msgspec.Struct, frozen=True):
     @property
     def context_query(self) -> str | None:
         return context_query(self)
+
+    def text(self, ranking: str) -> str | None:
+        """The text the hook ranks for these signals under ``ranking`` (``fused`` or ``d3``)."""
+        return compose_query(self) if ranking == "d3" else context_text(self)
 
 
 def _meta(path: Path) -> dict[str, object] | None:
@@ -163,5 +174,68 @@ def context_query(signals: Signals) -> str | None:
         parts += [feature.slug.replace("-", " ").replace("_", " "), feature.title]
         parts.append(feature.summary or feature.description)
     parts.append(" ".join(path_words(signals.files)))
+    kept = [p.strip() for p in parts if p and p.strip()]
+    return ". ".join(kept) if kept else None
+
+
+def text_and_query(
+    root: Path | None, given: str | None, ranking: str
+) -> tuple[str | None, str | None]:
+    """The text to rank (``given``, a searcher's; else the hook's, from the project at
+    ``root``) and the query ``ranking`` asks for it: one function for every caller."""
+    text = given if given is not None else collect(root).text(ranking)
+    return text, query_of(text, ranking)
+
+
+def context_text(signals: Signals) -> str | None:
+    """The hook-shaped text of the signals: ``{slug}: {title}. {prose}``, then
+    ``Phase: {phase}`` and ``Files: {paths}`` on lines of their own."""
+    lines: list[str] = []
+    feature = signals.feature
+    if feature is not None:
+        parts = (feature.title, feature.summary or feature.description)
+        body = ". ".join(p.strip() for p in parts if p and p.strip())
+        lines.append(f"{feature.slug}: {body}" if body else f"{feature.slug}:")
+        if feature.phase:
+            lines.append(f"Phase: {feature.phase}")
+    if signals.files:
+        lines.append(f"Files: {' '.join(signals.files)}")
+    return "\n".join(lines) if lines else None
+
+
+#: a label of a hook-shaped text: on a line of its own, or after ``. `` (the D3 query's form)
+_LABEL = r"(?:\A|\n|(?<=\.)(?P<inline>[ \t]+)){}:[ \t]*"
+#: its last part, ``Files: …``, then its ``Phase: …``
+_FILES = re.compile(_LABEL.format("Files") + r"(?P<value>[^\n]*)\s*\Z")
+_PHASE = re.compile(_LABEL.format("Phase") + r"(?P<value>[^\n]*?)\s*\Z")
+#: and its first word when it is a slug: ``{slug}:`` (no space, no colon in it)
+_SLUG = re.compile(r"\A\s*([^\s:]+):(?:[ \t]+|\n|\Z)")
+
+
+def query_of(text: str | None, ranking: str = "fused") -> str | None:
+    """The query a ranking asks for ``text``, the hook's own or a searcher's.
+
+    Under ``d3`` the text itself.  Under ``fused``, a hook-shaped text
+    (``context_text``, or the D3 query's one-line form) gives what
+    ``context_query`` gives for its signals: the slug's words, the text, the
+    files' path words, no phase label.  Any other text is its own query.
+    """
+    if not text or ranking == "d3":
+        return text
+    rest, files, labelled, inline = text, "", False, False
+    for label in (_FILES, _PHASE):
+        found = label.search(rest)
+        if found is not None:
+            rest, labelled = rest[: found.start()], True
+            inline = inline or found.group("inline") is not None
+            files = found.group("value") if label is _FILES else files
+    slug = _SLUG.match(rest)
+    if slug is None and not labelled:
+        return text
+    head = slug.group(1).replace("-", " ").replace("_", " ") if slug is not None else ""
+    body = (rest[slug.end() :] if slug is not None else rest).strip()
+    if inline:  # ``desc. Phase: p``: the full stop ends the part, not the text
+        body = body.removesuffix(".").rstrip()
+    parts = (head, body, " ".join(path_words(tuple(files.split()))))
     kept = [p.strip() for p in parts if p and p.strip()]
     return ". ".join(kept) if kept else None

@@ -20,6 +20,12 @@ everyone's neighbour, the mean would otherwise cancel the scores out):
 
 Ties keep candidate (id) order, as in D3.  The weights' defaults were
 chosen on the retrieval benchmark by cross-validation (README).
+
+The means, deviations and neighbour scores are taken over the *reference*
+candidates only (all of them by default): the categories the hook ranks.
+A search that also shows other categories (facts) scores them against the
+same statistics, so an entry's score for a text never depends on what else
+the caller asked to see.
 """
 
 from __future__ import annotations
@@ -36,6 +42,7 @@ __all__ = ["Fused", "FusionWeights", "fuse", "neighbour_means", "weights_of", "z
 
 Floats = npt.NDArray[np.float64]
 Positions = npt.NDArray[np.int64]
+Mask = npt.NDArray[np.bool_]
 
 
 class Fused(NamedTuple):
@@ -53,22 +60,30 @@ class Fused(NamedTuple):
     weights: FusionWeights
 
 
-def zscores(raw: Floats | None, size: int) -> Floats:
-    """``(raw − mean) / std``; zeros when the signal is missing or constant."""
+def zscores(raw: Floats | None, size: int, reference: Mask | None = None) -> Floats:
+    """``(raw − mean) / std``, the mean and deviation of the ``reference`` candidates (all
+    by default); zeros when the signal is missing or constant."""
     if raw is None or raw.size == 0:
         return np.zeros(size, dtype=np.float64)
-    mean, deviation = spread(raw.tolist())  # correctly rounded, as ``plain`` has them
+    among = raw if reference is None else raw[reference]
+    if among.size == 0:
+        return np.zeros(size, dtype=np.float64)
+    mean, deviation = spread(among.tolist())  # correctly rounded, as ``plain`` has them
     if deviation <= 1e-12:
         return np.zeros(size, dtype=np.float64)
     return (raw - mean) / deviation
 
 
-def neighbour_means(scores: Floats, neighbours: Positions | None) -> Floats:
-    """For each candidate, the mean score of its neighbours among the candidates (−1: none),
-    or 0 when that mean is negative."""
+def neighbour_means(
+    scores: Floats, neighbours: Positions | None, reference: Mask | None = None
+) -> Floats:
+    """For each candidate, the mean score of its neighbours among the (reference)
+    candidates (−1: none), or 0 when that mean is negative."""
     if neighbours is None or neighbours.size == 0:
         return np.zeros_like(scores)
     present = neighbours >= 0
+    if reference is not None:
+        present &= reference[np.maximum(neighbours, 0)]
     taken = np.where(present, scores[np.maximum(neighbours, 0)], 0.0)
     counts = present.sum(axis=1)
     total = taken[:, 0].copy()
@@ -84,15 +99,17 @@ def fuse(
     prominence_raw: Floats,
     neighbours: Positions | None,
     weights: FusionWeights,
+    reference: Mask | None = None,
 ) -> Fused:
-    """Score every candidate; ``None`` for a signal that was not available."""
+    """Score every candidate; ``None`` for a signal that was not available; statistics of
+    the ``reference`` candidates (all by default)."""
     size = prominence_raw.size
     zeros = np.zeros(size, dtype=np.float64)
-    lexical = zscores(lexical_raw, size)
-    vector = zscores(vector_raw, size)
-    prominence = zscores(prominence_raw, size)
+    lexical = zscores(lexical_raw, size, reference)
+    vector = zscores(vector_raw, size, reference)
+    prominence = zscores(prominence_raw, size, reference)
     fused = weights.lexical * lexical + weights.vector * vector + weights.prominence * prominence
-    around = neighbour_means(fused, neighbours)
+    around = neighbour_means(fused, neighbours, reference)
     final = fused + weights.neighbours * around
     return Fused(
         lexical_raw if lexical_raw is not None else zeros, lexical,

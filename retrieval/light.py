@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 
 from memlog.projections.sqlite_view.plain import View
 from memlog.retrieval import outcome, plain
-from memlog.retrieval.context import collect
+from memlog.retrieval.context import text_and_query
 from memlog.retrieval.request import Injection, Request
 
 
@@ -34,9 +34,7 @@ def run(request: Request) -> Injection | None:
     with View(request.home) as view:
         if weights.vector > 0 and view.has_vectors(request.ws.space):
             return None  # before the query is built: ``semantic`` builds it again
-        query = request.query
-        if query is None:
-            query = collect(request.ws.root).context_query
+        text, query = text_and_query(request.ws.root, request.query, config.memory_ranking)
         started = time.perf_counter()
         found = view.columns(request.wanted_categories, datetime.now(UTC))
         timings["candidates_ms"] = _ms(started)
@@ -46,18 +44,28 @@ def run(request: Request) -> Injection | None:
             return None  # no packed index: ``semantic`` ranks with FTS5
         timings["lexical_ms"] = _ms(started)
         started = time.perf_counter()
+        reference = request.reference(found.categories)
         parts = plain.prominence_parts(
-            found.observation_count, found.confidence, found.days, found.recall_count
+            found.observation_count, found.confidence, found.days, found.recall_count, reference
         )
         around = view.neighbour_lists(found.ids) if weights.neighbours > 0 else None
-        scores = plain.fuse(lexical, plain.prominence(parts), around, weights)
+        scores = plain.fuse(lexical, plain.prominence(parts), around, weights, reference)
         limit, balanced = request.effective_limit, request.categories is None
-        picked = plain.select(found.categories, scores.final, limit, balanced)
-        entries = view.entries([found.ids[i] for i in picked])
+        shown = request.shown(found.categories)
+        picked = plain.select(found.categories, scores.final, limit, balanced, shown)
+        ids = [found.ids[i] for i in picked]
+        entries = view.entries(ids)
         timings["rank_ms"] = _ms(started)
+        judged = None
+        if request.query is not None:  # a search: how relevant each pick is on its own
+            from memlog.retrieval.relevance import of_picked
+
+            judged = of_picked(view, query, entries, ids, None)
     matches = sum(1 for score in scores.lexical_raw if score)
-    ranked = outcome.Ranked(found.ids, found.categories, picked, scores, parts, matches, 0)
-    return outcome.injection(request, ranked, entries, query, timings, [])
+    ranked = outcome.Ranked(
+        found.ids, found.categories, picked, scores, parts, matches, 0, shown, judged
+    )  # fmt: skip
+    return outcome.injection(request, ranked, entries, query, timings, [], text)
 
 
 def _ms(started: float) -> float:

@@ -35,6 +35,10 @@ class Ranked(NamedTuple):
     #: candidates with a keyword or lexical score, and with a vector
     keyword_matches: int
     vector_matches: int
+    #: which candidates a search may show (None: all); the others only set the statistics
+    shown: Sequence[bool] | None = None
+    #: for a search, each pick's relevance components (``relevance.of_picked``)
+    relevance: Sequence[dict[str, float]] | None = None
 
 
 def components(scores: Any, i: int, parts: tuple[Any, ...] = ()) -> dict[str, float]:
@@ -56,8 +60,10 @@ def injection(
     query: str | None,
     timings: dict[str, float],
     notes: list[str],
+    text: str | None = None,
 ) -> Injection:
-    """The injection of ``ranked``'s picks, rendered."""
+    """The injection of ``ranked``'s picks, rendered; ``text``: what was ranked (the
+    hook's context text or the searcher's), ``query`` what the ranking asked for it."""
     by_id = {e.id: e for e in entries}
     project, ids = request.ws.project, ranked.ids
     chosen = [
@@ -71,11 +77,15 @@ def injection(
         )  # fmt: skip
         for i in ranked.picked
     ]
+    for pick, extra in zip(chosen, ranked.relevance or (), strict=False):
+        pick.components.update(extra)
     fts, matches = ranked.keyword_matches, ranked.vector_matches
     mode = "semantic" if matches else ("keyword" if fts else "prominence")
+    total = len(ids) if ranked.shown is None else sum(ranked.shown)
     result = Injection(
-        text="", mode=mode, chosen=chosen, query=query, total=len(ids), vector_matches=matches,
+        text="", mode=mode, chosen=chosen, query=query, total=total, vector_matches=matches,
         fts_matches=fts, model=request.ws.space.model, timings=timings, notes=notes,
+        context=text,
     )  # fmt: skip
     result.text = render_semantic([by_id[c.id] for c in chosen], result)
     return result

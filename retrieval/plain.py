@@ -11,7 +11,8 @@ hold both to that):
 - z-scores from ``spread``: the mean and standard deviation correctly
   rounded (``math.fsum``), which ``fusion.zscores`` uses too;
 - neighbour means summed slot by slot, as ``fusion.neighbour_means``;
-- ``select``: the stable order of ``ranking.select`` and its category balance.
+- ``select``: the stable order of ``ranking.select`` and its category balance;
+- statistics over the reference candidates only, as ``fusion``'s.
 """
 
 from __future__ import annotations
@@ -80,9 +81,9 @@ def spread(values: Sequence[float]) -> tuple[float, float]:
 
 def prominence_parts(
     observations: Sequence[float], confidence: Sequence[str], days: Sequence[float],
-    recalls: Sequence[float],
+    recalls: Sequence[float], reference: Sequence[bool] | None = None,
 ) -> tuple[list[float], list[float], list[float], list[float]]:  # fmt: skip
-    top = max(observations, default=0.0)
+    top = max(_among(observations, reference), default=0.0)
     obs = [o / top for o in observations] if top > 0 else [0.0] * len(observations)
     ranks = {level: float(CONFIDENCE_RANK[level]) for level in ("high", "low")}
     medium = float(CONFIDENCE_RANK["medium"])
@@ -92,28 +93,46 @@ def prominence_parts(
     return obs, conf, recency, recall
 
 
+def _among(values: Sequence[float], reference: Sequence[bool] | None) -> Sequence[float]:
+    """The values of the reference candidates (all of them without a reference)."""
+    if reference is None:
+        return values
+    return [v for v, kept in zip(values, reference, strict=True) if kept]
+
+
 def prominence(parts: tuple[list[float], list[float], list[float], list[float]]) -> list[float]:
     return [(a + b + c + d) / 4.0 for a, b, c, d in zip(*parts, strict=True)]
 
 
-def zscores(raw: Sequence[float] | None, size: int) -> list[float]:
-    """``(raw − mean) / std``; zeros when the signal is missing or constant."""
+def zscores(
+    raw: Sequence[float] | None, size: int, reference: Sequence[bool] | None = None
+) -> list[float]:
+    """``(raw − mean) / std``, the mean and deviation of the ``reference`` candidates (all
+    by default); zeros when the signal is missing or constant."""
     if raw is None or not raw:
         return [0.0] * size
-    mean, deviation = spread(raw)
+    among = _among(raw, reference)
+    if not among:
+        return [0.0] * size
+    mean, deviation = spread(among)
     if deviation <= 1e-12:
         return [0.0] * size
     return [(r - mean) / deviation for r in raw]
 
 
-def neighbour_means(scores: list[float], neighbours: Neighbours | None) -> list[float]:
-    """For each candidate, the mean score of its neighbours among the candidates, or 0 when
-    that mean is negative; summed slot by slot, as ``fusion.neighbour_means``."""
+def neighbour_means(
+    scores: list[float], neighbours: Neighbours | None, reference: Sequence[bool] | None = None
+) -> list[float]:
+    """For each candidate, the mean score of its neighbours among the (reference)
+    candidates, or 0 when that mean is negative; summed slot by slot, as
+    ``fusion.neighbour_means``."""
     if neighbours is None or not neighbours.k or not scores:
         return [0.0] * len(scores)
     k, lists = neighbours.k, neighbours.lists
-    # each place's score; None for a place that is no candidate, and for −1 (the last)
-    placed = [scores[p] if p >= 0 else None for p in neighbours.where] + [None]
+    counted = reference if reference is not None else [True] * len(scores)
+    # each place's score; None for a place that is no (reference) candidate, and for −1
+    placed = [scores[p] if p >= 0 and counted[p] else None for p in neighbours.where]
+    placed.append(None)
     means = []
     for row in neighbours.rows:
         total, present = 0.0, 0
@@ -132,15 +151,17 @@ def fuse(
     prominence_raw: list[float],
     neighbours: Neighbours | None,
     weights: Weights,
+    reference: Sequence[bool] | None = None,
 ) -> Fused:
-    """Score every candidate without a vector signal (``None``: no lexical signal)."""
+    """Score every candidate without a vector signal (``None``: no lexical signal);
+    statistics of the ``reference`` candidates (all by default)."""
     size = len(prominence_raw)
     zeros = [0.0] * size
-    lexical = zscores(lexical_raw, size)
-    prominent = zscores(prominence_raw, size)
+    lexical = zscores(lexical_raw, size, reference)
+    prominent = zscores(prominence_raw, size, reference)
     wl, wv, wp = weights.lexical, weights.vector, weights.prominence
     fused = [wl * a + wv * 0.0 + wp * c for a, c in zip(lexical, prominent, strict=True)]
-    around = neighbour_means(fused, neighbours)
+    around = neighbour_means(fused, neighbours, reference)
     wn = weights.neighbours
     final = [f + wn * m for f, m in zip(fused, around, strict=True)]
     return Fused(
@@ -150,11 +171,18 @@ def fuse(
 
 
 def select(
-    categories: Sequence[str], final: Sequence[float], limit: int, balanced: bool = True
+    categories: Sequence[str],
+    final: Sequence[float],
+    limit: int,
+    balanced: bool = True,
+    shown: Sequence[bool] | None = None,
 ) -> list[int]:
     """Indices chosen, as ``ranking.select``: at least 3 per non-empty category when the
-    limit allows, then by score; ties by candidate order; grouped by category."""
+    limit allows, then by score; ties by candidate order; grouped by category; only
+    candidates ``shown`` (all by default)."""
     order = sorted(range(len(final)), key=final.__getitem__, reverse=True)  # stable
+    if shown is not None:
+        order = [i for i in order if shown[i]]
     if limit == 0:
         return []
     if not balanced:

@@ -51,11 +51,18 @@ class Scores(NamedTuple):
     weights: Weights
 
 
-def normalise(raw: Floats | None) -> tuple[Floats | None, bool]:
-    """``raw`` divided by its maximum, clipped to [0, 1]; unavailable when the max is ≤ 0."""
-    if raw is None or raw.size == 0 or float(raw.max()) <= 0.0:
+def normalise(
+    raw: Floats | None, reference: Sequence[bool] | None = None
+) -> tuple[Floats | None, bool]:
+    """``raw`` divided by its maximum over the ``reference`` candidates (all by default),
+    clipped to [0, 1]; unavailable when that maximum is ≤ 0."""
+    if raw is None or raw.size == 0:
         return None, False
-    return np.clip(raw / raw.max(), 0.0, 1.0), True
+    among = raw if reference is None else raw[np.asarray(reference, dtype=bool)]
+    top = float(among.max()) if among.size else 0.0
+    if top <= 0.0:
+        return None, False
+    return np.clip(raw / top, 0.0, 1.0), True
 
 
 def effective_weights(weights: Weights, vector: bool, keyword: bool) -> Weights:
@@ -70,9 +77,16 @@ def effective_weights(weights: Weights, vector: bool, keyword: bool) -> Weights:
 
 
 def prominence_parts(
-    observations: Floats, confidence: Sequence[str], days: Floats, recalls: Floats
+    observations: Floats,
+    confidence: Sequence[str],
+    days: Floats,
+    recalls: Floats,
+    reference: Sequence[bool] | None = None,
 ) -> tuple[Floats, Floats, Floats, Floats]:
-    top = float(observations.max()) if observations.size else 0.0
+    """Observations over the most of the ``reference`` candidates (all by default),
+    confidence, recency and recall, each in [0, 1]."""
+    among = observations if reference is None else observations[np.asarray(reference, bool)]
+    top = float(among.max()) if among.size else 0.0
     obs = observations / top if top > 0 else np.zeros_like(observations)
     levels = np.asarray(confidence, dtype=object)
     ranks = [float(CONFIDENCE_RANK[c]) for c in ("high", "low", "medium")]
@@ -90,14 +104,16 @@ def score(
     days: Floats,
     recalls: Floats,
     weights: Weights,
+    reference: Sequence[bool] | None = None,
 ) -> Scores:
-    """Score every candidate; ``None`` for a retrieval signal that was not available."""
+    """Score every candidate; ``None`` for a retrieval signal that was not available;
+    the maxima of the ``reference`` candidates (all by default)."""
     size = observations.size
     zeros = np.zeros(size, dtype=np.float64)
-    vector, has_vector = normalise(vector_raw)
-    keyword, has_keyword = normalise(keyword_raw)
+    vector, has_vector = normalise(vector_raw, reference)
+    keyword, has_keyword = normalise(keyword_raw, reference)
     used = effective_weights(weights, has_vector, has_keyword)
-    parts = prominence_parts(observations, confidence, days, recalls)
+    parts = prominence_parts(observations, confidence, days, recalls, reference)
     prominence = (parts[0] + parts[1] + parts[2] + parts[3]) / 4.0
     vector_n = vector if vector is not None else zeros
     keyword_n = keyword if keyword is not None else zeros
@@ -110,15 +126,22 @@ def score(
 
 
 def select(
-    categories: Sequence[str], final: Floats, limit: int, balanced: bool = True
+    categories: Sequence[str],
+    final: Floats,
+    limit: int,
+    balanced: bool = True,
+    shown: Sequence[bool] | None = None,
 ) -> list[int]:
     """Indices chosen: min 3 per non-empty category when the limit allows, then by score.
 
     Ties break by candidate order (ids), so selection is deterministic.
     Returned grouped by category (anti-patterns, heuristics, patterns,
-    facts), best first within each; unbalanced, simply best first.
+    facts), best first within each; unbalanced, simply best first.  Only
+    candidates ``shown`` are chosen (all by default).
     """
     order = np.argsort(-final, kind="stable")
+    if shown is not None:
+        order = order[np.asarray(shown, dtype=bool)[order]]
     if limit == 0:
         return []
     if not balanced:

@@ -94,11 +94,32 @@ class Request(msgspec.Struct, frozen=True):
         return self.config.memory_injection_limit if self.limit is None else self.limit
 
     @property
-    def wanted_categories(self) -> tuple[str, ...]:
-        """The categories to rank: the caller's, else the injected ones."""
-        if self.categories is not None:
-            return self.categories
+    def injected_categories(self) -> tuple[str, ...]:
+        """The categories the hook ranks: an entry's score is always the one it has among
+        them (``reference``), whatever else a search shows."""
         return CATEGORIES if self.config.memory_inject_facts else KB_CATEGORIES
+
+    @property
+    def wanted_categories(self) -> tuple[str, ...]:
+        """The categories to rank: the injected ones, and the caller's."""
+        injected = self.injected_categories
+        asked = dict.fromkeys(self.categories or ())
+        return injected + tuple(c for c in asked if c not in injected)
+
+    def reference(self, categories: Sequence[str]) -> list[bool] | None:
+        """Which candidates (of these categories) the statistics are taken over: the
+        injected ones (None: all of them)."""
+        injected = self.injected_categories
+        kept = [c in injected for c in categories]
+        return None if all(kept) or not any(kept) else kept
+
+    def shown(self, categories: Sequence[str]) -> list[bool] | None:
+        """Which candidates may be chosen: those of the caller's categories (None: all)."""
+        if self.categories is None:
+            return None
+        asked = set(self.categories)
+        kept = [c in asked for c in categories]
+        return None if all(kept) else kept
 
 
 class Chosen(msgspec.Struct):
@@ -114,6 +135,8 @@ class Injection(msgspec.Struct):
     text: str
     mode: str
     chosen: list[Chosen] = msgspec.field(default_factory=list)
+    #: what the ranking asked for ``context``, the text it ranked (the hook's, built from
+    #: the project, or the searcher's): ``memlog search CONTEXT`` ranks the same
     query: str | None = None
     total: int = 0
     vector_matches: int = 0
@@ -121,3 +144,4 @@ class Injection(msgspec.Struct):
     model: str = ""
     timings: dict[str, float] = msgspec.field(default_factory=dict)
     notes: list[str] = msgspec.field(default_factory=list)
+    context: str | None = None

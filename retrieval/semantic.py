@@ -23,11 +23,10 @@ import numpy.typing as npt
 from memlog.config import Config
 from memlog.embeddings.base import EmbeddingProvider
 from memlog.errors import MemlogError
-from memlog.projections.fold import Entry
 from memlog.projections.freshness import lag_bytes
 from memlog.projections.sqlite_view.reading import Candidates, Snapshot
-from memlog.retrieval import fusion, outcome, ranking
-from memlog.retrieval.context import collect
+from memlog.retrieval import fusion, outcome, ranking, relevance
+from memlog.retrieval.context import text_and_query
 from memlog.retrieval.request import Injection, Request
 
 Vector = npt.NDArray[np.float32]
@@ -108,6 +107,7 @@ class SemanticRun:
         self.space = request.ws.space
         self.timings: dict[str, float] = {}
         self.notes: list[str] = []
+        self.text: str | None = None
         self.query: str | None = None
         self._parts: tuple[ranking.Floats, ...] = ()
 
@@ -115,7 +115,8 @@ class SemanticRun:
         """Rank; the query embedding starts before the catch-up when the view already
         holds vectors of the space, so the two overlap."""
         request = self.request
-        self.query = request.query if request.query is not None else self._context_query()
+        ranking = request.config.memory_ranking
+        self.text, self.query = text_and_query(request.ws.root, request.query, ranking)
         embedding = self._start_embedding() if self._had_vectors() else None
         started = time.perf_counter()
         if self.request.catch_up:
@@ -138,10 +139,6 @@ class SemanticRun:
     @property
     def d3(self) -> bool:
         return self.request.config.memory_ranking == "d3"
-
-    def _context_query(self) -> str | None:
-        signals = collect(self.request.ws.root)
-        return signals.query if self.d3 else signals.context_query
 
     def _catch_up(self) -> None:
         """Catch the views up, unless they are too far behind for the time there is.
@@ -180,17 +177,29 @@ class SemanticRun:
         self.timings["fts_ms" if self.d3 else "lexical_ms"] = _ms(started)
         vector, matches = self._vector(view, embedding, found)
         started = time.perf_counter()
+        reference = self.request.reference(found.categories)
         scores = (
-            self._score(found, vector, keyword)
+            self._score(found, vector, keyword, reference)
             if self.d3
-            else self._fuse(view, found, vector, keyword)
+            else self._fuse(view, found, vector, keyword, reference)
         )
         balanced = self.request.categories is None
-        limit = self.request.effective_limit
-        picked = ranking.select(found.categories, scores.final, limit, balanced)
-        entries = view.entries([found.ids[i] for i in picked])
+        limit, shown = self.request.effective_limit, self.request.shown(found.categories)
+        picked = ranking.select(found.categories, scores.final, limit, balanced, shown)
+        ids = [found.ids[i] for i in picked]
+        entries = view.entries(ids)
         self.timings["rank_ms"] = _ms(started)
-        return self._result(found, picked, scores, entries, matches)
+        judged = None
+        if self.request.query is not None:  # a search: how relevant each pick is on its own
+            cosines = [float(scores.vector_raw[i]) for i in picked] if matches else None
+            judged = relevance.of_picked(view, self.query, entries, ids, cosines)
+        ranked = outcome.Ranked(
+            found.ids, found.categories, picked, scores, self._parts,
+            self._matched(scores), matches, shown, judged,
+        )  # fmt: skip
+        return outcome.injection(
+            self.request, ranked, entries, self.query, self.timings, self.notes, self.text
+        )
 
     def _keyword(self, view: Snapshot, found: Candidates) -> ranking.Floats | None:
         """bm25 scores, or None when no index can be read (the signal is dropped).
@@ -236,7 +245,11 @@ class SemanticRun:
         return (scores if matches else None), matches
 
     def _score(
-        self, found: Candidates, vector: ranking.Floats | None, keyword: ranking.Floats | None
+        self,
+        found: Candidates,
+        vector: ranking.Floats | None,
+        keyword: ranking.Floats | None,
+        reference: list[bool] | None,
     ) -> ranking.Scores:
         config = self.request.config
         weights = ranking.Weights(
@@ -246,7 +259,7 @@ class SemanticRun:
         )
         return ranking.score(
             vector, keyword, found.observation_count, found.confidence, found.days,
-            found.recall_count, weights,
+            found.recall_count, weights, reference,
         )  # fmt: skip
 
     def _fuse(
@@ -255,32 +268,23 @@ class SemanticRun:
         found: Candidates,
         vector: ranking.Floats | None,
         lexical: ranking.Floats | None,
+        reference: list[bool] | None,
     ) -> fusion.Fused:
         weights = fusion.weights_of(self.request.config)
         parts = ranking.prominence_parts(
-            found.observation_count, found.confidence, found.days, found.recall_count
+            found.observation_count, found.confidence, found.days, found.recall_count, reference
         )
         self._parts = parts
         around = view.neighbours(found.ids) if weights.neighbours > 0 else None
         prominence = (parts[0] + parts[1] + parts[2] + parts[3]) / 4.0
-        return fusion.fuse(lexical, vector, prominence, around, weights)
+        mask = None if reference is None else np.asarray(reference, dtype=bool)
+        return fusion.fuse(lexical, vector, prominence, around, weights, mask)
 
-    def _result(
-        self,
-        found: Candidates,
-        picked: list[int],
-        scores: Scored,
-        entries: list[Entry],
-        matches: int,
-    ) -> Injection:
+    @staticmethod
+    def _matched(scores: Scored) -> int:
+        """Candidates with a keyword or lexical score."""
         raw = scores.keyword_raw if isinstance(scores, ranking.Scores) else scores.lexical_raw
-        ranked = outcome.Ranked(
-            found.ids, found.categories, picked, scores, self._parts,
-            int(np.count_nonzero(raw)), matches,
-        )  # fmt: skip
-        return outcome.injection(
-            self.request, ranked, entries, self.query, self.timings, self.notes
-        )
+        return int(np.count_nonzero(raw))
 
 
 def _ms(started: float) -> float:

@@ -49,6 +49,7 @@ EVERY_FIELD = {
     "memory_fusion_vector_weight": 1.5,
     "memory_fusion_prominence_weight": 0.1,
     "memory_neighbour_weight": 0.0,
+    "memory_relevance_floor": 0.35,
     "memory_extraction_provider": "anthropic",
     "memory_extraction_daily_budget_usd": 0.25,
     "memory_extraction_max_input_tokens": 20000,
@@ -95,6 +96,7 @@ BAD_VALUES = {
     "memory_fusion_vector_weight": ".inf",
     "memory_fusion_prominence_weight": "high",
     "memory_neighbour_weight": "[1]",
+    "memory_relevance_floor": "1.5",
     "memory_sync_at_session_end": "nightly",
 }
 

@@ -161,6 +161,21 @@ class View:
         where = _where(decoded_ids(names, documents))
         return [sums[where[i]] if i in where else 0.0 for i in ids]
 
+    def document_frequencies(self, terms: Sequence[str]) -> tuple[int, list[int]] | None:
+        """The number of indexed entries and how many of them hold each of ``terms``
+        (stemmed, as ``term_counts`` gives them); None without a lexical index."""
+        found = index_files.load_plain(self.db, self.folder, *LEXICON, lexicon_parts)
+        if found is None:
+            return None
+        (documents, count, _), _, (hashes, starts, _, _) = found
+        frequencies = []
+        for term in terms:
+            wanted = term_hash(term)
+            at = bisect.bisect_left(hashes, wanted)
+            held = at < count and hashes[at] == wanted
+            frequencies.append(int(starts[at + 1] - starts[at]) if held else 0)
+        return documents, frequencies
+
     def neighbour_lists(self, ids: Sequence[str]) -> Neighbours | None:
         """Each of ``ids``' neighbours among them: from the packed columns when ``columns``
         gave these ids (no id to map), else from the neighbour file; None without either."""

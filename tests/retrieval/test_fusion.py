@@ -80,6 +80,7 @@ def test_default_ranking_is_fused_and_explains_every_signal(memlog_home: Path) -
         "lexical_raw", "lexical", "vector_raw", "vector", "prominence_raw", "prominence",
         "observations", "confidence", "recency", "recall", "fused", "neighbours", "final",
         "weight_lexical", "weight_vector", "weight_prominence", "weight_neighbours",
+        "cosine", "coverage", "relevance",  # a search: how relevant on its own
     }  # fmt: skip
     assert set(first.components) == signals
     assert first.components["lexical_raw"] > 0 and first.components["weight_neighbours"] == 1.0

@@ -68,6 +68,34 @@ def test_fuse_equals_numpy_bit_for_bit(seed: int) -> None:
         assert getattr(ours, field) == getattr(theirs, field).tolist(), field
 
 
+@pytest.mark.parametrize("seed", range(4))
+def test_fuse_over_a_reference_equals_numpy_bit_for_bit(seed: int) -> None:
+    """Statistics of the reference candidates only (a search showing facts too)."""
+    n = [3, 50, 400, 3000][seed]
+    lexical, prominence, around = signals(seed, n)
+    reference = [random.Random(seed + i).random() < 0.8 for i in range(n)]
+    reference[0] = True
+    weights = plain.Weights(1.0, 0.25, 0.05, 1.0)
+    graph = Neighbours(10, list(range(n)), [j for r in around for j in r], list(range(n)))
+    ours = plain.fuse(lexical, prominence, graph, weights, reference)
+    theirs = fusion.fuse(
+        np.array(lexical), None, np.array(prominence), np.array(around, dtype=np.int64),
+        weights, np.array(reference),
+    )  # fmt: skip
+    for field in ("lexical", "prominence", "fused", "neighbours", "final"):
+        assert getattr(ours, field) == getattr(theirs, field).tolist(), field
+    alone = plain.fuse([x for x, r in zip(lexical, reference, strict=True) if r],
+                       [x for x, r in zip(prominence, reference, strict=True) if r], None,
+                       weights._replace(neighbours=0.0))  # fmt: skip
+    assert alone.fused == [f for f, r in zip(ours.fused, reference, strict=True) if r]
+    counts = [float(i % 7) for i in range(n)]
+    assert plain.prominence_parts(counts, ["high"] * n, [0.0] * n, [0.0] * n, reference)[0] == (
+        ranking.prominence_parts(
+            np.array(counts), ["high"] * n, np.zeros(n), np.zeros(n), reference
+        )[0].tolist()
+    )
+
+
 def test_fuse_without_signals_is_zero_and_keeps_candidate_order() -> None:
     weights = plain.Weights(0.8, 0.0, 0.2, 0.3)
     ours = plain.fuse(None, [0.5, 0.5, 0.5], None, weights)
