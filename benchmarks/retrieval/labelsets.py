@@ -59,6 +59,8 @@ class Query:
     d3: str
     #: what a judge reads: the context's parts, or the prompt
     shown: dict[str, object] = field(default_factory=dict)
+    #: a context's signals as the hook reads them (None for a prompt)
+    signals: Signals | None = None
 
 
 @dataclass(frozen=True)
@@ -77,7 +79,7 @@ class LabelSet:
 
     @property
     def key_file(self) -> Path:
-        return self.folder / "pool-key.json"
+        return self.folder / "pool-key.jsonl"
 
 
 def resolve(spec: str) -> Path:
@@ -134,7 +136,7 @@ def query_of(row: dict[str, object], labelset: LabelSet, scratch: Path) -> Query
         files = tuple(str(f) for f in row.get("changed_files") or [])  # type: ignore[attr-defined]
     signals = Signals(feature_of(folder), files)
     text, d3 = signals.text("fused") or "", signals.text("d3") or ""
-    return Query(qid, topic, "context", text, d3, shown_context(signals))
+    return Query(qid, topic, "context", text, d3, shown_context(signals), signals)
 
 
 def write_feature(row: dict[str, object], scratch: Path) -> Path:

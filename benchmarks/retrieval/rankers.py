@@ -42,6 +42,7 @@ from memlog.vocabulary import KB_CATEGORIES
 from memlog.workspace import Workspace
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bm25 import Recipe, bm25  # noqa: E402
 from labelsets import LabelSet, Query, corpus_files  # noqa: E402
 
 Floats = np.ndarray
@@ -63,6 +64,13 @@ class Corpus:
     neighbours: np.ndarray | None
     entries: dict[str, Entry]
 
+    @property
+    def listed(self) -> list[Entry]:
+        """The candidates' entries in candidate order (one list, so tokens are kept once)."""
+        if not hasattr(self, "_listed"):
+            self._listed = [self.entries[i] for i in self.ids]
+        return self._listed
+
 
 @dataclass
 class Signals:
@@ -75,6 +83,8 @@ class Signals:
     fts5_plain: Floats
     fts5_d3: Floats
     vector_d3: Floats
+    #: the lexical variants pooled (``LEXICAL_VARIANTS``), by name
+    variants: dict[str, Floats]
 
 
 # -- corpus and signals -------------------------------------------------------------------------
@@ -174,14 +184,15 @@ def signals(corpus: Corpus, queries: list[Query], cache: Path) -> list[Signals]:
             lexical = view.lexical(text, corpus.ids) if text else zeros
             found.append(
                 Signals(
-                    text,
-                    np.asarray(lexical),
-                    cosine(text),
-                    view.bm25(text, rowids),
-                    bm25_of(plain, "plain", text, rowids),
-                    view.bm25(query.d3, rowids),
-                    cosine(query.d3),
-                )  # fmt: skip
+                    query=text,
+                    lexical=np.asarray(lexical),
+                    vector=cosine(text),
+                    fts5=view.bm25(text, rowids),
+                    fts5_plain=bm25_of(plain, "plain", text, rowids),
+                    fts5_d3=view.bm25(query.d3, rowids),
+                    vector_d3=cosine(query.d3),
+                    variants={n: bm25(corpus.listed, text, r) for n, r in LEXICAL_VARIANTS.items()},
+                )
             )
     plain.close()
     return found
@@ -222,6 +233,19 @@ def alone(name: str) -> Ranker:
     return lambda corpus, s: getattr(s, name)
 
 
+def variant(name: str) -> Ranker:
+    return lambda corpus, s: s.variants[name]
+
+
+#: lexical signals varied one part at a time (``lexical.py``) whose first 20 are pooled too
+LEXICAL_VARIANTS = {
+    "lexical, metadata keys left out": Recipe(fields="metadata-values"),
+    "lexical, query terms once": Recipe(query_counts="once"),
+    "lexical, no stemming": Recipe(stem=False),
+    "lexical, identifiers not split": Recipe(split=False),
+}
+
+
 #: the candidates compared on every set; each one's top 20 is pooled for judging
 CANDIDATES: dict[str, Ranker] = {
     "d3": d3,
@@ -234,6 +258,7 @@ CANDIDATES: dict[str, Ranker] = {
     "z-1:1+neighbours": fused(1.0, 1.0, 0.0, 1.0),
     "fused, vector 1": fused(1.0, 1.0, 0.05, 1.0),
     "z-1:1 fts5+neighbours": fused(1.0, 1.0, 0.0, 1.0, "fts5"),
+    **{name: variant(name) for name in LEXICAL_VARIANTS},
 }
 
 
