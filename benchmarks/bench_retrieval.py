@@ -1,25 +1,36 @@
-"""The retrieval benchmark: how well each ranking puts the relevant memories first.
+"""The retrieval benchmark: every candidate ranking on every label set, and defaults chosen
+across sets.
 
-    python benchmarks/bench_retrieval.py [--bank DIR] [--features DIR] [--qrels FILE]
-                                         [--home DIR] [--json FILE]
+    python benchmarks/bench_retrieval.py [--sets S …] [--cache DIR] [--json FILE]
+                                         [--plateau 0.01] [--calibrate]
 
-Corpus: a knowledge bank (default ``../shared/fixtures/knowledge-bank-08a38d02``,
-265 real entries) imported into a fresh memlog home with the configured
-embedding model (``local``, all-MiniLM-L6-v2, unless ``MEMLOG_EMBEDDING_PROVIDER``
-says otherwise).  Queries: one per feature folder named in the qrels
-(``../shared/fixtures/iflow-features-08a38d02/<qid>/``), built by memlog's own
-context code as the hook builds them for an active feature: the D3 query
-(``slug: first paragraph. Phase: phase``) and the default one (slug words,
-spec title and prose).  Labels: ``benchmarks/retrieval/qrels.jsonl`` (grades
-1/2, everything else 0; see ``benchmarks/retrieval/LABELLING.md``).  Any other
-qrels file of the same shape can be given, e.g. a held-out set.
+Label sets live in ``benchmarks/retrieval/sets/`` (their README says how
+each was made): a corpus, queries (hook-shaped contexts or prompts) and
+label files (``labels/<name>.jsonl``, grades 0/1/2).  Each query is ranked
+as the hook and ``memlog search`` rank it (``retrieval/labelsets.py``,
+``retrieval/rankers.py``); every candidate ranking scores every live entry,
+read best first.
 
-Every ranking scores all live entries and is read best first (no category
-balance).  nDCG@10 uses the grade as gain (``grade / log2(rank + 1)``),
-Recall@20 counts entries of grade ≥ 1.  Rankings with weights chosen on the
-labels are reported cross-validated: leave-one-query-out and 6-fold (the
-grid is searched on the other queries, the held-out query is scored with the
-weights they chose), beside the figure of the defaults.
+For every label file of every set: nDCG@10 with a bootstrap 95% interval
+over queries, Recall@20, the difference to D3 with its paired interval,
+the queries won and lost against D3, and judged@10, the share of a
+ranking's first ten that carry a label (below 1 the figure is a lower
+bound: unjudged entries count as irrelevant).  A set without labels says
+so.  Then the fused recipe's weights are chosen by cross-validation, never
+on the set they are scored on:
+
+- **leave one set out**: for each set, the grid point best on the other
+  sets (each set weighing the same) is scored on it;
+- **leave one topic out** within a set (queries without topics: 6 folds);
+- with ``--plateau D``, the plainest grid point within D of the best is
+  taken instead of the best (no prominence, no neighbours, then the vector
+  weight nearest the lexical one): a plain recipe on a plateau over a
+  tuned peak.
+
+One label file per set is used for the choice: its pooled labels when it
+has them (``*-pooled``), else its only or first one.  ``--calibrate`` fits
+the relevance floor's logistic model (``retrieval/relevance.py``) on every
+judged (query, entry) pair and reports how it holds on each set left out.
 """
 
 from __future__ import annotations
@@ -30,292 +41,248 @@ import json
 import math
 import os
 import sys
-import tempfile
-import time
-from collections.abc import Callable
-from datetime import UTC, datetime
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 
-from memlog.api.capturing import import_files
-from memlog.config import Config
-from memlog.projections.sqlite_view.reading import Candidates, Snapshot
-from memlog.retrieval import fusion, ranking, spec_text
-from memlog.retrieval.context import Signals, context_query, feature_of
-from memlog.vocabulary import KB_CATEGORIES
-from memlog.workspace import Workspace
+sys.path.insert(0, str(Path(__file__).resolve().parent / "retrieval"))
+import labelsets  # noqa: E402
+import rankers  # noqa: E402
 
-REPO = Path(__file__).resolve().parents[1]
-FIXTURES = REPO.parent / "shared" / "fixtures"
-DEFAULT_BANK = FIXTURES / "knowledge-bank-08a38d02"
-DEFAULT_FEATURES = FIXTURES / "iflow-features-08a38d02"
-DEFAULT_QRELS = REPO / "benchmarks" / "retrieval" / "qrels.jsonl"
-#: words of spec prose tried by the cross-validation (the default is spec_text.PROSE_WORDS)
-PROSE_CHOICES = (100, 200, 300)
+DEFAULT_CACHE = Path.home() / ".cache" / "memlog-bench-retrieval"
 GRID = {
-    "vector": (0.25, 0.5, 1.0),
-    "prominence": (0.0, 0.05, 0.1, 0.2),
-    "neighbours": (0.0, 0.25, 0.5, 1.0),
+    "vector": (0.25, 0.5, 0.75, 1.0, 1.5, 2.0),
+    "prominence": (0.0, 0.05),
+    "neighbours": (0.0, 0.5, 1.0),
+    "lexical_signal": ("lexical", "fts5"),
 }
 FOLDS = 6
-
-Floats = np.ndarray
-
-
-class Query(NamedTuple):
-    qid: str
-    d3: str  # the D3 query, as memory_ranking: d3 builds it
-    fused: dict[int, str]  # the default query with this many words of prose
+BASELINE = "d3"
 
 
-class Signal(NamedTuple):
-    fts_d3: Floats  # FTS5 bm25 of the D3 query
-    vector_d3: Floats  # cosine with the D3 query's vector
-    lexical: dict[int, Floats]  # packed-index BM25 of the default query
-    vector: dict[int, Floats]  # cosine with the default query's vector
+@dataclass
+class Judged:
+    """A label file of a set with everything needed to score rankings on it."""
+
+    labelset: labelsets.LabelSet
+    label: str
+    corpus: rankers.Corpus
+    queries: list[labelsets.Query]
+    signals: list[rankers.Signals]
+    grades: list[dict[str, int]]
+
+    @property
+    def name(self) -> str:
+        return f"{self.labelset.name} ({self.label})"
+
+    @property
+    def lists_zeros(self) -> bool:
+        """Whether the labels say what was judged irrelevant (pooled labels do)."""
+        return any(g == 0 for grades in self.grades for g in grades.values())
+
+    def per_query(self, ranker: rankers.Ranker) -> np.ndarray:
+        """nDCG@10, Recall@20 and judged@10 of every query."""
+        rows = []
+        for s, grades in zip(self.signals, self.grades, strict=True):
+            top = rankers.ranked_ids(self.corpus, ranker(self.corpus, s), 20)
+            rows.append((rankers.ndcg(top, grades), rankers.recall(top, grades),
+                         rankers.judged(top, grades)))  # fmt: skip
+        return np.array(rows)
 
 
-# -- data ---------------------------------------------------------------------------------------
+# -- loading ------------------------------------------------------------------------------------
 
 
-def load_qrels(path: Path) -> dict[str, list[dict[str, object]]]:
-    found: dict[str, list[dict[str, object]]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            row = json.loads(line)
-            found.setdefault(str(row["qid"]), []).append(row)
+def load(sets: Sequence[labelsets.LabelSet], cache: Path) -> list[Judged]:
+    found = []
+    for labelset in sets:
+        files = labelset.labels()
+        queries = labelsets.queries(labelset)
+        if not files:
+            print(f"{labelset.name}: {len(queries)} {labelset.kind} queries, no labels yet "
+                  f"(pool it with benchmarks/retrieval/pool.py, judge it blind)")  # fmt: skip
+            continue
+        corpus = rankers.prepare(labelset, cache)
+        signals = rankers.signals(corpus, queries, cache)
+        names = {(e.category, e.name): e.id for e in corpus.entries.values()}
+        for label, path in files.items():
+            graded = labelsets.read_labels(path, set(corpus.ids), names)
+            kept = [(q, s) for q, s in zip(queries, signals, strict=True) if q.qid in graded]
+            ordered = [q for q, _ in kept], [s for _, s in kept], [graded[q.qid] for q, _ in kept]
+            found.append(Judged(labelset, label, corpus, *ordered))
     return found
 
 
-def resolve(
-    rows: list[dict[str, object]], ids: set[str], names: dict[tuple[str, str], str]
-) -> dict[str, int]:
-    """Graded ids; a label whose id memlog's parser gives otherwise (inline HTML comments
-    are dropped from descriptions) is found by category and name."""
-    grades: dict[str, int] = {}
-    for row in rows:
-        entry = str(row["id"])
-        if entry not in ids:
-            entry = names.get((str(row.get("category")), str(row.get("entry_name"))), "")
-        if entry:
-            grades[entry] = max(int(row["grade"]), grades.get(entry, 0))  # type: ignore[call-overload]
-    return grades
+# -- tables -------------------------------------------------------------------------------------
 
 
-def build_queries(features: Path, qids: list[str]) -> list[Query]:
-    queries = []
-    for qid in qids:
-        feature = feature_of(features / qid)
-        text = (features / qid / "spec.md").read_text(encoding="utf-8", errors="replace")
-        variants = {}
-        for words in PROSE_CHOICES:
-            shorter = feature.__class__(
-                feature.slug, feature.phase, feature.description, feature.title,
-                spec_text.prose(text, words),
-            )  # fmt: skip
-            variants[words] = context_query(Signals(shorter, ())) or ""
-        queries.append(Query(qid, Signals(feature, ()).query or "", variants))
-    return queries
+def table(judged: Judged) -> dict[str, object]:
+    labels = sum(len(g) for g in judged.grades)
+    relevant = sum(1 for g in judged.grades for v in g.values() if v > 0)
+    print(f"\n{judged.name}: {len(judged.queries)} queries, {len(judged.corpus.ids)} entries, "
+          f"{labels} labels ({relevant} relevant)\n")  # fmt: skip
+    print(f"{'ranking':<34}{'nDCG@10':>8}  {'95% interval':<15}{'R@20':>6}  "
+          f"{'vs d3':>6} {'95% interval':<17}{'W/L':>7}{'judged@10':>10}")  # fmt: skip
+    base = judged.per_query(rankers.CANDIDATES[BASELINE])
+    out: dict[str, object] = {}
+    for name, ranker in rankers.CANDIDATES.items():
+        rows = judged.per_query(ranker)
+        if not judged.lists_zeros:
+            rows[:, 2] = np.nan  # what was judged irrelevant is not known
+        out[name] = row(name, rows, base)
+    return out
 
 
-def prepare_home(home: Path, bank: Path) -> Workspace:
-    ws = Workspace.at(None, home=home)
-    if not (home / "memory.db").exists():
-        started = time.perf_counter()
-        import_files(ws, [bank])
-        print(f"imported {bank} in {time.perf_counter() - started:.1f} s", file=sys.stderr)
-    ws.catch_up()
-    return ws
+def row(name: str, rows: np.ndarray, base: np.ndarray) -> dict[str, object]:
+    ndcg, low_high = rows[:, 0], rankers.bootstrap(rows[:, 0])
+    delta = rankers.paired_bootstrap(ndcg, base[:, 0])
+    wins = int((ndcg > base[:, 0] + 1e-9).sum())
+    losses = int((ndcg < base[:, 0] - 1e-9).sum())
+    gain, judged = ndcg.mean() - base[:, 0].mean(), rows[:, 2].mean()
+    print(f"{name[:33]:<34}{ndcg.mean():8.3f}  [{low_high[0]:.3f}, {low_high[1]:.3f}]"
+          f"{rows[:, 1].mean():7.3f}  {gain:+6.3f} [{delta[0]:+.3f}, {delta[1]:+.3f}]"
+          f"{wins:4d}/{losses:<3d}{judged:9.2f}")  # fmt: skip
+    return {"ndcg@10": ndcg.mean(), "interval": low_high, "recall@20": rows[:, 1].mean(),
+            "vs_d3": ndcg.mean() - base[:, 0].mean(), "vs_d3_interval": delta,
+            "wins": wins, "losses": losses, "judged@10": rows[:, 2].mean()}  # fmt: skip
 
 
-# -- signals ------------------------------------------------------------------------------------
+# -- cross-validation ---------------------------------------------------------------------------
+
+Point = tuple[float, float, float, str]  # vector, prominence, neighbours, lexical signal
 
 
-def signals(
-    ws: Workspace, queries: list[Query]
-) -> tuple[Candidates, Floats, np.ndarray | None, list[Signal]]:
-    provider = ws.provider()
-    texts = [q.d3 for q in queries] + [q.fused[w] for q in queries for w in PROSE_CHOICES]
-    vectors = iter(provider.embed_batch(texts, "query"))
-    d3_vectors = [next(vectors) for _ in queries]
-    found = []
-    with Snapshot(ws.home) as view:
-        candidates = view.candidates(KB_CATEGORIES, datetime.now(UTC))
-        where = candidates.positions()
-        days = candidates.days
-        parts = ranking.prominence_parts(
-            candidates.observation_count, candidates.confidence, days, candidates.recall_count
-        )
-        neighbours = view.neighbours(candidates.ids)
-        for query, d3_vector in zip(queries, d3_vectors, strict=True):
-            lexical, vector = {}, {}
-            for words in PROSE_CHOICES:
-                lexical[words] = view.lexical(query.fused[words], candidates.ids)
-                vector[words] = view.cosines(ws.space, next(vectors), where)[0]
-            fts = view.bm25(query.d3, view.rowid_positions(candidates.ids))
-            found.append(Signal(fts, view.cosines(ws.space, d3_vector, where)[0], lexical, vector))
-    prominence = (parts[0] + parts[1] + parts[2] + parts[3]) / 4.0
-    return candidates, prominence, neighbours, found
+def grid() -> list[Point]:
+    return list(itertools.product(*GRID.values()))  # type: ignore[arg-type]
 
 
-# -- metrics ------------------------------------------------------------------------------------
+def describe(point: Point) -> str:
+    vector, prominence, neighbours, signal = point
+    return f"lexical({signal}) 1, vector {vector}, prominence {prominence}, neighbours {neighbours}"
 
 
-def ndcg(order: np.ndarray, ids: list[str], grades: dict[str, int], k: int = 10) -> float:
-    gains = [grades.get(ids[i], 0) for i in order[:k]]
-    dcg = sum(g / math.log2(n + 2) for n, g in enumerate(gains))
-    ideal = sorted(grades.values(), reverse=True)[:k]
-    best = sum(g / math.log2(n + 2) for n, g in enumerate(ideal))
-    return dcg / best if best else 0.0
+def plainness(point: Point) -> tuple[bool, bool, float, bool]:
+    """How far a grid point is from the plain 1:1 recipe (smaller is plainer)."""
+    vector, prominence, neighbours, signal = point
+    return (prominence != 0, neighbours != 0, abs(math.log(vector)), signal != "lexical")
 
 
-def recall(order: np.ndarray, ids: list[str], grades: dict[str, int], k: int = 20) -> float:
-    relevant = {i for i, g in grades.items() if g > 0}
-    return len(relevant & {ids[i] for i in order[:k]}) / len(relevant) if relevant else 0.0
-
-
-def measure(scores: Floats, ids: list[str], grades: dict[str, int]) -> tuple[float, float]:
-    order = np.argsort(-scores, kind="stable")  # ties: id order, as memlog's selection
-    return ndcg(order, ids, grades), recall(order, ids, grades)
-
-
-# -- rankings -----------------------------------------------------------------------------------
-
-Ranker = Callable[[int], Floats]  # query number -> a score per candidate
-
-
-def rankings(
-    candidates: Candidates, prominence: Floats, neighbours: np.ndarray | None, sig: list[Signal]
-) -> dict[str, Ranker]:
-    config = Config()
-    words = spec_text.PROSE_WORDS
-    d3w = ranking.Weights(
-        config.memory_vector_weight, config.memory_keyword_weight, config.memory_prominence_weight
+def scores(judged: Judged, points: list[Point]) -> np.ndarray:
+    """nDCG@10 of every grid point on every query: points × queries."""
+    return np.array(
+        [judged.per_query(rankers.fused(1.0, v, p, n, s))[:, 0] for v, p, n, s in points]
     )
-    defaults = fusion.weights_of(config)
-    parts = (
-        candidates.observation_count, candidates.confidence,
-        candidates.days, candidates.recall_count,
-    )  # fmt: skip
-
-    def d3(vector: Floats, keyword: Floats) -> Floats:
-        return ranking.score(vector, keyword, *parts, d3w).final
-
-    def fused(n: int, weights: fusion.FusionWeights = defaults, w: int = words) -> Floats:
-        s = sig[n]
-        return fusion.fuse(s.lexical[w], s.vector[w], prominence, neighbours, weights).final
-
-    return {
-        "d3 (as shipped: D3 query, FTS5)": lambda n: d3(sig[n].vector_d3, sig[n].fts_d3),
-        "d3, default query": lambda n: d3(sig[n].vector[words], sig[n].lexical[words]),
-        "fused (defaults)": fused,
-        "fused without neighbours": lambda n: fused(n, defaults._replace(neighbours=0.0)),
-        "fused without prominence": lambda n: fused(n, defaults._replace(prominence=0.0)),
-        "alone: lexical (packed BM25)": lambda n: sig[n].lexical[words],
-        "alone: vector (cosine)": lambda n: sig[n].vector[words],
-        "alone: prominence": lambda n: prominence,
-        "alone: FTS5 bm25, D3 query": lambda n: sig[n].fts_d3,
-        "alone: vector, D3 query": lambda n: sig[n].vector_d3,
-        "alone: neighbours of lexical": lambda n: fusion.neighbour_means(
-            fusion.zscores(sig[n].lexical[words], len(prominence)), neighbours
-        ),
-    }
 
 
-def grid_table(
-    candidates: Candidates, prominence: Floats, neighbours: np.ndarray | None,
-    sig: list[Signal], grades: list[dict[str, int]],
-) -> tuple[list[tuple[int, fusion.FusionWeights]], np.ndarray]:  # fmt: skip
-    """nDCG@10 and Recall@20 of every grid point (prose words × weights) on every query."""
-    points = [
-        (w, fusion.FusionWeights(1.0, v, p, nb))
-        for w, v, p, nb in itertools.product(
-            PROSE_CHOICES, GRID["vector"], GRID["prominence"], GRID["neighbours"]
-        )
-    ]
-    table = np.zeros((len(points), len(sig), 2))
-    for g, (w, weights) in enumerate(points):
-        for n, s in enumerate(sig):
-            final = fusion.fuse(s.lexical[w], s.vector[w], prominence, neighbours, weights).final
-            table[g, n] = measure(final, candidates.ids, grades[n])
-    return points, table
+def choose(train: list[np.ndarray], points: list[Point], plateau: float) -> int:
+    """The grid point best on the training folds, each fold weighing the same; with a
+    plateau, the plainest within it of the best."""
+    means = np.mean([t.mean(axis=1) for t in train], axis=0)
+    best = int(np.argmax(means))
+    if plateau <= 0:
+        return best
+    near = [i for i in range(len(points)) if means[i] >= means[best] - plateau]
+    return min(near, key=lambda i: (plainness(points[i]), -means[i]))
 
 
-def cross_validated(table: np.ndarray, folds: list[np.ndarray]) -> tuple[np.ndarray, list[int]]:
-    """Per-query figures when each fold is scored with the grid point best on the others."""
-    result = np.zeros(table.shape[1:])
-    chosen = []
+def leave_one_set_out(chosen: list[Judged], plateau: float) -> dict[str, object]:
+    points = grid()
+    tables = [scores(j, points) for j in chosen]
+    out: dict[str, object] = {}
+    print(f"\nleave one set out ({len(points)} grid points, plateau {plateau}):")
+    if len(chosen) < 2:
+        print("  needs labels on two sets at least")
+        return out
+    for n, judged in enumerate(chosen):
+        train = [t for m, t in enumerate(tables) if m != n]
+        pick = choose(train, points, plateau)
+        held = tables[n][pick]
+        base = judged.per_query(rankers.CANDIDATES[BASELINE])[:, 0]
+        low, high = rankers.bootstrap(held)
+        d_low, d_high = rankers.paired_bootstrap(held, base)
+        print(f"  {judged.name}: {describe(points[pick])}\n    nDCG@10 {held.mean():.3f} "
+              f"[{low:.3f}, {high:.3f}], d3 {base.mean():.3f}, difference [{d_low:+.3f}, "
+              f"{d_high:+.3f}]")  # fmt: skip
+        out[judged.name] = {"point": describe(points[pick]), "ndcg@10": held.mean(),
+                            "interval": (low, high), "d3": base.mean(),
+                            "difference_interval": (d_low, d_high)}  # fmt: skip
+    everywhere = np.mean([t.mean(axis=1) for t in tables], axis=0)
+    plain = points.index((1.0, 0.0, 0.0, "lexical"))
+    best = describe(points[int(np.argmax(everywhere))])
+    print(f"  on all sets at once (not cross-validated): best {best} {everywhere.max():.3f}; "
+          f"plain 1:1 {everywhere[plain]:.3f}")  # fmt: skip
+    return out
+
+
+def folds_of(queries: list[labelsets.Query]) -> list[np.ndarray]:
+    topics = [q.topic for q in queries]
+    if all(topics):
+        return [np.flatnonzero([t == topic for t in topics]) for topic in dict.fromkeys(topics)]
+    order = np.random.default_rng(0).permutation(len(queries))
+    return [fold for fold in np.array_split(order, FOLDS) if fold.size]
+
+
+def within_set(judged: Judged, plateau: float) -> dict[str, object]:
+    points = grid()
+    table_ = scores(judged, points)
+    folds = folds_of(judged.queries)
+    result = np.zeros(table_.shape[1])
+    picks = []
     for fold in folds:
-        rest = np.setdiff1d(np.arange(table.shape[1]), fold)
-        best = int(np.argmax(table[:, rest, 0].mean(axis=1)))
-        result[fold] = table[best, fold]
-        chosen.append(best)
-    return result, chosen
+        rest = np.setdiff1d(np.arange(table_.shape[1]), fold)
+        pick = choose([table_[:, rest]], points, plateau)
+        result[fold] = table_[pick, fold]
+        picks.append(describe(points[pick]))
+    kind = "topic" if all(q.topic for q in judged.queries) else f"fold of {FOLDS}"
+    low, high = rankers.bootstrap(result)
+    print(f"  {judged.name}, leave one {kind} out: nDCG@10 {result.mean():.3f} "
+          f"[{low:.3f}, {high:.3f}]")  # fmt: skip
+    for pick, count in sorted({p: picks.count(p) for p in picks}.items(), key=lambda x: -x[1]):
+        print(f"    chosen {count}×: {pick}")
+    return {"ndcg@10": result.mean(), "interval": (low, high), "picks": picks}
 
 
-# -- main ---------------------------------------------------------------------------------------
+def preferred(found: list[Judged]) -> list[Judged]:
+    """One label file per set: its pooled labels when it has them."""
+    by_set: dict[str, list[Judged]] = {}
+    for judged in found:
+        by_set.setdefault(judged.labelset.name, []).append(judged)
+    return [next((j for j in js if j.label.endswith("-pooled")), js[0]) for js in by_set.values()]
+
+
+# -- the relevance floor ------------------------------------------------------------------------
+
+
+def calibrate(found: list[Judged]) -> dict[str, object]:
+    """Fit the relevance model on the judged pairs, and hold each set out in turn."""
+    import calibration  # noqa: PLC0415
+
+    return calibration.report(found)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bank", type=Path, default=DEFAULT_BANK)
-    parser.add_argument("--features", type=Path, default=DEFAULT_FEATURES)
-    parser.add_argument("--qrels", type=Path, default=DEFAULT_QRELS)
-    parser.add_argument("--home", type=Path, help="reuse this memlog home (imported once)")
+    parser.add_argument("--sets", nargs="*", help="set names (default: every set)")
+    parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--json", type=Path, help="also write the figures here")
+    parser.add_argument("--plateau", type=float, default=0.0)
+    parser.add_argument("--calibrate", action="store_true")
     args = parser.parse_args()
-
-    with tempfile.TemporaryDirectory(prefix="memlog-bench-retrieval-") as scratch:
-        home = args.home or Path(scratch) / "home"
-        ws = prepare_home(home, args.bank)
-        qrels = load_qrels(args.qrels)
-        qids = [q for q in qrels if (args.features / q).is_dir()]
-        queries = build_queries(args.features, qids)
-        candidates, prominence, neighbours, sig = signals(ws, queries)
-        known = set(candidates.ids)
-        with Snapshot(ws.home) as view:
-            entries = view.entries(candidates.ids)
-        names = {(e.category, e.name): e.id for e in entries}
-        grades = [resolve(qrels[q], known, names) for q in qids]
-        report(candidates, prominence, neighbours, sig, grades, qids, args.json)
-
-
-def report(
-    candidates: Candidates, prominence: Floats, neighbours: np.ndarray | None,
-    sig: list[Signal], grades: list[dict[str, int]], qids: list[str], out: Path | None,
-) -> None:  # fmt: skip
-    labels = sum(len(g) for g in grades)
-    print(f"{len(qids)} queries, {len(candidates.ids)} entries, {labels} labels\n")
-    figures: dict[str, object] = {}
-    print(f"{'ranking':<40}{'nDCG@10':>9}{'R@20':>8}")
-    for name, ranker in rankings(candidates, prominence, neighbours, sig).items():
-        per = np.array([measure(ranker(n), candidates.ids, grades[n]) for n in range(len(qids))])
-        figures[name] = {"ndcg@10": per[:, 0].mean(), "recall@20": per[:, 1].mean()}
-        print(f"{name:<40}{per[:, 0].mean():9.3f}{per[:, 1].mean():8.3f}")
-    points, table = grid_table(candidates, prominence, neighbours, sig, grades)
-    loo, _ = cross_validated(table, [np.array([n]) for n in range(len(qids))])
-    order = np.random.default_rng(0).permutation(len(qids))
-    kfold, picks = cross_validated(table, np.array_split(order, FOLDS))
-    best = int(np.argmax(table[:, :, 0].mean(axis=1)))
-    print(f"\nfused, weights and prose length chosen on the other queries ({len(points)} points):")
-    print(f"{'  leave-one-query-out':<40}{loo[:, 0].mean():9.3f}{loo[:, 1].mean():8.3f}")
-    print(f"{f'  {FOLDS}-fold':<40}{kfold[:, 0].mean():9.3f}{kfold[:, 1].mean():8.3f}")
-    print(f"  best on all queries (not cross-validated): {points[best]} "
-          f"{table[best, :, 0].mean():.3f}")  # fmt: skip
-    for pick in picks:
-        print(f"  a fold chose {points[pick]}")
-    figures["fused, leave-one-query-out"] = {
-        "ndcg@10": loo[:, 0].mean(),
-        "recall@20": loo[:, 1].mean(),
-    }
-    figures[f"fused, {FOLDS}-fold"] = {
-        "ndcg@10": kfold[:, 0].mean(),
-        "recall@20": kfold[:, 1].mean(),
-    }
-    if out is not None:
-        out.write_text(json.dumps(figures, indent=2, default=float) + "\n")
+    sets = ([labelsets.load_set(labelsets.SETS / s) for s in args.sets] if args.sets
+            else labelsets.all_sets())  # fmt: skip
+    found = load(sets, args.cache)
+    figures: dict[str, object] = {j.name: table(j) for j in found}
+    chosen = preferred(found)
+    if chosen:
+        figures["leave one set out"] = leave_one_set_out(chosen, args.plateau)
+        print("\nwithin each set:")
+        figures["within set"] = {j.name: within_set(j, args.plateau) for j in chosen}
+    if args.calibrate and chosen:
+        figures["relevance floor"] = calibrate(chosen)
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=1, default=float) + "\n")
 
 
 if __name__ == "__main__":
