@@ -18,7 +18,8 @@ relative to ``benchmarks/retrieval``.  A query line is one of
 
 A context becomes what the hook sees: its spec and ``.meta.json`` are
 written into a project's ``docs/features/<slug>/`` and read by memlog's own
-``feature_of``, the changed files are the git signal, and the text ranked
+``feature_of``, the changed files are the git signal (in the order git
+lists them: by path, at most 20), and the text ranked
 is ``Signals.text`` (the hook's), so every ranking here ranks what the hook
 and ``memlog search`` rank.  A prompt is its own text.
 
@@ -37,6 +38,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from memlog.git import MAX_CHANGED
 from memlog.projections.markdown_view.kb_parser import ParsedEntry, parse_file
 from memlog.retrieval.context import Signals, feature_of
 
@@ -133,10 +135,16 @@ def query_of(row: dict[str, object], labelset: LabelSet, scratch: Path) -> Query
         files: tuple[str, ...] = ()
     else:
         folder = write_feature(row, scratch)
-        files = tuple(str(f) for f in row.get("changed_files") or [])  # type: ignore[attr-defined]
+        files = changed(row.get("changed_files") or [])  # type: ignore[arg-type]
     signals = Signals(feature_of(folder), files)
     text, d3 = signals.text("fused") or "", signals.text("d3") or ""
     return Query(qid, topic, "context", text, d3, shown_context(signals), signals)
+
+
+def changed(files: list[str]) -> tuple[str, ...]:
+    """The changed files as the hook reads them from git: in path order, each once, at most
+    ``MAX_CHANGED``."""
+    return tuple(dict.fromkeys(sorted(str(f) for f in files)))[:MAX_CHANGED]
 
 
 def write_feature(row: dict[str, object], scratch: Path) -> Path:
