@@ -56,7 +56,7 @@ GRID = {
     "vector": (0.25, 0.5, 0.75, 1.0, 1.5, 2.0),
     "prominence": (0.0, 0.05),
     "neighbours": (0.0, 0.5, 1.0),
-    "lexical_signal": ("lexical", "fts5"),
+    "lexical_signal": ("lexical", "fts5", "lexical, metadata keys left out"),
 }
 FOLDS = 6
 BASELINE = "d3"
@@ -163,10 +163,11 @@ def describe(point: Point) -> str:
     return f"lexical({signal}) 1, vector {vector}, prominence {prominence}, neighbours {neighbours}"
 
 
-def plainness(point: Point) -> tuple[bool, bool, float, bool]:
-    """How far a grid point is from the plain 1:1 recipe (smaller is plainer)."""
+def plainness(point: Point) -> tuple[bool, bool, bool, float]:
+    """How far a grid point is from the plain 1:1 recipe (smaller is plainer): the shipped
+    lexical signal, no prominence, no neighbours, then the vector weight nearest 1."""
     vector, prominence, neighbours, signal = point
-    return (prominence != 0, neighbours != 0, abs(math.log(vector)), signal != "lexical")
+    return (signal != "lexical", prominence != 0, neighbours != 0, abs(math.log(vector)))
 
 
 def scores(judged: Judged, points: list[Point]) -> np.ndarray:

@@ -17,9 +17,10 @@ text).  Each variant changes one thing:
   labels left out, or the words of the bank's own bookkeeping (``feature``,
   ``observed``, ``source`` …) dropped from entries and queries;
 - **the query**: D3's (slug, first paragraph, phase, files), prose cut to
-  100 or 200 words, no title, no slug, the phase label kept, each query term
-  counted once (the packed index counts repeats), the first 64 distinct
-  words only (as the FTS5 query takes them);
+  100 or 200 words, no title, no slug, the phase label kept, no path words,
+  the paths' boilerplate words kept, each query term counted once (the
+  packed index counts repeats), the first 64 distinct words only (as the
+  FTS5 query takes them);
 - **BM25's parameters**: k1 and b over a grid.
 
 For each: mean nDCG@10 with its bootstrap 95% interval, Recall@20, and the
@@ -68,6 +69,20 @@ def with_feature(change: Callable[[Feature], Feature], keep_phase: bool = False)
     return build
 
 
+def with_paths(raw: bool) -> QueryVariant:
+    """The hook's query without its files' path words, or with every word of the paths
+    (``src``, ``tests``, ``py`` … kept)."""
+
+    def build(query: labelsets.Query) -> str:
+        if query.signals is None or query.signals.feature is None:
+            return hook_query(query)
+        text = query_of(Signals(query.signals.feature, ()).text("fused")) or ""
+        paths = " ".join(query.signals.files).replace("/", " ").replace(".", " ")
+        return f"{text}. {paths}" if raw and paths else text
+
+    return build
+
+
 def prose_cut(words_kept: int) -> QueryVariant:
     return with_feature(
         lambda f: replace_feature(f, summary=spec_text.prose(f.summary, words_kept))
@@ -86,6 +101,8 @@ QUERIES: dict[str, QueryVariant] = {
     "query: no title": with_feature(lambda f: replace_feature(f, title="")),
     "query: no slug words": with_feature(lambda f: replace_feature(f, slug="x")),
     "query: the phase label kept": with_feature(lambda f: f, keep_phase=True),
+    "query: no path words": with_paths(raw=False),
+    "query: path boilerplate kept (src, tests, py …)": with_paths(raw=True),
 }
 
 

@@ -223,7 +223,11 @@ def fused(
     weights = fusion.FusionWeights(lexical, vector, prominence, neighbours)
 
     def rank(corpus: Corpus, s: Signals) -> Floats:
-        lex = getattr(s, lexical_signal)
+        lex = (
+            s.variants[lexical_signal]
+            if lexical_signal in s.variants
+            else getattr(s, lexical_signal)
+        )
         return fusion.fuse(lex, s.vector, corpus.prominence, corpus.neighbours, weights).final
 
     return rank

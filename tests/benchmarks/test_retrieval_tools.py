@@ -203,3 +203,44 @@ def test_a_plateau_prefers_the_plain_recipe() -> None:
         [labelsets.Query(str(n), t, "prompt", "x", "x") for n, t in enumerate("aabbc")]
     )
     assert [f.tolist() for f in folds] == [[0, 1], [2, 3], [4]]
+
+
+def test_every_set_is_reported_and_weights_are_chosen_across_sets(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The machinery on two small labelled sets and one without labels (the grades here
+    are the test's own, to drive the code, not judgements)."""
+    first = make_set(tmp_path, "a", "context", [CONTEXT, {**CONTEXT, "qid": "c2", "topic": "t"}])
+    second = make_set(tmp_path, "b", "prompt", [PROMPT, {**PROMPT, "qid": "p2", "topic": "u"}])
+    bare = make_set(tmp_path, "c", "prompt", [PROMPT])
+    cache = tmp_path / "cache"
+    for labelset, pooled in ((first, True), (second, False)):
+        corpus = rankers.prepare(labelset, cache)
+        rows = [
+            {"qid": q.qid, "id": i, "grade": (n + k) % 3, "entry_name": "", "category": ""}
+            for k, q in enumerate(labelsets.queries(labelset))
+            for n, i in enumerate(corpus.ids)
+            if pooled or (n + k) % 3
+        ]
+        folder = labelset.folder / "labels"
+        folder.mkdir()
+        (folder / f"{labelset.name}-pooled.jsonl").write_text(
+            "".join(json.dumps(r) + "\n" for r in rows)
+        )
+    found = bench_retrieval.load([first, second, bare], cache)
+    assert [j.name for j in found] == ["a (a-pooled)", "b (b-pooled)"]
+    assert found[0].lists_zeros and not found[1].lists_zeros
+    figures = bench_retrieval.table(found[0])
+    assert set(figures) == set(rankers.CANDIDATES)
+    d3 = figures["d3"]
+    assert d3["vs_d3"] == 0.0 and d3["wins"] == d3["losses"] == 0  # type: ignore[index]
+    assert 0.0 <= figures["fused"]["ndcg@10"] <= 1.0  # type: ignore[index]
+    chosen = bench_retrieval.leave_one_set_out(found, plateau=0.01)
+    assert set(chosen) == {"a (a-pooled)", "b (b-pooled)"}
+    inside = bench_retrieval.within_set(found[0], plateau=0.0)
+    assert len(inside["picks"]) == 2  # type: ignore[arg-type]  # one per topic
+    floor = bench_retrieval.calibrate(found)
+    assert set(floor) == {"context", "prompt"}
+    out = capsys.readouterr().out
+    assert "c: 1 prompt queries, no labels yet" in out
+    assert "leave one set out" in out and "leave one topic out" in out
