@@ -23,6 +23,7 @@ import numpy.typing as npt
 from memlog.config import Config
 from memlog.embeddings.base import EmbeddingProvider
 from memlog.errors import MemlogError
+from memlog.projections.fold import Entry
 from memlog.projections.freshness import lag_bytes
 from memlog.projections.sqlite_view.reading import Candidates, Snapshot
 from memlog.retrieval import fusion, outcome, ranking, relevance
@@ -115,8 +116,8 @@ class SemanticRun:
         """Rank; the query embedding starts before the catch-up when the view already
         holds vectors of the space, so the two overlap."""
         request = self.request
-        ranking = request.config.memory_ranking
-        self.text, self.query = text_and_query(request.ws.root, request.query, ranking)
+        recipe = request.config.memory_ranking
+        self.text, self.query = text_and_query(request.ws.root, request.query, recipe)
         embedding = self._start_embedding() if self._had_vectors() else None
         started = time.perf_counter()
         if self.request.catch_up:
@@ -189,10 +190,7 @@ class SemanticRun:
         ids = [found.ids[i] for i in picked]
         entries = view.entries(ids)
         self.timings["rank_ms"] = _ms(started)
-        judged = None
-        if self.request.query is not None:  # a search: how relevant each pick is on its own
-            cosines = [float(scores.vector_raw[i]) for i in picked] if matches else None
-            judged = relevance.of_picked(view, self.query, entries, ids, cosines)
+        judged = self._relevance(view, scores, (picked, ids), entries, matches > 0)
         ranked = outcome.Ranked(
             found.ids, found.categories, picked, scores, self._parts,
             self._matched(scores), matches, shown, judged,
@@ -279,6 +277,22 @@ class SemanticRun:
         prominence = (parts[0] + parts[1] + parts[2] + parts[3]) / 4.0
         mask = None if reference is None else np.asarray(reference, dtype=bool)
         return fusion.fuse(lexical, vector, prominence, around, weights, mask)
+
+    def _relevance(
+        self,
+        view: Snapshot,
+        scores: Scored,
+        picked: tuple[list[int], list[str]],
+        entries: list[Entry],
+        vector: bool,
+    ) -> list[dict[str, float]] | None:
+        """For a search, how relevant each pick (candidate places and ids, best first) is
+        on its own (``relevance``)."""
+        if self.request.query is None:
+            return None
+        places, ids = picked
+        cosines = [float(scores.vector_raw[i]) for i in places] if vector else None
+        return relevance.of_picked(view, self.query, entries, ids, cosines)
 
     @staticmethod
     def _matched(scores: Scored) -> int:
