@@ -101,8 +101,9 @@ def load(sets: Sequence[labelsets.LabelSet], cache: Path) -> list[Judged]:
         files = labelset.labels()
         queries = labelsets.queries(labelset)
         if not files:
-            print(f"{labelset.name}: {len(queries)} {labelset.kind} queries, no labels yet "
-                  f"(pool it with benchmarks/retrieval/pool.py, judge it blind)")  # fmt: skip
+            state = "pooled" if labelset.key_file.exists() else "not pooled yet (pool.py)"
+            print(f"{labelset.name}: {len(queries)} {labelset.kind} queries, no labels yet: "
+                  f"{state}, to be judged blind")  # fmt: skip
             continue
         corpus = rankers.prepare(labelset, cache)
         signals = rankers.signals(corpus, queries, cache)

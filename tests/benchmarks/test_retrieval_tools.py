@@ -242,5 +242,5 @@ def test_every_set_is_reported_and_weights_are_chosen_across_sets(
     floor = bench_retrieval.calibrate(found)
     assert set(floor) == {"context", "prompt"}
     out = capsys.readouterr().out
-    assert "c: 1 prompt queries, no labels yet" in out
+    assert "c: 1 prompt queries, no labels yet: not pooled yet" in out
     assert "leave one set out" in out and "leave one topic out" in out
