@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+import msgspec
+
 from memlog.git import current_branch
 from memlog.projections.branch_memory import block
 from memlog.retrieval.inject import build
@@ -15,11 +17,21 @@ __all__ = ["Chosen", "Injection", "Recall", "Request", "for_hook", "inject", "se
 
 
 def inject(
-    ws: Workspace, limit: int | None = None, remember: bool = False, session_id: str = ""
+    ws: Workspace,
+    limit: int | None = None,
+    remember: bool = False,
+    session_id: str = "",
+    drop_in: bool = False,
 ) -> Injection:
-    """What the hook would inject for the workspace's project (recorded when asked)."""
-    request = Request.interactive(ws, limit=limit)
-    result = with_branch_memory(ws, build(request))
+    """What the hook would inject for the workspace's project (recorded when asked).
+
+    ``drop_in``: as iflow's memory.py, which the markdown pipeline then reproduces exactly
+    (the block alone: no line on how it was chosen, no branch memory).
+    """
+    request = msgspec.structs.replace(Request.interactive(ws, limit=limit), drop_in=drop_in)
+    result = build(request)
+    if not (drop_in and result.mode == "legacy"):
+        result = with_branch_memory(ws, result)
     if remember:
         result.notes += record(request, result, session_id)
     return result

@@ -15,10 +15,13 @@ from pathlib import Path
 import msgspec
 
 from memlog.eventlog.events import EventBase, Observed, Promoted, content_hash
-from memlog.projections.fold import Entry
+from memlog.projections.fold import Entry, split_source
 from memlog.projections.markdown_view.kb_parser import ParsedEntry, parse_file
 
-_OWN_KEYS = {"observation count", "confidence", "last observed", "content-hash", "tags"}
+#: metadata kept in fields of their own: the count, the confidence, ``Last observed``, the id
+_OWN_KEYS = {"observation count", "confidence", "last observed", "content-hash"}
+#: a global store entry's ``Source`` and ``Tags`` are kept in its layout (and its provenance)
+_STORE_KEYS = _OWN_KEYS | {"source", "tags"}
 
 
 class ImportPlan(msgspec.Struct):
@@ -52,15 +55,22 @@ def project_of(path: Path) -> str:
 
 
 def _details(entry: ParsedEntry) -> tuple[str, ...]:
-    keys = _OWN_KEYS | ({"source"} if entry.is_global else set())
-    return tuple(f"{k}: {v}" for k, v in entry.metadata if k.lower() not in keys)
+    keys = _STORE_KEYS if entry.is_global else _OWN_KEYS
+    return tuple(f"{k}: {v}" if k else v for k, v in entry.metadata if k.lower() not in keys)
+
+
+def layout(entry: ParsedEntry) -> tuple[str, ...]:
+    """A global store entry's header and metadata lines as written (nothing for others)."""
+    if not entry.is_global:
+        return ()
+    header, *lines = entry.raw.split("\n")
+    first = next((i for i, line in enumerate(lines) if line.startswith("- ")), len(lines))
+    return (header[4:].strip(), *lines[first:])
 
 
 def _global_source(entry: ParsedEntry) -> tuple[str, str]:
     """``Source: project, Feature #023`` of a global store entry, as project and feature."""
-    value = next((v for k, v in entry.metadata if k.lower() == "source"), "")
-    project, _, feature = value.partition(",")
-    return project.strip(), feature.strip()
+    return split_source(next((v for k, v in entry.metadata if k.lower() == "source"), ""))
 
 
 def observation(entry: ParsedEntry, project: str) -> Observed:
@@ -80,6 +90,7 @@ def observation(entry: ParsedEntry, project: str) -> Observed:
         last_observed=entry.last_observed or "",
         origin=entry.source_path,
         details=_details(entry),
+        layout=layout(entry),
         revive=False,  # a retired entry stays retired when a file still holds it
     )
 

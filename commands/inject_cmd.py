@@ -35,7 +35,7 @@ def inject(
     where = project_root or project_dir
     ws = open_workspace(where, exact=project_root is not None, home=global_store)
     remember = record if record is not None else project_root is not None
-    result = recall.inject(ws, limit, remember=remember)
+    result = recall.inject(ws, limit, remember=remember, drop_in=project_root is not None)
     warn(result.notes)
     if not result.chosen and project_root is None and reading.is_empty(ws):
         say_empty(as_json)

@@ -87,6 +87,10 @@ class Observed(EventBase, frozen=True, kw_only=True, tag="entry.observed"):
     origin: str = ""
     #: further ``Key: value`` metadata lines of an imported entry, verbatim
     details: tuple[str, ...] = ()
+    #: an entry of a global store file as it was written there: its header (after
+    #: ``### ``), then every line from its first metadata item on, verbatim, so the
+    #: store's files are written back as they were
+    layout: tuple[str, ...] = ()
     #: the branch memory section of an extracted entry
     section: Section | Literal[""] = ""
     #: the git branch the entry was extracted on (with ``project``: its branch memory)

@@ -68,6 +68,9 @@ class Entry(msgspec.Struct, kw_only=True):
     #: further metadata lines of imported entries (``Cost: …``, ``Instead: …``)
     details: list[str] = msgspec.field(default_factory=list)
     last_observed: str = ""
+    #: header and metadata lines as the global store file it came from had them
+    #: (empty: written in memlog's own format)
+    layout: list[str] = msgspec.field(default_factory=list)
     # lifecycle
     promoted: bool = False
     promotion_reason: str = ""
@@ -166,6 +169,7 @@ def _create(event: Observed) -> Entry:
         source=event.source,
         source_project=event.project,
         last_observed=event.last_observed,
+        layout=list(event.layout),
         section=event.section,
     )
     _add_provenance(entry, event)
@@ -179,6 +183,12 @@ def provenance_label(project: str, feature: str) -> str:
     elif feature and not feature.lower().startswith("feature"):
         feature = f"Feature {feature}"
     return ", ".join(p for p in (project, feature) if p)
+
+
+def split_source(value: str) -> tuple[str, str]:
+    """``project, Feature #NNN`` of a global store ``Source`` line, as project and feature."""
+    project, _, feature = value.partition(",")
+    return project.strip(), feature.strip()
 
 
 def _add_provenance(entry: Entry, event: Observed | Promoted) -> None:
@@ -205,6 +215,8 @@ def _observe_again(entry: Entry, event: Observed) -> None:
     _union(entry.keywords, event.keywords)
     del entry.keywords[MAX_KEYWORDS:]
     entry.last_observed = max(entry.last_observed, event.last_observed)
+    if event.layout:  # the store file as it was last read
+        entry.layout = list(event.layout)
     if event.revive is not False:  # None: written before revival was asked for
         entry.status, entry.status_reason, entry.superseded_by = "live", "", ""
     _add_provenance(entry, event)

@@ -14,7 +14,7 @@ from pathlib import Path
 from memlog.eventlog.log import START, EventLog, Position
 from memlog.eventlog.merged import unread_bytes
 from memlog.eventlog.segments import REWRITE_JOURNAL
-from memlog.projections.markdown_view.writer import load_state
+from memlog.projections.markdown_view.writer import FORMAT, load_state
 from memlog.projections.sqlite_view import store
 from memlog.projections.sqlite_view.schema import SCHEMA_VERSION
 from memlog.vocabulary import Space
@@ -51,6 +51,8 @@ def _still_there(home: Path, stored: store.Stored) -> bool:
 
 def _markdown_current(folder: Path) -> bool:
     state = load_state(folder)
+    if state.format != FORMAT:
+        return False
     return unread_bytes(folder / "events", Position(state.segment, state.offset)) == 0
 
 

@@ -3,7 +3,8 @@
 After a catch-up, only the files whose content the applied events changed
 are rendered again, from the rows of the view; when the files stand
 anywhere else than where that catch-up started (a crash between the two, a
-rebuild meanwhile) every file is planned from all entries instead.  A file
+rebuild meanwhile), or were written in an older format, every file is planned
+from all entries instead.  A file
 lock keeps two processes from writing the files at once.
 """
 
@@ -17,6 +18,7 @@ from memlog import files
 from memlog.projections.fold import Entry
 from memlog.projections.markdown_view import branch, render
 from memlog.projections.markdown_view.writer import (
+    FORMAT,
     MarkdownState,
     load_state,
     save_state,
@@ -56,10 +58,13 @@ def follow(
         state = load_state(folder)
         with store.opened(db_path) as db, store.snapshot(db):
             now = store.get_position(db)
-            if (state.seq, state.segment, state.offset) == (now.seq, *now.position):
+            same_format = state.format == FORMAT  # else an older memlog wrote them: all again
+            if same_format and (state.seq, state.segment, state.offset) == (now.seq, *now.position):
                 return []
-            if (state.seq, state.segment) == (before.seq, before.position.segment) and (
-                state.offset == before.position.offset and now == after
+            if (
+                same_format
+                and (state.seq, state.segment) == (before.seq, before.position.segment)
+                and (state.offset == before.position.offset and now == after)
             ):
                 files = _render_changed(db, changed)
             else:
@@ -90,5 +95,6 @@ def write_markdown(
     """Write ``files`` and record the position they reflect."""
     notes = write_files(folder, files, state)
     state.segment, state.offset, state.seq = now.position.segment, now.position.offset, now.seq
+    state.format = FORMAT
     save_state(folder, state)
     return notes

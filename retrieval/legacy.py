@@ -1,37 +1,54 @@
-"""The #023 markdown pipeline: choose knowledge-bank entries and render the block.
+"""The #023 markdown pipeline: choose knowledge-bank entries and print them as memory.py did.
 
 ``markdown_injection`` reads the project's knowledge bank and the global
-store files (never SQLite); the rest are pure functions.  ``select_legacy``
-reproduces memory.py of the cross-project memory design:
+store files (never SQLite); the rest are pure functions.  The pipeline is
+iflow's memory.py (v2.11) to the byte, including where memlog's own parser
+reads a file differently (``kb_parser``, for imports):
 
-1. the files are read as memory.py reads them: the project's
-   ``anti-patterns.md``, ``patterns.md``, ``heuristics.md``, then the global
-   store's in the same order; entries are deduplicated by content hash in
-   the order first seen, a later copy with a strictly higher observation
-   count taking the first one's place (empty descriptions share one hash);
-2. each category is sorted, stably, on observation count (desc), confidence
+1. a file is read as memory.py read it: ``<!-- -->`` comments removed (an
+   unclosed one stays), the text split at every line starting ``### ``; a
+   piece is an entry unless it is blank or its first line starts ``# `` or
+   ``## `` (the text before the first ``### `` is piece 0).  The header line
+   is stripped; ``Anti-Pattern: `` or ``Pattern: `` is taken off the name
+   only.  The lines before the first ``- `` line are the description, that
+   line and every one after it, up to the next ``### ``, the metadata, each
+   part stripped as a whole.  ``- Observation count:``, ``- Confidence:``
+   and ``- Last observed:`` lines (any case, leading spaces ignored) give the
+   sort fields, the last valid one winning; the category is the file's;
+2. the project's ``anti-patterns.md``, ``patterns.md``, ``heuristics.md``,
+   then the global store's in the same order; entries are deduplicated by
+   content hash in the order first seen, a later copy with a strictly higher
+   observation count taking the first one's place (empty descriptions share
+   one hash);
+3. each category is sorted, stably, on observation count (desc), confidence
    (high > medium > low) and recency (desc): the POSIX time of an ISO
-   ``Last observed`` (naive times are local, as Python reads them), else
-   the entry's position in its file; entries equal on all three keep the
-   order they were first seen in;
-3. when ``limit >= 3 * non-empty categories``, each non-empty category first
+   ``Last observed`` (naive times are local, as Python reads them), else the
+   entry's piece number in its file;
+4. when ``limit >= 3 * non-empty categories``, each non-empty category first
    gets ``min(3, size)`` entries; the rest of the budget goes by category
    priority: anti-patterns, heuristics, patterns;
-4. ``limit`` 0 selects nothing, a negative limit (-1) selects everything.
+5. ``limit`` 0 selects nothing, a negative limit (-1) selects everything
+   (memlog's meaning: memory.py printed nothing for one).
 
 ``render_legacy_block`` prints the selection under
 ``## Engineering Memory (from knowledge bank)`` with one section per
-category and a closing ``---``, each entry as it stands in its file.
+category and a closing ``---``: each entry's header line, description and
+metadata, then a blank line.  The iflow drop-in prints that block and a
+newline, nothing more; the hook and ``memlog inject`` add the line that says
+how the entries were chosen.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 from pathlib import Path
 
-from memlog.projections.markdown_view.kb_parser import ParsedEntry, parse_file
+import msgspec
+
+from memlog.eventlog.events import content_hash
 from memlog.retrieval.render import diagnostic
 from memlog.retrieval.request import Chosen, Injection, Request
 from memlog.vocabulary import (
@@ -40,6 +57,7 @@ from memlog.vocabulary import (
     KB_CATEGORIES,
     MIN_PER_CATEGORY,
     SECTION_TITLES,
+    Confidence,
     KbCategory,
 )
 
@@ -48,11 +66,81 @@ CATEGORY_PRIORITY = KB_CATEGORIES
 PriorityKey = tuple[int, int, float]
 #: the order memory.py reads the files in (its first-seen order breaks ties)
 READ_ORDER: tuple[KbCategory, ...] = ("anti-patterns", "patterns", "heuristics")
+_COMMENT = re.compile(r"<!--[\s\S]*?-->")
+_PIECE = re.compile(r"(?m)^### ")
+_NAME_PREFIXES = ("Anti-Pattern: ", "Pattern: ")
+_CONFIDENCES: dict[str, Confidence] = {"high": "high", "medium": "medium", "low": "low"}
+
+
+class LegacyEntry(msgspec.Struct, frozen=True, kw_only=True):
+    """One entry as memory.py read it."""
+
+    #: the header with ``Anti-Pattern: `` or ``Pattern: `` taken off
+    name: str
+    #: the header line as printed: ``### `` and the stripped header text
+    header: str
+    description: str
+    metadata: str
+    category: KbCategory
+    observation_count: int = 1
+    confidence: Confidence = "medium"
+    last_observed: str | None = None
+    #: the piece of the file the entry is (piece 0 is the text before the first ``### ``)
+    position: int
+    content_hash: str
+    is_global: bool = False
+
+
+def parse_legacy(text: str, category: KbCategory, is_global: bool = False) -> list[LegacyEntry]:
+    """The entries of a knowledge-bank file's text, as memory.py read them."""
+    pieces = _PIECE.split(_COMMENT.sub("", text))
+    return [
+        _legacy_entry(piece, position, category, is_global)
+        for position, piece in enumerate(pieces)
+        if piece.strip() and not piece.split("\n", 1)[0].startswith(("## ", "# "))
+    ]
+
+
+def _legacy_entry(piece: str, position: int, category: KbCategory, is_global: bool) -> LegacyEntry:
+    header, *lines = piece.split("\n")
+    cut = next((i for i, line in enumerate(lines) if line.startswith("- ")), len(lines))
+    description = "\n".join(lines[:cut]).strip()
+    count, confidence, observed = _sort_fields(lines[cut:])
+    name = header.strip()
+    prefix = next((p for p in _NAME_PREFIXES if name.startswith(p)), "")
+    return LegacyEntry(
+        name=name[len(prefix) :], header="### " + header.strip(), description=description,
+        metadata="\n".join(lines[cut:]).strip(), category=category, observation_count=count,
+        confidence=confidence, last_observed=observed, position=position,
+        content_hash=content_hash(description), is_global=is_global,
+    )  # fmt: skip
+
+
+def _sort_fields(lines: list[str]) -> tuple[int, Confidence, str | None]:
+    """Count, confidence and ``Last observed`` of the metadata lines (the last valid wins)."""
+    count, confidence, observed = 1, _CONFIDENCES["medium"], None
+    for line in lines:
+        lowered, value = line.lower().strip(), line.split(":", 1)[-1].strip()
+        if lowered.startswith("- observation count:"):
+            count = _number(value, count)
+        elif lowered.startswith("- confidence:"):
+            confidence = _CONFIDENCES.get(value.lower(), confidence)
+        elif lowered.startswith("- last observed:"):
+            observed = value
+    return count, confidence, observed
+
+
+def _number(value: str, default: int) -> int:
+    """``value`` as Python's ``int`` reads it (memory.py's parse), else ``default``."""
+    try:
+        return int(value)
+    except ValueError:
+        return default
 
 
 def select_legacy(
-    local: list[ParsedEntry], global_: list[ParsedEntry], limit: int
-) -> list[ParsedEntry]:
+    local: list[LegacyEntry], global_: list[LegacyEntry], limit: int
+) -> list[LegacyEntry]:
     """The entries to inject, grouped by category priority, best first in each."""
     if limit == 0:
         return []
@@ -63,9 +151,9 @@ def select_legacy(
     ]
 
 
-def deduplicate(entries: Iterable[ParsedEntry]) -> list[ParsedEntry]:
+def deduplicate(entries: Iterable[LegacyEntry]) -> list[LegacyEntry]:
     """One entry per content hash, in the order first seen; a strictly higher count wins."""
-    kept: dict[str, ParsedEntry] = {}
+    kept: dict[str, LegacyEntry] = {}
     for entry in entries:
         held = kept.get(entry.content_hash)
         if held is None or entry.observation_count > held.observation_count:
@@ -73,19 +161,15 @@ def deduplicate(entries: Iterable[ParsedEntry]) -> list[ParsedEntry]:
     return list(kept.values())
 
 
-def priority_key(entry: ParsedEntry) -> PriorityKey:
+def priority_key(entry: LegacyEntry) -> PriorityKey:
     """Ascending sort key: count desc, confidence desc, recency desc (ties stay stable)."""
     return (-entry.observation_count, -CONFIDENCE_RANK[entry.confidence], -recency(entry))
 
 
-def recency(entry: ParsedEntry) -> float:
-    """The ``Last observed`` time when it is an ISO time, else the position in the file.
-
-    memory.py counts a file's position in chunks split at ``### `` lines, the
-    text before the first one included: one more than the entry's index.
-    """
+def recency(entry: LegacyEntry) -> float:
+    """The ``Last observed`` time when it is an ISO time, else the entry's piece number."""
     stamp = observed_timestamp(entry.last_observed)
-    return stamp if stamp is not None else float(entry.position + 1)
+    return stamp if stamp is not None else float(entry.position)
 
 
 def observed_timestamp(value: str | None) -> float | None:
@@ -98,9 +182,9 @@ def observed_timestamp(value: str | None) -> float | None:
         return None
 
 
-def sort_into_categories(entries: Iterable[ParsedEntry]) -> dict[KbCategory, list[ParsedEntry]]:
+def sort_into_categories(entries: Iterable[LegacyEntry]) -> dict[KbCategory, list[LegacyEntry]]:
     """Each category's entries in priority order."""
-    buckets: dict[KbCategory, list[ParsedEntry]] = {c: [] for c in CATEGORY_PRIORITY}
+    buckets: dict[KbCategory, list[LegacyEntry]] = {c: [] for c in CATEGORY_PRIORITY}
     for entry in entries:
         buckets[entry.category].append(entry)
     return {category: sorted(bucket, key=priority_key) for category, bucket in buckets.items()}
@@ -123,7 +207,7 @@ def allocate(sizes: Mapping[KbCategory, int], limit: int) -> dict[KbCategory, in
     return taken
 
 
-def render_legacy_block(entries: Sequence[ParsedEntry]) -> str:
+def render_legacy_block(entries: Sequence[LegacyEntry]) -> str:
     """The markdown block; ``""`` for no entries.  It ends with ``---`` and no newline."""
     if not entries:
         return ""
@@ -133,7 +217,7 @@ def render_legacy_block(entries: Sequence[ParsedEntry]) -> str:
         if chosen:
             parts.append(SECTION_TITLES[category])
             for entry in chosen:
-                parts.extend((entry.raw, ""))
+                parts += [entry.header, *filter(None, (entry.description, entry.metadata)), ""]
     parts.append("---")
     return "\n".join(parts)
 
@@ -148,7 +232,7 @@ def markdown_injection(request: Request) -> Injection:
     chosen = [
         Chosen(
             id=e.content_hash,
-            name=f"{e.header_type + ': ' if e.header_type else ''}{e.name}",
+            name=e.header[4:],
             category=e.category,
             origin="global" if id(e) in from_global else "local",
             score=float(e.observation_count),
@@ -157,24 +241,28 @@ def markdown_injection(request: Request) -> Injection:
     ]
     result = Injection(text="", mode="legacy", chosen=chosen, total=len(local) + len(global_))
     block = render_legacy_block(picked)
-    result.text = block + "\n" + diagnostic(result) + "\n" if block else ""
+    if block:  # memory.py printed the block and a newline; memlog says how it chose
+        result.text = block + "\n" if request.drop_in else f"{block}\n{diagnostic(result)}\n"
     result.timings["markdown_ms"] = round((time.perf_counter() - started) * 1000, 3)
     return result
 
 
 def read_markdown_sources(
     root: Path | None, home: Path
-) -> tuple[list[ParsedEntry], list[ParsedEntry]]:
+) -> tuple[list[LegacyEntry], list[LegacyEntry]]:
     """Entries of the project's knowledge bank and of the global store files."""
-    local: list[ParsedEntry] = []
+    local: list[LegacyEntry] = []
     if root is not None:
         for name in READ_ORDER:
-            local += _parsed(root / "docs" / "knowledge-bank" / f"{name}.md")
-    global_ = [e for name in READ_ORDER for e in _parsed(home / f"{name}.md")]
+            local += _parsed(root / "docs" / "knowledge-bank", name, False)
+    global_ = [e for name in READ_ORDER for e in _parsed(home, name, True)]
     return local, global_
 
 
-def _parsed(path: Path) -> list[ParsedEntry]:
-    if not path.is_file():
+def _parsed(folder: Path, category: KbCategory, is_global: bool) -> list[LegacyEntry]:
+    """The entries of ``<category>.md`` in ``folder`` (none when it cannot be read)."""
+    try:  # read_text turns \r\n and \r into \n, as memory.py's open() did
+        text = (folder / f"{category}.md").read_text(encoding="utf-8", errors="replace")
+    except OSError:
         return []
-    return parse_file(path).entries
+    return parse_legacy(text, category, is_global)

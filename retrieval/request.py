@@ -49,6 +49,8 @@ class Request(msgspec.Struct, frozen=True):
     #: seconds to wait for another writer of the view before reading it as it stands
     #: (None: the database's busy timeout)
     lock_wait: float | None = None
+    #: the iflow drop-in: the markdown pipeline prints what memory.py printed, nothing more
+    drop_in: bool = False
 
     @classmethod
     def hook(cls, ws: Workspace, deadline: float) -> Request:

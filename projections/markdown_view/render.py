@@ -19,7 +19,7 @@ from collections.abc import Iterable
 
 from memlog import digests
 from memlog.projections.fold import Entry
-from memlog.projections.markdown_view import branch
+from memlog.projections.markdown_view import branch, layout
 from memlog.vocabulary import KB_CATEGORIES, TYPE_NAMES
 
 NO_PROJECT = "_unassigned"
@@ -94,11 +94,8 @@ def paths_of(entry: Entry) -> list[str]:
     return paths
 
 
-def _date(ts: str) -> str:
-    return ts[:10]
-
-
 def _optional_lines(entry: Entry) -> list[str]:
+    """What memlog adds of its own (the project files only: never the global store's)."""
     lines = []
     if entry.keywords:
         lines.append(f"- Keywords: {', '.join(entry.keywords)}")
@@ -109,19 +106,37 @@ def _optional_lines(entry: Entry) -> list[str]:
     return lines
 
 
+def _sources(entry: Entry) -> str:
+    """Where the entry was seen: its provenance, and the ``Source`` lines it came with."""
+    return "; ".join(layout.unnamed_places(entry, "")) or entry.source
+
+
 def global_block(entry: Entry) -> str:
-    """One entry in the global store format."""
+    """One entry in the global store format: as its store file had it, when it came from one.
+
+    Only the spec's fields and the entry's own metadata lines: what memlog adds of its own
+    (keywords, references, reasoning) stays out of the files iflow's scripts read.
+    """
+    if entry.layout:
+        lines = [
+            f"### {entry.layout[0]}",
+            entry.description,
+            *layout.stored_lines(entry, every=False),
+        ]
+        return "\n".join(lines) + "\n"
+    tags = layout.keyed(entry.details, layout.TAGS)
     lines = [
         f"### {TYPE_NAMES[entry.category]}: {entry.name}",
         entry.description,
         f"- Content-Hash: sha256:{entry.id}",
-        f"- Source: {'; '.join(p for p in entry.provenance if p) or entry.source}",
+        f"- Source: {_sources(entry)}",
         f"- Observation count: {entry.observation_count}",
-        f"- Last observed: {_date(entry.updated_at)}",
-        "- Tags: universal",
+        f"- Last observed: {layout.last_observed(entry)}",
+        f"- Tags: {tags[0] if tags else 'universal'}",
         f"- Confidence: {entry.confidence}",
+        *map(layout.item, layout.unkeyed(entry.details, layout.SOURCE, layout.TAGS)),
     ]
-    return "\n".join(lines + _optional_lines(entry)) + "\n"
+    return "\n".join(lines) + "\n"
 
 
 def project_block(entry: Entry) -> str:
@@ -130,10 +145,13 @@ def project_block(entry: Entry) -> str:
         header = f"### {entry.name}"
     else:
         header = f"### {TYPE_NAMES[entry.category]}: {entry.name}"
-    lines = [header, entry.description, *(f"- {d}" for d in entry.details)]
+    if entry.layout:
+        lines = [header, entry.description, *layout.stored_lines(entry, every=True)]
+        return "\n".join(lines + _optional_lines(entry)) + "\n"
+    lines = [header, entry.description, *map(layout.item, entry.details)]
     lines += _optional_lines(entry)
     lines += [
-        f"- Last observed: {entry.last_observed or _date(entry.updated_at)}",
+        f"- Last observed: {layout.last_observed(entry)}",
         f"- Observation count: {entry.observation_count}",
         f"- Confidence: {entry.confidence}",
     ]

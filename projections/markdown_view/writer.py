@@ -1,12 +1,12 @@
 """Writing the markdown view: atomic files, and hand edits kept, never lost.
 
 ``.markdown-state.json`` beside the files records the log position the
-files reflect and the sha256 of each file as memlog last wrote it.  A file
-whose bytes differ from that record was edited by hand: it is copied to a
-timestamped backup and reported before being rewritten.  Before writing,
-the state also records the sha256 of the bytes about to be written
-(``pending``), so a file a killed writer left half-way through a batch is
-known as memlog's own, not taken for a hand edit.
+files reflect, the format they were written in, and the sha256 of each file
+as memlog last wrote it.  A file whose bytes differ from that record was
+edited by hand: it is copied to a timestamped backup and reported before
+being rewritten.  Before writing, the state also records the sha256 of the
+bytes about to be written (``pending``), so a file a killed writer left
+half-way through a batch is known as memlog's own, not taken for a hand edit.
 """
 
 from __future__ import annotations
@@ -21,12 +21,17 @@ from memlog import digests
 from memlog.files import atomic_write
 
 STATE_NAME = ".markdown-state.json"
+#: the version of the files' text: raised whenever the same entries render differently, so
+#: files an older memlog wrote are all written again by the next catch-up
+FORMAT = 1
 
 
 class MarkdownState(msgspec.Struct):
     segment: str = ""
     offset: int = 0
     seq: int = 0
+    #: the ``FORMAT`` the files were written in (0: before it was recorded)
+    format: int = 0
     files: dict[str, str] = msgspec.field(default_factory=dict)
     #: what a write in progress is writing (empty once it is done)
     pending: dict[str, str] = msgspec.field(default_factory=dict)

@@ -188,6 +188,12 @@ def m006_branch_index(db: sqlite3.Connection) -> None:
     db.execute("CREATE INDEX entries_branched ON entries(status, id) WHERE branches != '[]'")
 
 
+def m007_entry_layout(db: sqlite3.Connection) -> None:
+    """Entries of an iflow global store keep the header and metadata lines they were
+    written with, so the store's files are written back as they were."""
+    db.execute("ALTER TABLE entries ADD COLUMN layout TEXT NOT NULL DEFAULT '[]'")
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_initial", m001_initial),
     ("m002_rank_index", m002_rank_index),
@@ -195,6 +201,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("m004_branch_memory", m004_branch_memory),
     ("m005_rank_index_recency", m005_rank_index_recency),
     ("m006_branch_index", m006_branch_index),
+    ("m007_entry_layout", m007_entry_layout),
 ]
 SCHEMA_VERSION = len(MIGRATIONS)
 

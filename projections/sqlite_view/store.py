@@ -26,7 +26,7 @@ BUSY_TIMEOUT_MS = 5000
 
 _LIST_COLUMNS = (
     "keywords", "references", "projects", "features", "sources", "origins", "provenance", "details",
-    "branches", "branch_stamps",
+    "branches", "branch_stamps", "layout",
 )  # fmt: skip
 ENTRY_COLUMNS = (
     "id", "name", "description", "reasoning", "category", "keywords", "references",
@@ -34,7 +34,7 @@ ENTRY_COLUMNS = (
     "updated_at", "created_seq", "source", "source_project", "embedding", "projects", "features",
     "sources", "origins", "provenance", "details", "last_observed", "promoted",
     "promotion_reason", "status", "status_reason", "superseded_by", "section", "branches",
-    "branch_stamps",
+    "branch_stamps", "layout",
 )  # fmt: skip
 QUOTED_COLUMNS = _QUOTED = ", ".join(f'"{c}"' for c in ENTRY_COLUMNS)
 _UPSERT = (

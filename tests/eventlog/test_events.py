@@ -110,6 +110,19 @@ STORED_TODAY = (
     b'"category":"patterns","reasoning":"Seen three times in CI.","confidence":"high",'
     b'"keywords":["retry","http"],"references":["net/client.py"],"source":"retro",'
     b'"project":"alpha","feature":"023-memory","count":null,"last_observed":"","origin":"",'
+    b'"details":[],"layout":[],"section":"","branch":"","stable_id":"","revive":null,'
+    b'"sum":"54c8a00a5d44619c"}\n'
+)
+#: the same event as written before ``layout`` (an adopted store entry's lines as written)
+STORED_BEFORE_LAYOUT = (
+    b'{"type":"entry.observed","seq":1,"id":"01a2001c-52f4-7a3e-9d1b-3c5e8f0a7b21",'
+    b'"ts":"2026-11-21T23:47:12.345678Z","v":1,"writer":{"tool":"memlog/0.1.0",'
+    b'"command":"observe","host":"build-host","pid":4242},"redacted":[],"batch_end":0,'
+    b'"redactions":[],"name":"Retry flaky network calls",'
+    b'"description":"Wrap outbound HTTP calls in a bounded retry with jitter.",'
+    b'"category":"patterns","reasoning":"Seen three times in CI.","confidence":"high",'
+    b'"keywords":["retry","http"],"references":["net/client.py"],"source":"retro",'
+    b'"project":"alpha","feature":"023-memory","count":null,"last_observed":"","origin":"",'
     b'"details":[],"section":"","branch":"","stable_id":"","revive":null,"sum":"7ae40ae4cc945ba1"}\n'
 )
 #: the same event as written with ``section`` and ``branch`` but before redactions were
@@ -163,6 +176,7 @@ STORED_FIRST_RELEASE = (
 )
 STORED_LINES = {
     "today": STORED_TODAY,
+    "before-layout": STORED_BEFORE_LAYOUT,
     "before-branch": STORED_BEFORE_BRANCH,
     "before-redactions": STORED_BEFORE_REDACTIONS,
     "before-batch-end": STORED_BEFORE_BATCH_END,
@@ -191,6 +205,7 @@ def test_stored_lines_still_decode(version: str) -> None:
     event = decode_line(STORED_LINES[version])
     assert event == STORED_EVENT
     assert isinstance(event, Observed) and event.details == () and event.batch_end == 0
+    assert event.layout == ()
     assert event.redactions == () and event.stable_id == "" and event.revive is None
     assert event.entry_id == content_hash(STORED_EVENT.description)
 

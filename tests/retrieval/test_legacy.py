@@ -1,4 +1,4 @@
-"""The #023 markdown pipeline: dedup, priority sort, min-3 fill, the rendered block."""
+"""The #023 markdown pipeline: memory.py's parse, dedup, priority sort, min-3 fill, the block."""
 
 from __future__ import annotations
 
@@ -8,16 +8,12 @@ from pathlib import Path
 import pytest
 
 from memlog.eventlog.events import Confidence
-from memlog.projections.markdown_view.kb_parser import (
-    KbCategory,
-    ParsedEntry,
-    content_hash,
-    parse_file,
-    parse_text,
-)
+from memlog.projections.markdown_view.kb_parser import KbCategory, content_hash, parse_file
 from memlog.retrieval.legacy import (
+    LegacyEntry,
     allocate,
     deduplicate,
+    parse_legacy,
     read_markdown_sources,
     render_legacy_block,
     select_legacy,
@@ -36,30 +32,27 @@ def entry(
     count: int = 1,
     confidence: Confidence = "medium",
     last_observed: str | None = None,
-    position: int = 0,
+    position: int = 1,
     is_global: bool = False,
     description: str | None = None,
-) -> ParsedEntry:
+) -> LegacyEntry:
     text = f"{name} description." if description is None else description
-    return ParsedEntry(
+    return LegacyEntry(
         name=name,
-        header_type=None,
+        header=f"### {name}",
         description=text,
+        metadata="",
         category=category,
-        metadata=(),
         observation_count=count,
         confidence=confidence,
         last_observed=last_observed,
-        content_hash=content_hash(text),
         position=position,
-        line=1 + position * 5,
-        raw=f"### {name}\n{text}",
+        content_hash=content_hash(text),
         is_global=is_global,
-        source_path="global/x.md" if is_global else "local/x.md",
     )
 
 
-def names(entries: list[ParsedEntry]) -> list[str]:
+def names(entries: list[LegacyEntry]) -> list[str]:
     return [e.name for e in entries]
 
 
@@ -79,7 +72,7 @@ def test_sort_by_count_then_confidence() -> None:
 
 
 def test_local_recency_is_file_position_descending() -> None:
-    pool = [entry("first", position=0), entry("third", position=2), entry("second", position=1)]
+    pool = [entry("first", position=1), entry("third", position=3), entry("second", position=2)]
     assert names(sort_into_categories(pool)["anti-patterns"]) == ["third", "second", "first"]
 
 
@@ -184,8 +177,8 @@ def test_limit_zero_and_all() -> None:
 
 
 def test_new_fixture_with_default_limit() -> None:
-    local = [e for name in ("anti-patterns", "heuristics", "patterns")
-             for e in parse_file(NEW / f"{name}.md").entries]  # fmt: skip
+    local = [e for name in KB_CATEGORIES
+             for e in parse_legacy((NEW / f"{name}.md").read_text(), name)]  # fmt: skip
     picked = select_legacy(local, [], 20)
     assert names(picked) == [
         # anti-patterns: count 2 by position desc, high-confidence 1s, then the rest
@@ -243,10 +236,10 @@ def test_render_matches_the_design_output() -> None:
         "heuristics.md": DESIGN_BLOCK.split("\n")[9:12],
         "patterns.md": DESIGN_BLOCK.split("\n")[14:17],
     }
-    local: list[ParsedEntry] = []
+    local: list[LegacyEntry] = []
     for name, lines in reversed(files.items()):  # input order does not matter
         text = "# Title\n\n## Section\n\n" + "\n".join(lines) + "\n\n<!-- example -->\n"
-        local += parse_text(text, name).entries
+        local += parse_legacy(text, name.removesuffix(".md"))  # type: ignore[arg-type]
     assert render_legacy_block(select_legacy(local, [], 20)) == DESIGN_BLOCK
 
 
@@ -389,3 +382,67 @@ def test_equal_dates_keep_the_order_first_seen() -> None:
     pool = [entry(f"g{i}", last_observed="2026-01-15", position=i, is_global=True)
             for i in range(4)]  # fmt: skip
     assert names(sort_into_categories(pool)["anti-patterns"]) == ["g0", "g1", "g2", "g3"]
+
+
+# --- reading a file as memory.py read it --------------------------------------------------------
+
+
+def shape(entry: LegacyEntry) -> tuple[str, str, str, str, int, str, str | None, int]:
+    return (
+        entry.name, entry.header, entry.description, entry.metadata, entry.observation_count,
+        entry.confidence, entry.last_observed, entry.position,
+    )  # fmt: skip
+
+
+def test_a_heading_after_the_metadata_belongs_to_the_entry() -> None:
+    """memory.py split at ``### `` only: a later ``##`` section is printed with the entry."""
+    (found,) = parse_legacy(
+        "### Anti-Pattern: X\nDesc\n- Cost: y\n\n## Later\n\nText\n", "patterns"
+    )
+    assert shape(found) == ("X", "### Anti-Pattern: X", "Desc", "- Cost: y\n\n## Later\n\nText",
+                            1, "medium", None, 1)  # fmt: skip
+
+
+def test_an_unclosed_comment_stays_in_the_text() -> None:
+    (found,) = parse_legacy("### X\nD\n<!-- open\n- Confidence: high\n", "heuristics")
+    assert (found.description, found.confidence) == ("D\n<!-- open", "high")
+
+
+def test_the_last_valid_sort_field_wins_read_as_python_reads_it() -> None:
+    text = (
+        "### X\nD\n- Observation count: 2\n- Observation count: +4\n- observation count: x\n"
+        "  - Confidence: HIGH\n- Confidence: maybe\n- Last observed: 2026-02-01\n"
+        "- Last observed: Feature #3\n"
+    )
+    (found,) = parse_legacy(text, "patterns")
+    assert (found.observation_count, found.confidence, found.last_observed) == (
+        4, "high", "Feature #3",
+    )  # fmt: skip
+
+
+def test_only_anti_pattern_and_pattern_come_off_the_name() -> None:
+    text = (
+        "### Heuristic: X\nD\n### Anti-Pattern: Y\nD\n### Pattern: Z\nD\n### anti-pattern: W\nD\n"
+    )
+    found = parse_legacy(text, "heuristics")
+    assert [e.name for e in found] == ["Heuristic: X", "Y", "Z", "anti-pattern: W"]
+    assert [e.header for e in found] == [f"### {h}" for h in
+                                         ("Heuristic: X", "Anti-Pattern: Y", "Pattern: Z",
+                                          "anti-pattern: W")]  # fmt: skip
+
+
+def test_positions_count_the_pieces_and_comments_hide_entries() -> None:
+    assert [e.position for e in parse_legacy("# T\n### A\nd\n### B\nd\n", "patterns")] == [1, 2]
+    hidden = parse_legacy("### A\nd\n<!-- ### Hidden\nh\n-->\n### B\nd\n", "patterns")
+    assert [(e.name, e.position) for e in hidden] == [("A", 1), ("B", 2)]
+
+
+def test_text_before_the_first_entry_is_an_entry_unless_a_heading() -> None:
+    found = parse_legacy("Intro text\n### A\nd\n", "patterns")
+    assert [shape(e)[:4] for e in found] == [
+        ("Intro text", "### Intro text", "", ""), ("A", "### A", "d", ""),
+    ]  # fmt: skip
+    (only,) = parse_legacy("## Section only\n### A\n- Cost: only metadata\n", "patterns")
+    assert (only.description, only.metadata) == ("", "- Cost: only metadata")
+    block = render_legacy_block([only])
+    assert "### A\n- Cost: only metadata\n\n---" in block  # no empty description line
