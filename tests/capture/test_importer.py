@@ -9,6 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from memlog.commands.cli import cli
+from memlog.eventlog.events import Observed, Promoted
+from memlog.eventlog.log import EventLog
+from memlog.projections.markdown_view.kb_parser import parse_file
 from memlog.projections.runner import db_path
 from memlog.projections.sqlite_view import store
 from memlog.tests.support import FIXTURES  # noqa: E402
@@ -136,3 +139,26 @@ def test_large_file_imports(memlog_home: Path, tmp_path: Path) -> None:
     assert big.stat().st_size > 5_000_000
     run("import", str(big))
     assert len(rows(memlog_home)) == 12000
+
+
+def test_a_global_store_file_keeps_every_field_in_both_views(memlog_home: Path) -> None:
+    """``Last observed``, ``Source``, ``Tags`` and the rest, as the store file had them: in the
+    global view (written back as it was) and in the project view of each entry."""
+    store_file = (
+        Path(__file__).parents[1] / "retrieval/fixtures/memory_py/global-store/anti-patterns.md"
+    )
+    run("import", str(store_file))
+    assert (memlog_home / "anti-patterns.md").read_bytes() == store_file.read_bytes()
+    events = [r.event for r in EventLog(memlog_home).read()]
+    promoted = {e.entry_id: e.ts for e in events if isinstance(e, Promoted)}
+    for entry in parse_file(store_file).entries:
+        assert promoted[entry.content_hash]  # the promotion has a time of its own
+        project = entry.metadata[1][1].split(",")[0]  # Source: project, Feature #NNN
+        mirrored = parse_file(memlog_home / "projects" / project / "anti-patterns.md")
+        (same,) = [e for e in mirrored.entries if e.content_hash == entry.content_hash]
+        assert same.last_observed == entry.last_observed and same.last_observed.startswith(
+            "2026-02"
+        )
+        assert set(entry.metadata) <= set(same.metadata)  # Source, Tags, Content-Hash too
+    observed = [e for e in events if isinstance(e, Observed)]
+    assert all(e.layout and e.layout[0].startswith("Anti-Pattern: ") for e in observed)

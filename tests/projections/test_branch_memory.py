@@ -277,8 +277,8 @@ def test_migration_m004_upgrades_a_version_2_database(tmp_path: Path) -> None:
     )
     assert migrate(db) == [name for name, _ in MIGRATIONS[2:]]  # m003 and m004 among them
     assert {"m003_lexicon_and_neighbours", "m004_branch_memory"} <= set(dict(MIGRATIONS))
-    row = db.execute("SELECT section, branches, branch_stamps FROM entries").fetchone()
-    assert row == ("", "[]", "[]")
+    row = db.execute("SELECT section, branches, branch_stamps, layout FROM entries").fetchone()
+    assert row == ("", "[]", "[]", "[]")
     tables = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
     assert {"sessions", "spend"} <= tables
     assert migrate(db) == []

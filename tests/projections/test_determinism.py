@@ -21,6 +21,9 @@ from memlog.eventlog.events import content_hash
 from memlog.tests.support import FIXTURES
 
 KB = FIXTURES / "knowledge-bank-6bb5ea25"
+#: an iflow global store (its entries keep the lines they were written with)
+STORE = Path(__file__).parents[1] / "retrieval" / "fixtures" / "memory_py" / "global-store"
+STALE = "Reading a cache without checking what it was built from serves yesterday's answer."
 NOT_VIEWS = {".last-injection.json"}
 
 
@@ -53,13 +56,18 @@ def differences(one: dict[str, bytes], other: dict[str, bytes]) -> list[str]:
 
 @pytest.fixture
 def busy_home(memlog_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    """A home that has seen every kind of write: import, observe (with a secret), promote,
-    retire, a retired entry observed again, labels, vectors, an injection, a redaction."""
+    """A home that has seen every kind of write: import (of a global store too), observe
+    (with a secret), promote, retire, a retired entry observed again, labels, vectors, an
+    injection, a redaction."""
     project = tmp_path / "parser-project"
     shutil.copytree(KB, project / "docs" / "knowledge-bank")
     (project / ".claude").mkdir()
     monkeypatch.chdir(project)
     invoke("import", str(project / "docs" / "knowledge-bank"))
+    invoke("import", *(str(STORE / name) for name in ("anti-patterns.md", "heuristics.md")))
+    # a stored entry observed again: its lines as written, with the new count and date
+    invoke("observe", "--name", "Stale caches", "--description", STALE, "--category",
+           "anti-patterns")  # fmt: skip
     description = "Cache parsed headers by path; password=Hunter2-staging was in the notes."
     invoke("observe", "--name", "Header cache", "--description", description,
            "--category", "heuristics", "--keyword", "Header Cache")  # fmt: skip

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from click.testing import CliRunner
+
+from memlog.commands.cli import cli
 from memlog.projections.markdown_view.writer import (
+    FORMAT,
     MarkdownState,
     digest,
     load_state,
@@ -58,3 +62,22 @@ def test_pending_is_on_disk_until_the_position_is_recorded(tmp_path: Path) -> No
     write_files(tmp_path, {"a.md": NEW, "b.md": OLD}, state)  # b.md unchanged: not pending
     assert load_state(tmp_path).pending == {"a.md": digest(NEW.encode())}
     assert state.pending == {}
+
+
+def test_files_an_older_memlog_wrote_are_all_written_again(memlog_home: Path) -> None:
+    """The same entries render differently once the format changes: the next catch-up
+    writes every file again (they are memlog's own: no backup), and verify finds no drift."""
+    store = Path(__file__).parents[2] / "retrieval/fixtures/memory_py/global-store"
+    original = (store / "heuristics.md").read_text()
+    assert CliRunner().invoke(cli, ["import", str(store / "heuristics.md")]).exit_code == 0
+    older = original.replace("2026-02-14", "2026-11-24").replace("2026-02-20", "2026-11-24")
+    state = load_state(memlog_home)
+    (memlog_home / "heuristics.md").write_text(older + "- Keywords: profile, slow\n")
+    state.files["heuristics.md"] = digest((memlog_home / "heuristics.md").read_bytes())
+    state.format = 0  # as memlog wrote it before the format was recorded
+    save_state(memlog_home, state)
+    done = CliRunner().invoke(cli, ["verify", "--json"])
+    assert done.exit_code == 0, done.output
+    assert "2026-02-14" in (memlog_home / "heuristics.md").read_text()
+    assert "Keywords" not in (memlog_home / "heuristics.md").read_text()
+    assert backups(memlog_home) == [] and load_state(memlog_home).format == FORMAT
