@@ -15,8 +15,9 @@ from pathlib import Path
 import msgspec
 
 from memlog.eventlog.events import EventBase, Observed, Promoted, content_hash
-from memlog.projections.fold import Entry, split_source
+from memlog.projections.fold import Entry
 from memlog.projections.markdown_view.kb_parser import ParsedEntry, parse_file
+from memlog.projections.markdown_view.layout import split_source
 
 #: metadata kept in fields of their own: the count, the confidence, ``Last observed``, the id
 _OWN_KEYS = {"observation count", "confidence", "last observed", "content-hash"}

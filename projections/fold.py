@@ -68,8 +68,7 @@ class Entry(msgspec.Struct, kw_only=True):
     #: further metadata lines of imported entries (``Cost: …``, ``Instead: …``)
     details: list[str] = msgspec.field(default_factory=list)
     last_observed: str = ""
-    #: header and metadata lines as the global store file it came from had them
-    #: (empty: written in memlog's own format)
+    #: header and metadata lines as a global store file had them (empty: memlog's format)
     layout: list[str] = msgspec.field(default_factory=list)
     # lifecycle
     promoted: bool = False
@@ -169,7 +168,6 @@ def _create(event: Observed) -> Entry:
         source=event.source,
         source_project=event.project,
         last_observed=event.last_observed,
-        layout=list(event.layout),
         section=event.section,
     )
     _add_provenance(entry, event)
@@ -185,12 +183,6 @@ def provenance_label(project: str, feature: str) -> str:
     return ", ".join(p for p in (project, feature) if p)
 
 
-def split_source(value: str) -> tuple[str, str]:
-    """``project, Feature #NNN`` of a global store ``Source`` line, as project and feature."""
-    project, _, feature = value.partition(",")
-    return project.strip(), feature.strip()
-
-
 def _add_provenance(entry: Entry, event: Observed | Promoted) -> None:
     _union(entry.projects, [event.project])
     _union(entry.features, [event.feature])
@@ -199,6 +191,7 @@ def _add_provenance(entry: Entry, event: Observed | Promoted) -> None:
         _union(entry.sources, [event.source])
         _union(entry.origins, [event.origin])
         _union(entry.details, event.details)
+        entry.layout = list(event.layout) or entry.layout  # as the store file last read had it
 
 
 def _observe_again(entry: Entry, event: Observed) -> None:
@@ -215,8 +208,6 @@ def _observe_again(entry: Entry, event: Observed) -> None:
     _union(entry.keywords, event.keywords)
     del entry.keywords[MAX_KEYWORDS:]
     entry.last_observed = max(entry.last_observed, event.last_observed)
-    if event.layout:  # the store file as it was last read
-        entry.layout = list(event.layout)
     if event.revive is not False:  # None: written before revival was asked for
         entry.status, entry.status_reason, entry.superseded_by = "live", "", ""
     _add_provenance(entry, event)
@@ -290,10 +281,6 @@ def _superseded(entry: Entry, event: Superseded) -> None:
         entry.superseded_by = event.by
 
 
-def _redacted(entry: Entry) -> None:
-    entry.vectors.clear()  # embedded from text that is gone: embedded again after
-
-
 def _update(entry: Entry, event: Event) -> None:
     match event:
         case Promoted():
@@ -308,8 +295,8 @@ def _update(entry: Entry, event: Event) -> None:
             _retired(entry, event)
         case Superseded():
             _superseded(entry, event)
-        case Redacted():
-            _redacted(entry)
+        case Redacted():  # embedded from text that is gone: embedded again after
+            entry.vectors.clear()
 
 
 def apply(state: State, event: Event) -> State:

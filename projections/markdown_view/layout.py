@@ -15,13 +15,19 @@ from __future__ import annotations
 
 import re
 
-from memlog.projections.fold import Entry, provenance_label, split_source
+from memlog.projections.fold import Entry, provenance_label
 from memlog.vocabulary import CONFIDENCES
 
 COUNT, CONFIDENCE, OBSERVED, SOURCE, TAGS = (
     "observation count", "confidence", "last observed", "source", "tags",
 )  # fmt: skip
 _COUNT = re.compile(r"[0-9]{1,9}")
+
+
+def split_source(value: str) -> tuple[str, str]:
+    """``project, Feature #NNN`` of a global store ``Source`` line, as project and feature."""
+    project, _, feature = value.partition(",")
+    return project.strip(), feature.strip()
 
 
 def date(ts: str) -> str:
