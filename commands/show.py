@@ -10,6 +10,7 @@ from memlog.errors import EntryNotFound
 from memlog.eventlog import secrets
 from memlog.eventlog.events import Event, Redacted
 from memlog.projections.fold import Entry
+from memlog.projections.markdown_view import layout
 
 _SHOWN = (
     "id", "name", "category", "status", "observation_count", "confidence", "recall_count",
@@ -42,6 +43,7 @@ def show(entry_id: str, as_json: bool) -> None:
 def _print_entry(entry: Entry) -> None:
     for field in _SHOWN:
         click.echo(f"{field}: {getattr(entry, field)}")
+    click.echo(f"last_observed: {layout.last_observed(entry)}")
     click.echo(f"description: {entry.description}")
     for field in ("reasoning", "keywords", "references", "provenance", "details"):
         value = getattr(entry, field)

@@ -160,5 +160,7 @@ def test_a_global_store_file_keeps_every_field_in_both_views(memlog_home: Path) 
             "2026-02"
         )
         assert set(entry.metadata) <= set(same.metadata)  # Source, Tags, Content-Hash too
+        shown = run("show", entry.content_hash)
+        assert f"\nlast_observed: {entry.last_observed}\n" in shown
     observed = [e for e in events if isinstance(e, Observed)]
     assert all(e.layout and e.layout[0].startswith("Anti-Pattern: ") for e in observed)
