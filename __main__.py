@@ -1,8 +1,8 @@
 """The ``memlog`` executable (and ``python -m memlog``).
 
-The hooks' hot path comes first: ``memlog hook session-start``, ``session-end``,
+The hooks' hot path and the MCP server come first: ``memlog hook session-start``, ``session-end``,
 ``pre-compact``, the start's recorder, ``hook record``, and the resident
-ranker, ``hook resident``, run before click or any command module is imported.
+ranker, ``hook resident``, and ``serve-mcp`` run before click or any command module is imported.
 """
 
 from __future__ import annotations
@@ -55,6 +55,11 @@ def main() -> None:
         from memlog.hooks.sessions import main as session_hook
 
         session_hook(sys.argv[2])
+    if sys.argv[1:] == ["serve-mcp"]:  # answered before click loads: tools on the first turn
+        from memlog.mcp_server.server import main as serve_mcp
+
+        serve_mcp()
+        sys.exit(0)
     from memlog.commands.cli import main as cli_main
 
     cli_main()

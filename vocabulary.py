@@ -27,6 +27,10 @@ SOURCES: tuple[Source, ...] = ("retro", "session-capture", "manual", "import", "
 CONFIDENCE_RANK: dict[str, int] = {"high": 3, "medium": 2, "low": 1}
 TOP_CONFIDENCE = 3
 
+#: the largest event memlog takes in, in bytes of its JSON: one documented limit for every
+#: way in (a memory entry is a few KB; an MCP tool call's arguments are held to it too)
+MAX_EVENT_BYTES = 64 * 1024
+
 #: keyword labels an entry keeps, and the fewest a generated list must have
 MAX_KEYWORDS = 10
 MIN_KEYWORDS = 3

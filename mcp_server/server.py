@@ -1,39 +1,44 @@
-"""``memlog serve-mcp``: the memory tools over MCP stdio, on the official SDK.
+"""``memlog serve-mcp``: the memory tools over MCP's stdio transport.
 
-Built on ``mcp.server.mcpserver.MCPServer`` (mcp 2.x).  Tool input schemas
-come from the annotated signatures below; results are pydantic models, so
-every call returns structured content with a published output schema.
+A small server of memlog's own, not the ``mcp`` SDK: importing the SDK took
+1.6-2.3 s, and Claude Code starts a session's first turn without the tools
+of a server that has not answered by then.  This one answers ``initialize``
+after loading msgspec alone; the workspace, an iflow store waiting to be
+adopted and the modules the tools need are loaded in a thread meanwhile.
 
-Whatever a call does wrong it gets one readable tool error (``isError``)
-and the server keeps serving: schema violations are reworded from
-pydantic's multi-line report, memlog's own errors keep their message, and
-a crash is kept in ``errors.log`` and reported as one line.
+MCP methods: ``initialize`` (protocol versions 2025-11-25, 2025-06-18,
+2025-03-26 and 2024-11-05: the client's when it is one of them, else the
+newest), ``ping``, ``tools/list`` and ``tools/call``; the client's
+notifications (``notifications/initialized``, ``notifications/cancelled``)
+need no answer.  Any other method is ``-32601``, an unknown tool ``-32602``.
+Arguments a tool refuses (schema, size, memlog's own checks) are a tool
+error, one line with ``isError``, and a crash is kept in ``errors.log`` and
+reported as one line: the server keeps serving whatever a message holds.
 """
 
 from __future__ import annotations
 
-import json
+import contextlib
+import os
 import sys
-from collections.abc import Callable, Sequence
+import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, Any, Literal, TypeVar
-
-from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
-from mcp.server.mcpserver.tools import Tool
-from mcp.types import ToolAnnotations
-from pydantic import Field, ValidationError
+from types import ModuleType
+from typing import IO, TYPE_CHECKING, Any
 
 from memlog import __version__
 from memlog.errors import describe
-from memlog.mcp_server import tools
-from memlog.workspace import Workspace
+from memlog.mcp_server import catalog, protocol
+from memlog.mcp_server.protocol import Refused, Request
+from memlog.mcp_server.results import as_data
 
-T = TypeVar("T")
-SHOWN = 60
-#: pydantic's wording for these speaks of Python types; a client sends JSON
-JSON_WORDING = {"tuple_type": "Input should be an array", "list_type": "Input should be an array"}
+if TYPE_CHECKING:
+    from memlog.workspace import Workspace
 
+VERSIONS = ("2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05")
+#: how long the end of input waits for the loading thread (an adoption) to finish
+SETTLE_SECONDS = 30.0
 INSTRUCTIONS = (
     "memlog is a persistent engineering memory shared across projects. Call store_memory "
     "when you learn something worth keeping (a pattern to follow, an anti-pattern to avoid, "
@@ -41,158 +46,161 @@ INSTRUCTIONS = (
     "to browse. Stored memories are injected at the start of later work."
 )
 
-CaptureCategory = Literal["anti-patterns", "patterns", "heuristics"]
-ReadCategory = Literal["anti-patterns", "patterns", "heuristics", "facts"]
-Name = Annotated[str, Field(description="Short title of the learning (required, not blank).")]
-Description = Annotated[
-    str,
-    Field(
-        description="What was learned, conclusion included (required, not blank). Its "
-        "normalised text is the entry id: storing the same description again counts "
-        "another observation of the same entry."
-    ),
-]
-Reasoning = Annotated[
-    str, Field(description="Why it matters and how it was found (required, not blank).")
-]
-Category = Annotated[
-    CaptureCategory,
-    Field(
-        description="anti-patterns (to avoid), patterns (to follow) or heuristics. Facts "
-        "are not captured here: they come from extraction and are not injected by default."
-    ),
-]
-References = Annotated[
-    tuple[str, ...], Field(description="Related files, features or projects (optional).")
-]
-Query = Annotated[str, Field(description="What to recall, in words (required, not blank).")]
-SearchLimit = Annotated[int, Field(ge=1, le=tools.SEARCH_LIMIT_MAX, description="Results at most.")]
-ListLimit = Annotated[int, Field(ge=1, le=tools.LIST_LIMIT_MAX, description="Entries at most.")]
-Filter = Annotated[ReadCategory | None, Field(description="Only this category (default: all).")]
-Project = Annotated[
-    str | None,
-    Field(description="Only entries seen in this project, by name (default: every project)."),
-]
 
+class Backend:
+    """The workspace and the tools' modules, loaded in a thread once asked for."""
 
-class ReadableTool(Tool):
-    """A tool whose argument errors read as one line instead of pydantic's report."""
+    def __init__(self, cwd: Path) -> None:
+        self.cwd = cwd
+        self.ws: Workspace | None = None
+        self.tools: ModuleType | None = None
+        self.failure: BaseException | None = None
+        self.thread = threading.Thread(target=self._load, name="memlog-mcp-load", daemon=True)
 
-    async def run(
-        self,
-        arguments: dict[str, Any],
-        context: Context[Any, Any],
-        convert_result: bool = False,
-    ) -> Any:
+    def start(self) -> None:
+        if self.thread.ident is None:
+            self.thread.start()
+
+    def ready(self) -> tuple[Workspace, ModuleType]:
+        self.start()
+        self.thread.join()
+        if self.failure is not None:
+            raise self.failure
+        assert self.ws is not None and self.tools is not None
+        return self.ws, self.tools
+
+    def _load(self) -> None:
         try:
-            return await super().run(arguments, context, convert_result)
-        except UnexpectedToolError:
+            from memlog.api.adoption import adopt
+            from memlog.mcp_server import tools
+            from memlog.workspace import Workspace
+
+            self.ws = Workspace.open(self.cwd)
+            adopted = adopt(self.ws, settle=False)
+            for line in [*adopted.notes, adopted.line] if adopted is not None else []:
+                print(f"memlog: {line}", file=sys.stderr)
+            self.tools = tools
+        except BaseException as exc:  # noqa: BLE001 - reported at the first tool call
+            self.failure = exc
+
+
+class Server:
+    """What each request gets; one instance per connection."""
+
+    def __init__(self, backend: Backend) -> None:
+        self.backend = backend
+        self.version = VERSIONS[0]
+        self.methods: dict[str, Callable[[dict[str, Any]], Any]] = {
+            "initialize": self.initialize,
+            "ping": lambda params: {},
+            "tools/list": self.list_tools,
+            "tools/call": self.call_tool,
+        }
+
+    def receive(self, line: bytes | protocol.TooLarge) -> bytes | None:
+        """The answer to one line, if it gets one."""
+        request: Request | None = None
+        try:
+            if isinstance(line, protocol.TooLarge):
+                raise protocol.too_large(line.size)
+            if not line.strip():
+                return None
+            request = protocol.parse(line)
+            if request is None:
+                return None
+            answer = self.answer(request)
+        except Refused as refused:
+            return protocol.error(refused)
+        except Exception as exc:  # noqa: BLE001 - a message never ends the server
+            known = request.id if request is not None else None
+            message = f"Internal error: {_described(exc, self.backend.ws)}"
+            return protocol.error(Refused(protocol.INTERNAL_ERROR, message, known))
+        return None if request.id is None else protocol.result(request.id, answer)
+
+    def answer(self, request: Request) -> Any:
+        handler = self.methods.get(request.method)
+        if request.id is None:  # a notification: nothing is answered, whatever it says
+            return None
+        if handler is None:
+            message = f"Method not found: {request.method}"
+            raise Refused(protocol.METHOD_NOT_FOUND, message, request.id)
+        try:
+            return handler(request.params)
+        except Refused as refused:
+            refused.id = request.id
             raise
-        except ToolError as exc:
-            if isinstance(exc.__cause__, ValidationError):
-                message = describe_invalid(exc.__cause__)
-                raise ToolError(f"Error executing tool {self.name}: {message}") from None
-            raise
+
+    def initialize(self, params: dict[str, Any]) -> dict[str, Any]:
+        asked = params.get("protocolVersion")
+        self.version = asked if asked in VERSIONS else VERSIONS[0]
+        self.backend.start()
+        info = {"name": "memlog", "title": "memlog", "version": __version__}
+        return {
+            "protocolVersion": self.version,
+            "capabilities": {"tools": {"listChanged": False}},
+            "serverInfo": info,
+            "instructions": INSTRUCTIONS,
+        }
+
+    def list_tools(self, params: dict[str, Any]) -> dict[str, Any]:
+        return {"tools": [tool.listing(self.version) for tool in catalog.TOOLS.values()]}
+
+    def call_tool(self, params: dict[str, Any]) -> dict[str, Any]:
+        name, arguments = params.get("name"), params.get("arguments", {})
+        if not isinstance(name, str):
+            raise Refused(protocol.INVALID_PARAMS, "Invalid params: name must be a string")
+        tool = catalog.TOOLS.get(name)
+        if tool is None:
+            raise Refused(protocol.INVALID_PARAMS, f"Unknown tool: {name}")
+        if not isinstance(arguments, dict):
+            raise Refused(protocol.INVALID_PARAMS, "Invalid params: arguments must be an object")
+        try:
+            outcome = as_data(self._run(tool, catalog.check(tool, arguments)))
+        except catalog.Invalid as exc:
+            return self._failed(name, str(exc))
+        except Exception as exc:  # noqa: BLE001 - one line to the model, the details logged
+            return self._failed(name, _described(exc, self.backend.ws))
+        text = protocol.encode(outcome).decode("utf-8")
+        shown: dict[str, Any] = {"content": [{"type": "text", "text": text}]}
+        if self.version >= "2025-06-18":
+            shown["structuredContent"] = outcome
+        return {**shown, "isError": False}
+
+    def _run(self, tool: catalog.Tool, values: dict[str, Any]) -> Any:
+        ws, tools = self.backend.ready()
+        with contextlib.redirect_stdout(sys.stderr):  # stdout carries the protocol alone
+            return getattr(tools, tool.name)(ws, **values)
+
+    def _failed(self, name: str, message: str) -> dict[str, Any]:
+        text = f"Error executing tool {name}: {message}"
+        return {"content": [{"type": "text", "text": " ".join(text.split())}], "isError": True}
 
 
-def describe_invalid(error: ValidationError) -> str:
-    """Every problem of a rejected call, on one line."""
-    problems = []
-    for item in error.errors(include_url=False):
-        where = _where(item["loc"])
-        if item["type"] == "missing":
-            problems.append(f"{where} is required")
-        else:
-            message = JSON_WORDING.get(item["type"], item["msg"])
-            problems.append(f"{where}: {message} (got {_shown(item.get('input'))})")
-    return "invalid arguments: " + "; ".join(problems)
+def _described(exc: BaseException, ws: Workspace | None = None) -> str:
+    return describe(exc, ws.home if ws is not None else None).message
 
 
-def _where(loc: Sequence[int | str]) -> str:
-    text = ""
-    for part in loc:
-        text += f"[{part}]" if isinstance(part, int) else (f".{part}" if text else str(part))
-    return text or "arguments"
+def serve(cwd: Path, stdin: IO[bytes], stdout: IO[bytes]) -> None:
+    """Answer every line of ``stdin`` on ``stdout`` until ``stdin`` ends."""
+    backend = Backend(cwd)
+    server = Server(backend)
+    for line in protocol.lines(stdin):
+        answer = server.receive(line)
+        if answer is not None:
+            stdout.write(answer + b"\n")
+            stdout.flush()
+    if backend.thread.ident is not None:
+        backend.thread.join(SETTLE_SECONDS)
 
 
-def _shown(value: object) -> str:
+def main() -> None:
+    """``memlog serve-mcp``: stdio, until the client closes the stream."""
+    out = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    sys.stdout = sys.stderr  # whatever else prints goes to stderr, never into the protocol
     try:
-        text = json.dumps(value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = repr(value)
-    return text if len(text) <= SHOWN else text[: SHOWN - 1] + "…"
-
-
-def guarded(ws: Workspace, action: Callable[[], T]) -> T:
-    """Run a tool body; every failure becomes a one-line tool error."""
-    try:
-        return action()
-    except Exception as exc:  # noqa: BLE001 - a crash is logged and answered, never fatal
-        raise ToolError(describe(exc, ws.home).message) from None
-
-
-def build_server(cwd: Path) -> MCPServer:
-    """The server, its tools bound to the project of ``cwd`` (resolved once, here)."""
-    ws = Workspace.open(cwd)
-
-    def store_memory(
-        name: Name,
-        description: Description,
-        reasoning: Reasoning,
-        category: Category,
-        references: References = (),
-    ) -> tools.Stored:
-        """Save a learning to persistent memory, now, for later work in any project.
-
-        Use it for a debugging insight, a codebase discovery or a decision worth
-        keeping. The memory is recorded for the current project with source
-        session-capture, embedded when the embedding provider is available, and
-        injected at the start of later work when relevant. Storing a description
-        that is already known adds an observation to that entry (no duplicate).
-        Returns the entry id and whether the entry is new.
-        """
-        return guarded(
-            ws, lambda: tools.store_memory(ws, name, description, reasoning, category, references)
-        )
-
-    def search_memory(
-        query: Query, limit: SearchLimit = 10, category: Filter = None
-    ) -> tools.Found:
-        """Search memories with the same hybrid ranking the start-of-work injection uses.
-
-        Ranks by vector similarity, keyword match (FTS5) and prominence
-        (observations, confidence, recency, recalls); best first.
-        """
-        return guarded(ws, lambda: tools.search_memory(ws, query, limit, category))
-
-    def list_memories(
-        category: Filter = None, project: Project = None, limit: ListLimit = 50
-    ) -> tools.Listed:
-        """List live memories, most recently updated first."""
-        return guarded(ws, lambda: tools.list_memories(ws, category, project, limit))
-
-    writes = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False)
-    reads = ToolAnnotations(read_only_hint=True, open_world_hint=False)
-    return MCPServer(
-        name="memlog",
-        version=__version__,
-        instructions=INSTRUCTIONS,
-        log_level="WARNING",
-        tools=[
-            ReadableTool.from_function(store_memory, title="Store a memory", annotations=writes),
-            ReadableTool.from_function(search_memory, title="Search memories", annotations=reads),
-            ReadableTool.from_function(list_memories, title="List memories", annotations=reads),
-        ],
-    )
-
-
-def run(cwd: Path) -> None:
-    """Serve on stdin/stdout until the client closes the stream (an iflow store waiting
-    in the home is adopted first; its vectors follow in the background)."""
-    from memlog.api.adoption import adopt
-
-    server = build_server(cwd)
-    adopted = adopt(Workspace.open(cwd), settle=False)
-    for line in [*adopted.notes, adopted.line] if adopted is not None else []:
-        print(f"memlog: {line}", file=sys.stderr)  # stdout carries the protocol
-    server.run("stdio")
+        serve(Path.cwd(), sys.stdin.buffer, out)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            out.close()

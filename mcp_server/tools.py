@@ -14,12 +14,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pydantic import BaseModel, Field
-
 from memlog.api import capturing, reading, recall
 from memlog.errors import InvalidInput
 from memlog.eventlog import secrets
 from memlog.eventlog.events import Observed
+from memlog.mcp_server.catalog import LIST_LIMIT_MAX, SEARCH_LIMIT_MAX
+from memlog.mcp_server.results import SOURCE, Found, Hit, Listed, Memory, Stored
 from memlog.projections.fold import Entry, space_key
 from memlog.vocabulary import CATEGORIES, KB_CATEGORIES
 from memlog.workspace import Workspace
@@ -30,76 +30,7 @@ from memlog.workspace import Workspace
 CAPTURE_CATEGORIES = KB_CATEGORIES
 #: What ``search_memory`` and ``list_memories`` can filter on (facts included).
 READ_CATEGORIES = CATEGORIES
-SOURCE = "session-capture"
 COMMAND = "serve-mcp"
-SEARCH_LIMIT_MAX = 100
-LIST_LIMIT_MAX = 1000
-
-
-class Stored(BaseModel):
-    """The outcome of ``store_memory``."""
-
-    id: str = Field(description="Entry id: the content hash of the description.")
-    created: bool = Field(description="True for a new entry, false for a new observation.")
-    observation_count: int = Field(description="Times the entry has been observed so far.")
-    name: str
-    category: str
-    project: str = Field(description="The project the memory was stored from.")
-    source: str = SOURCE
-    embedded: bool = Field(description="Whether the entry has a vector in the space in force.")
-    keywords: list[str] = Field(default_factory=list)
-    redacted: list[str] = Field(
-        default_factory=list,
-        description="Secrets replaced by [REDACTED] before storing, as 'field: class' "
-        "(the text itself is never stored or returned).",
-    )
-    notes: list[str] = Field(default_factory=list, description="Warnings, if any.")
-
-
-class Hit(BaseModel):
-    """One search result."""
-
-    id: str
-    name: str
-    category: str
-    description: str
-    score: float = Field(description="Hybrid score (vector, keyword, prominence).")
-
-
-class Found(BaseModel):
-    """The outcome of ``search_memory``."""
-
-    query: str
-    mode: str = Field(description="semantic, keyword, prominence (or legacy markdown).")
-    results: list[Hit]
-    notes: list[str] = Field(default_factory=list)
-
-
-class Memory(BaseModel):
-    """One entry as ``list_memories`` shows it."""
-
-    id: str
-    name: str
-    category: str
-    description: str
-    reasoning: str
-    project: str = Field(description="The project the entry was first seen in.")
-    projects: list[str] = Field(description="Every project the entry was seen in.")
-    references: list[str]
-    keywords: list[str]
-    observation_count: int
-    confidence: str
-    source: str
-    created_at: str
-    updated_at: str
-
-
-class Listed(BaseModel):
-    """The outcome of ``list_memories``."""
-
-    total: int = Field(description="Live entries matching the filters (before the limit).")
-    memories: list[Memory] = Field(description="Most recently updated first.")
-    notes: list[str] = Field(default_factory=list)
 
 
 # -- store_memory ------------------------------------------------------------------------

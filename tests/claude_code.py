@@ -36,42 +36,47 @@ OFFLINE = {
 _SCRUBBED = ("ANTHROPIC_", "CLAUDE", "OTEL_", "MEMLOG_")
 
 
-def cache_dir() -> Path:
+def cache_dir(name: str = "claude-code") -> Path:
     configured = os.environ.get("MEMLOG_TEST_CACHE")
     base = Path(configured) if configured else Path.home() / ".cache" / "memlog-tests"
-    return base / "claude-code"
+    return base / name
 
 
 def claude_binary() -> Path:
     """The installed ``claude`` (installed now if needed); skip the test when impossible."""
-    folder = cache_dir()
-    binary = folder / "node_modules" / ".bin" / "claude"
+    return npm_binary(PACKAGE, "claude", cache_dir())
+
+
+def npm_binary(package: str, name: str, folder: Path) -> Path:
+    """The binary ``name`` of npm ``package`` installed in ``folder`` (installed now if
+    needed); the test is skipped when npm or the registry cannot be reached."""
+    binary = folder / "node_modules" / ".bin" / name
     if binary.exists():
         return binary
     npm = shutil.which("npm")
     if npm is None:
-        pytest.skip("npm is not installed: cannot install the Claude Code CLI")
+        pytest.skip(f"npm is not installed: cannot install {package}")
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / ".install.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # one installer when tests run in parallel
         if not binary.exists():
-            _install(npm, folder)
+            _install(npm, folder, package)
     if not binary.exists():
-        pytest.skip(f"npm installed {PACKAGE} without a claude binary in {folder}")
+        pytest.skip(f"npm installed {package} without a {name} binary in {folder}")
     return binary
 
 
-def _install(npm: str, folder: Path) -> None:
-    command = [npm, "install", "--prefix", str(folder), "--no-audit", "--no-fund", PACKAGE]
+def _install(npm: str, folder: Path, package: str) -> None:
+    command = [npm, "install", "--prefix", str(folder), "--no-audit", "--no-fund", package]
     try:
         done = subprocess.run(
             command, capture_output=True, text=True, timeout=INSTALL_TIMEOUT, check=False
         )
     except subprocess.TimeoutExpired:
-        pytest.skip(f"npm install {PACKAGE} took over {INSTALL_TIMEOUT} s (registry unreachable?)")
+        pytest.skip(f"npm install {package} took over {INSTALL_TIMEOUT} s (registry unreachable?)")
     if done.returncode != 0:
         why = (done.stderr.strip().splitlines() or ["no output"])[-1]
-        pytest.skip(f"npm install {PACKAGE} failed (registry unreachable?): {why}")
+        pytest.skip(f"npm install {package} failed (registry unreachable?): {why}")
 
 
 @dataclass
@@ -123,6 +128,12 @@ class ClaudeCode:
             capture_output=True, text=True, timeout=timeout, check=False,
         )  # fmt: skip
         return Ran(done.returncode, done.stdout, done.stderr)
+
+    def install_plugin(self, marketplace: Path, cwd: Path) -> Ran:
+        """``claude plugin marketplace add`` the folder, then install ``memlog@memlog``."""
+        added = self.run(["plugin", "marketplace", "add", str(marketplace)], cwd=cwd)
+        assert added.returncode == 0, added.stdout + added.stderr
+        return self.run(["plugin", "install", "memlog@memlog"], cwd=cwd)
 
     def settings(self) -> Path:
         """The user settings file of this home (``~/.claude/settings.json``)."""

@@ -24,9 +24,15 @@ from memlog.tests.claude_code import ClaudeCode, claude_binary
 from memlog.tests.messages_api import MessagesAPI
 from memlog.tests.support import REPO
 
-WRAPPER = REPO / "hooks" / "run-memlog"
-HINT = "pipx install claude-memlog"
+PLUGIN = REPO / "plugin"
+WRAPPER = PLUGIN / "hooks" / "run-memlog"
+HINT = "from a clone of memlog run `pipx install .` (or `uv tool install .`"
 PLUGIN_ID = "memlog@memlog"
+#: everything the marketplace's plugin source holds: what Claude Code copies into its cache
+PLUGIN_FILES = {
+    ".claude-plugin/plugin.json", ".mcp.json", "hooks/hooks.json", "hooks/run-memlog",
+    "skills/retrospecting/SKILL.md",
+}  # fmt: skip
 
 
 def invoke(*args: str) -> Result:
@@ -62,7 +68,7 @@ def user_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_one_version_everywhere() -> None:
     project = tomllib.loads((REPO / "pyproject.toml").read_text())["project"]
-    plugin = json.loads((REPO / ".claude-plugin" / "plugin.json").read_text())
+    plugin = json.loads((PLUGIN / ".claude-plugin" / "plugin.json").read_text())
     market = json.loads((REPO / ".claude-plugin" / "marketplace.json").read_text())
     assert project["version"] == plugin["version"] == __version__
     assert market["metadata"]["version"] == __version__
@@ -73,27 +79,33 @@ def test_one_version_everywhere() -> None:
 
 
 def test_the_manifests_carry_what_claude_code_asks_for() -> None:
-    plugin = json.loads((REPO / ".claude-plugin" / "plugin.json").read_text())
+    plugin = json.loads((PLUGIN / ".claude-plugin" / "plugin.json").read_text())
     assert isinstance(plugin["author"], dict) and plugin["author"]["name"]
     assert isinstance(plugin["repository"], str) and plugin["homepage"].startswith("https://")
     assert "hooks" not in plugin  # hooks/hooks.json loads by convention
     market = json.loads((REPO / ".claude-plugin" / "marketplace.json").read_text())
     assert isinstance(market["owner"], dict) and market["metadata"]["description"]
     (entry,) = market["plugins"]
-    assert entry["name"] == plugin["name"] == "memlog" and entry["source"] == "./"
-    skill = (REPO / "skills" / "retrospecting" / "SKILL.md").read_text()
+    assert entry["name"] == plugin["name"] == "memlog" and entry["source"] == "./plugin"
+    skill = (PLUGIN / "skills" / "retrospecting" / "SKILL.md").read_text()
     assert skill.startswith("---\nname: retrospecting\ndescription: ")
+
+
+def test_the_plugin_source_holds_only_the_plugin() -> None:
+    held = {str(p.relative_to(PLUGIN)) for p in PLUGIN.rglob("*") if p.is_file()}
+    assert held == PLUGIN_FILES
+    assert sum(p.stat().st_size for p in PLUGIN.rglob("*") if p.is_file()) < 64 << 10
 
 
 # -- the wrapper ---------------------------------------------------------------------------------
 
 
 def wrapper(
-    args: list[str], tmp_path: Path, path: str, stdin: str = ""
+    args: list[str], tmp_path: Path, path: str, stdin: str = "", **more: str
 ) -> subprocess.CompletedProcess[str]:
-    root = tmp_path / "plugin-root"  # a plugin copy without a .venv
-    root.mkdir(exist_ok=True)
-    env = {"PATH": path, "HOME": str(tmp_path / "nobody"), "CLAUDE_PLUGIN_ROOT": str(root)}
+    root = tmp_path / "nobody" / ".claude" / "plugins" / "cache" / "memlog" / "memlog" / "0.2.0"
+    root.mkdir(parents=True, exist_ok=True)  # where Claude Code puts the plugin: no memlog
+    env = {"PATH": path, "HOME": str(tmp_path / "nobody"), "CLAUDE_PLUGIN_ROOT": str(root), **more}
     return subprocess.run(
         ["sh", str(WRAPPER), *args], input=stdin, capture_output=True, text=True, env=env,
         timeout=60, check=False,
@@ -118,6 +130,45 @@ def test_the_wrapper_finds_memlog_on_path(tmp_path: Path, memlog_home: Path) -> 
     bin_dir = str(Path(sys.executable).parent)
     done = wrapper(["--version"], tmp_path, f"{bin_dir}:/usr/bin:/bin")
     assert done.returncode == 0 and done.stdout.strip() == f"memlog, version {__version__}"
+
+
+def fake_memlog(folder: Path, says: str) -> Path:
+    """An executable ``memlog`` that prints what it is and its arguments."""
+    folder.mkdir(parents=True, exist_ok=True)
+    binary = folder / "memlog"
+    binary.write_text(f'#!/bin/sh\necho "{says} $*"\n')
+    binary.chmod(0o755)
+    return binary
+
+
+def known_marketplaces(tmp_path: Path, clone: Path) -> None:
+    """What `claude plugin marketplace add <clone>` records (as Claude Code 2.1 writes it)."""
+    plugins = tmp_path / "nobody" / ".claude" / "plugins"
+    plugins.mkdir(parents=True, exist_ok=True)
+    other = {"source": {"source": "directory", "path": "/elsewhere"}, "installLocation": "/else"}
+    ours = {"source": {"source": "directory", "path": str(clone)}, "installLocation": str(clone),
+            "lastUpdated": "2026-11-25T12:39:02.094Z"}  # fmt: skip
+    data = {"another": other, "memlog": ours}
+    (plugins / "known_marketplaces.json").write_text(json.dumps(data, indent=2))
+
+
+def test_the_wrapper_finds_the_venv_of_the_clone_it_was_installed_from(tmp_path: Path) -> None:
+    clone = tmp_path / "my clone"
+    fake_memlog(clone / ".venv" / "bin", "clone")
+    fake_memlog(tmp_path / "else" / ".venv" / "bin", "another marketplace")
+    on_path = fake_memlog(tmp_path / "bin", "on PATH").parent
+    known_marketplaces(tmp_path, clone)
+    done = wrapper(["hook", "session-end"], tmp_path, f"{on_path}:/usr/bin:/bin")
+    assert done.returncode == 0 and done.stdout == "clone hook session-end\n", done.stderr
+    chosen = fake_memlog(tmp_path / "chosen", "MEMLOG_BIN")
+    done = wrapper(["serve-mcp"], tmp_path, f"{on_path}:/usr/bin:/bin", MEMLOG_BIN=str(chosen))
+    assert done.stdout == "MEMLOG_BIN serve-mcp\n"
+    (clone / ".venv").rename(clone / "old-venv")  # no venv there: memlog on PATH
+    done = wrapper(["serve-mcp"], tmp_path, f"{on_path}:/usr/bin:/bin")
+    assert done.stdout == "on PATH serve-mcp\n"
+    fake_memlog(tmp_path / "nobody" / ".local" / "bin", "pipx")  # then where pipx and uv put it
+    done = wrapper(["serve-mcp"], tmp_path, "/usr/bin:/bin")
+    assert done.stdout == "pipx serve-mcp\n"
 
 
 # -- plugin and setup know about each other -----------------------------------------------------
@@ -183,13 +234,9 @@ def offline_claude(tmp_path: Path, api_url: str = "http://127.0.0.1:9") -> Claud
 
 
 def plugin_copy(tmp_path: Path) -> Path:
-    """The plugin's own files, without the marketplace manifest beside them."""
+    """A copy of the plugin's folder, to break."""
     copy = tmp_path / "plugin"
-    (copy / ".claude-plugin").mkdir(parents=True)
-    shutil.copy(REPO / ".claude-plugin" / "plugin.json", copy / ".claude-plugin")
-    shutil.copy(REPO / ".mcp.json", copy)
-    shutil.copytree(REPO / "hooks", copy / "hooks", ignore=shutil.ignore_patterns("*.py", "__*"))
-    shutil.copytree(REPO / "skills", copy / "skills")
+    shutil.copytree(PLUGIN, copy)
     return copy
 
 
@@ -214,10 +261,13 @@ def test_claude_plugin_validate_strict(tmp_path: Path) -> None:
 @pytest.mark.slow
 def test_claude_plugin_install_from_the_repository_as_a_marketplace(tmp_path: Path) -> None:
     claude = offline_claude(tmp_path)
-    added = claude.run(["plugin", "marketplace", "add", str(REPO)], cwd=tmp_path)
-    assert added.returncode == 0 and "Successfully added marketplace: memlog" in added.stdout
-    done = claude.run(["plugin", "install", PLUGIN_ID], cwd=tmp_path)
+    done = claude.install_plugin(REPO, tmp_path)
     assert done.returncode == 0, done.stdout + done.stderr
+    cache = claude.home / ".claude" / "plugins" / "cache"
+    copied = [p for p in cache.rglob("*") if p.is_file()]
+    assert sum(p.stat().st_size for p in copied) < 1 << 20  # the plugin, nothing of the clone
+    (root,) = {p.parent for p in copied if p.name == "plugin.json"}
+    assert {str(p.relative_to(root.parent)) for p in copied} == PLUGIN_FILES
     details = claude.run(["plugin", "details", PLUGIN_ID], cwd=tmp_path).stdout
     assert "Skills (1)  retrospecting" in details
     assert "Hooks (3)  SessionStart, SessionEnd, PreCompact" in details, details

@@ -294,13 +294,15 @@ def test_install_then_remove_gives_back_the_same_bytes(
 
 # -- the plugin ------------------------------------------------------------------------------
 
+PLUGIN = REPO / "plugin"
+
 
 def test_the_plugin_manifest() -> None:
-    manifest = json.loads((REPO / ".claude-plugin" / "plugin.json").read_text())
+    manifest = json.loads((PLUGIN / ".claude-plugin" / "plugin.json").read_text())
     assert re.fullmatch(r"[a-z][a-z0-9]*(-[a-z0-9]+)*", manifest["name"])
     assert manifest["version"] == __version__
     assert "hooks" not in manifest  # hooks/hooks.json loads by convention; naming it loads it twice
-    default = REPO / ".mcp.json"  # also loaded by convention
+    default = PLUGIN / ".mcp.json"  # also loaded by convention
     sources = [manifest.get("mcpServers"), default.exists() and json.loads(default.read_text())]
     (servers,) = [s["mcpServers"] if "mcpServers" in s else s for s in sources if s]
     # the server starts through the hooks' wrapper: one way to find memlog, one fallback
@@ -309,11 +311,11 @@ def test_the_plugin_manifest() -> None:
 
 
 def test_the_plugin_hooks_file() -> None:
-    config = json.loads((REPO / "hooks" / "hooks.json").read_text())
+    config = json.loads((PLUGIN / "hooks" / "hooks.json").read_text())
     (group,) = config["hooks"]["SessionStart"]
     assert group["matcher"] == HOOK_MATCHER
     (hook,) = group["hooks"]
     assert hook["type"] == "command" and 0 < hook["timeout"] <= 60
     assert hook["command"].startswith('"${CLAUDE_PLUGIN_ROOT}/hooks/run-memlog"')
     assert hook["command"].endswith(" hook session-start")
-    assert os.access(REPO / "hooks" / "run-memlog", os.X_OK)
+    assert os.access(PLUGIN / "hooks" / "run-memlog", os.X_OK)

@@ -8,139 +8,38 @@ JSON-RPC lines, so what is tested is what Claude Code runs.
 from __future__ import annotations
 
 import json
-import os
-import queue
 import subprocess
 import sys
-import threading
 import time
-import uuid
-from collections.abc import AsyncIterator, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import IO, Any
+from types import SimpleNamespace
+from typing import Any
 
 import anyio
 import pytest
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import MCPError
 
 from memlog.eventlog.events import Observed, Recalled, content_hash
 from memlog.eventlog.log import START, EventLog
-from memlog.hooks.recorder import settled
-from memlog.tests.support import REPO  # noqa: E402
-
-TIMEOUT = 30.0
-LOCKED = ("database is locked", "sqlite_busy", "database table is locked")
-
-
-# -- helpers -------------------------------------------------------------------------------
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """A project folder (marked by ``.claude``) with a subfolder to start from."""
-    root = tmp_path / "acme-parser"
-    (root / ".claude").mkdir(parents=True)
-    (root / "src").mkdir()
-    return root
-
-
-def server_env(home: Path, **extra: str) -> dict[str, str]:
-    env = {
-        "MEMLOG_HOME": str(home),
-        "MEMLOG_EMBEDDING_PROVIDER": "hashing",
-        "PYTHONPATH": os.environ.get("PYTHONPATH", ""),
-    }
-    return env | extra
-
-
-def full_env(home: Path, **extra: str) -> dict[str, str]:
-    return {**os.environ, **server_env(home, **extra)}
-
-
-@asynccontextmanager
-async def mcp_client(cwd: Path, home: Path, errlog: IO[str]) -> AsyncIterator[ClientSession]:
-    params = StdioServerParameters(
-        command=sys.executable,
-        args=["-m", "memlog", "serve-mcp"],
-        env=server_env(home),
-        cwd=cwd,
-    )
-    async with stdio_client(params, errlog=errlog) as (read, write):
-        async with ClientSession(read, write, read_timeout_seconds=TIMEOUT) as client:
-            await client.initialize()
-            yield client
-
-
-def run_mcp(cwd: Path, home: Path, body: Callable[[ClientSession], Any], errlog_path: Path) -> Any:
-    """Run ``body(client)`` against a fresh server; its stderr goes to ``errlog_path``."""
-
-    async def main() -> Any:
-        with open(errlog_path, "a", encoding="utf-8") as errlog:
-            async with mcp_client(cwd, home, errlog) as client:
-                return await body(client)
-
-    return anyio.run(main)
-
-
-def store_args(n: int | str, **over: Any) -> dict[str, Any]:
-    args = {
-        "name": f"Parser lesson {n}",
-        "description": f"Read real file samples before writing parser number {n}.",
-        "reasoning": f"Synthetic inputs hid a quoting bug in parser {n}.",
-        "category": "patterns",
-    }
-    return args | over
-
-
-def text_of(result: Any) -> str:
-    return "".join(getattr(block, "text", "") for block in result.content)
-
-
-def run_hook(project: Path, home: Path, **env: str) -> dict[str, Any]:
-    # each run is a session of its own: a second run for one session start injects nothing
-    payload = {
-        "session_id": f"s-{uuid.uuid4()}", "cwd": str(project), "hook_event_name": "SessionStart",
-        "source": "startup", "transcript_path": "",
-    }  # fmt: skip
-    done = subprocess.run(
-        [sys.executable, "-m", "memlog", "hook", "session-start"],
-        input=json.dumps(payload),
-        capture_output=True,
-        text=True,
-        env=full_env(home, **env),
-        cwd=project,
-        timeout=TIMEOUT,
-    )
-    assert done.returncode == 0, done.stderr
-    assert not any(word in done.stderr.lower() for word in LOCKED), done.stderr
-    assert settled(home)
-    output: dict[str, Any] = json.loads(done.stdout)
-    return output
-
-
-def observe(cwd: Path, home: Path, name: str, description: str, category: str) -> Any:
-    argv = ["observe", "--name", name, "--description", description, "--category", category]
-    return subprocess.run(
-        [sys.executable, "-m", "memlog", *argv],
-        capture_output=True,
-        text=True,
-        env=full_env(home),
-        cwd=cwd,
-        timeout=TIMEOUT,
-    )
-
-
-def assert_no_lock_errors(*texts: str) -> None:
-    for text in texts:
-        assert not any(word in text.lower() for word in LOCKED), text
-
-
-def read_text(path: Path) -> str:
-    return path.read_text(encoding="utf-8", errors="replace") if path.exists() else ""
-
+from memlog.tests.mcp_server.helpers import (
+    TIMEOUT,
+    assert_no_lock_errors,
+    call,
+    full_env,
+    observe,
+    raw_server,
+    read_text,
+    request,
+    run_hook,
+    run_mcp,
+    server_env,
+    store_args,
+    text_of,
+)
+from memlog.tests.support import REPO
 
 # -- the protocol surface --------------------------------------------------------------------
 
@@ -168,7 +67,7 @@ def test_initialize_and_list_tools(project: Path, memlog_home: Path, tmp_path: P
 
     store = tools["store_memory"].input_schema
     assert sorted(store["required"]) == ["category", "description", "name", "reasoning"]
-    assert store["properties"]["category"]["enum"] == ["anti-patterns", "patterns", "heuristics"]
+    assert store["properties"]["category"]["enum"] == ["anti-patterns", "heuristics", "patterns"]
     assert store["properties"]["references"]["type"] == "array"
     assert store["properties"]["references"]["items"] == {"type": "string"}
     assert store["properties"]["references"]["default"] == []
@@ -278,21 +177,24 @@ BAD_CALLS: list[tuple[str, dict[str, Any], list[str]]] = [
     ("store_memory", store_args(1, name="   ", reasoning="\t\n"), ["name and reasoning are empty"]),
     ("store_memory", store_args(1, description=" "), ["description is empty"]),
     ("store_memory", store_args(1, category="facts"),
-     ["category", "'anti-patterns', 'patterns' or 'heuristics'", '"facts"']),
+     ["category", "'anti-patterns', 'heuristics' or 'patterns'", '"facts"']),
     ("store_memory", store_args(1, category="Patterns"), ["category", '"Patterns"']),
-    ("store_memory", store_args(1, name=42), ["name: Input should be a valid string", "got 42"]),
+    ("store_memory", store_args(1, name=42), ["name: should be a string", "got 42"]),
     ("store_memory", store_args(1, references="src/a.py"),
-     ["references: Input should be an array", '"src/a.py"']),
-    ("store_memory", store_args(1, references=[1, "ok"]), ["references[0]", "valid string"]),
+     ["references: should be an array", '"src/a.py"']),
+    ("store_memory", store_args(1, references=[1, "ok"]), ["references[0]: should be a string"]),
     ("store_memory", store_args(1, category=None), ["category", "got null"]),
+    ("store_memory", store_args(1, description="x" * 70_000),
+     ["70", "bytes of JSON, more than memlog's maximum event size of 65536 bytes"]),
     ("search_memory", {}, ["query is required"]),
     ("search_memory", {"query": "   "}, ["query is empty"]),
-    ("search_memory", {"query": "x", "limit": 0}, ["limit", "greater than or equal to 1"]),
+    ("search_memory", {"query": "x", "limit": 0}, ["limit: should be at least 1 (got 0)"]),
+    ("search_memory", {"query": "x", "limit": 101}, ["limit: should be at most 100"]),
     ("search_memory", {"query": "x", "limit": "ten"}, ["limit", "integer", '"ten"']),
     ("search_memory", {"query": "x", "category": "misc"}, ["category", '"misc"']),
     ("list_memories", {"category": "misc"}, ["category", '"misc"']),
-    ("list_memories", {"limit": -5}, ["limit", "greater than or equal to 1"]),
-    ("list_memories", {"project": ["a"]}, ["project", "valid string"]),
+    ("list_memories", {"limit": -5}, ["limit: should be at least 1"]),
+    ("list_memories", {"project": ["a"]}, ["project: should be a string"]),
 ]  # fmt: skip
 
 
@@ -301,7 +203,10 @@ def test_bad_inputs_are_one_line_tool_errors(
 ) -> None:
     async def body(client: ClientSession) -> tuple[list[Any], Any, Any]:
         results = [await client.call_tool(tool, args) for tool, args, _ in BAD_CALLS]
-        unknown = await client.call_tool("forget_everything", {})
+        try:
+            unknown: Any = await client.call_tool("forget_everything", {})
+        except MCPError as exc:  # an unknown tool is a protocol error (-32602), as MCP says
+            unknown = exc
         # the server is still serving, and nothing bad was stored
         good = await client.call_tool("store_memory", store_args("ok"))
         return results, unknown, good
@@ -315,7 +220,8 @@ def test_bad_inputs_are_one_line_tool_errors(
         assert "pydantic" not in message and "Traceback" not in message, message
         for part in expected:
             assert part in message, (args, message)
-    assert unknown.is_error and "forget_everything" in text_of(unknown)
+    assert isinstance(unknown, MCPError) and unknown.code == -32602
+    assert unknown.message == "Unknown tool: forget_everything"
     assert not good.is_error and good.structured_content["created"] is True
     observed = [r.event for r in EventLog(memlog_home).read(START) if isinstance(r.event, Observed)]
     assert [e.name for e in observed] == ["Parser lesson ok"]
@@ -325,69 +231,12 @@ def test_bad_inputs_are_one_line_tool_errors(
 # -- raw JSON-RPC lines ----------------------------------------------------------------------
 
 
-@contextmanager
-def raw_server(cwd: Path, home: Path, stderr: IO[bytes]) -> Iterator[Callable[..., Any]]:
-    """A server process and ``exchange(message)``: write one line, read the response."""
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "memlog", "serve-mcp"],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=stderr,
-        cwd=cwd,
-        env=full_env(home),
-    )
-    assert proc.stdin is not None and proc.stdout is not None
-    lines: queue.Queue[bytes] = queue.Queue()
-    stdout = proc.stdout
-
-    def pump() -> None:
-        for line in stdout:
-            lines.put(line)
-        lines.put(b"")
-
-    reader = threading.Thread(target=pump, daemon=True)
-    reader.start()
-
-    def exchange(message: dict[str, Any]) -> dict[str, Any] | None:
-        assert proc.stdin is not None
-        proc.stdin.write(json.dumps(message).encode("utf-8") + b"\n")
-        proc.stdin.flush()
-        if "id" not in message:
-            return None  # a notification has no response
-        while True:
-            line = lines.get(timeout=TIMEOUT)
-            assert line, "the server closed stdout"
-            reply: dict[str, Any] = json.loads(line)  # every stdout line is JSON-RPC
-            if reply.get("id") == message["id"]:
-                return reply
-
-    try:
-        yield exchange
-    finally:
-        proc.stdin.close()
-        try:
-            assert proc.wait(timeout=TIMEOUT) == 0  # EOF on stdin: a clean exit
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            reader.join(TIMEOUT)
-            stdout.close()
-
-
-def request(number: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
-    return {"jsonrpc": "2.0", "id": number, "method": method, "params": params}
-
-
-def call(number: int, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    return request(number, "tools/call", {"name": tool, "arguments": arguments})
-
-
 def test_raw_json_rpc_lines(project: Path, memlog_home: Path, tmp_path: Path) -> None:
     with (
         open(tmp_path / "stderr.log", "wb") as stderr,
-        raw_server(project, memlog_home, stderr) as exchange,
+        raw_server(project, memlog_home, stderr) as raw,
     ):
+        exchange = raw.exchange
         init = exchange(request(1, "initialize", {
             "protocolVersion": "2025-06-18", "capabilities": {},
             "clientInfo": {"name": "raw-test", "version": "0"}}))  # fmt: skip
@@ -478,25 +327,32 @@ def test_hook_and_cli_never_import_the_sdk(memlog_home: Path) -> None:
 
 
 def test_mcp_json_registers_the_server() -> None:
-    config = json.loads((REPO / ".mcp.json").read_text(encoding="utf-8"))
+    config = json.loads((REPO / "plugin" / ".mcp.json").read_text(encoding="utf-8"))
     # the plugin's server starts through the same wrapper as its hooks (one clear fallback)
     server = {"command": "${CLAUDE_PLUGIN_ROOT}/hooks/run-memlog", "args": ["serve-mcp"]}
     assert config == {"mcpServers": {"memlog": server}}
 
 
-def test_a_crash_in_a_tool_is_one_line_and_logged(memlog_home: Path) -> None:
-    from mcp.server.mcpserver.exceptions import ToolError
-
-    from memlog.mcp_server.server import guarded
+def test_a_crash_in_a_tool_is_one_line_and_logged(memlog_home: Path, tmp_path: Path) -> None:
+    from memlog.mcp_server.server import Backend, Server
     from memlog.workspace import Workspace
 
-    def boom() -> None:
+    def boom(ws: Workspace, **arguments: Any) -> None:
         raise RuntimeError("unexpected")
 
-    with pytest.raises(ToolError) as caught:
-        guarded(Workspace.unconfigured(memlog_home), boom)
-    assert str(caught.value).startswith("internal error: RuntimeError: unexpected")
-    assert "\n" not in str(caught.value)
+    backend = Backend(tmp_path)
+    backend.ready = lambda: (
+        Workspace.unconfigured(memlog_home),
+        SimpleNamespace(list_memories=boom),
+    )  # type: ignore[method-assign]
+    backend.ws = Workspace.unconfigured(memlog_home)
+    server = Server(backend)
+    line = json.dumps(call(7, "list_memories", {})).encode()
+    answer = json.loads(server.receive(line) or b"")
+    assert answer["id"] == 7 and answer["result"]["isError"] is True
+    message = answer["result"]["content"][0]["text"]
+    assert message.startswith("Error executing tool list_memories: internal error: RuntimeError")
+    assert "\n" not in message
     assert "RuntimeError: unexpected" in read_text(memlog_home / "errors.log")
 
 

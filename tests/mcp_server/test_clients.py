@@ -1,0 +1,85 @@
+"""The server as real clients use it: MCP Inspector's command line, and Claude Code, whose
+first turn must already offer memlog's tools (it starts without a server that has not
+answered ``initialize`` in time)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memlog.eventlog.events import Observed
+from memlog.eventlog.log import START, EventLog
+from memlog.tests.claude_code import ClaudeCode, cache_dir, claude_binary, npm_binary
+from memlog.tests.mcp_server.helpers import full_env
+from memlog.tests.messages_api import MessagesAPI
+from memlog.tests.support import REPO
+
+INSPECTOR = "@modelcontextprotocol/inspector"
+RUNS = 10
+TOOLS = {"store_memory", "search_memory", "list_memories"}
+
+
+def inspector(project: Path, home: Path, *args: str) -> dict[str, object]:
+    binary = npm_binary(INSPECTOR, "mcp-inspector", cache_dir("mcp-inspector"))
+    memlog = Path(sys.executable).parent / "memlog"
+    done = subprocess.run(
+        [str(binary), "--cli", str(memlog), "serve-mcp", *args], cwd=project, env=full_env(home),
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    found: dict[str, object] = json.loads(done.stdout)
+    return found
+
+
+@pytest.mark.slow
+def test_mcp_inspector_lists_and_calls_the_tools(project: Path, memlog_home: Path) -> None:
+    listed = inspector(project, memlog_home, "--method", "tools/list")
+    tools = {t["name"]: t for t in listed["tools"]}  # type: ignore[attr-defined]
+    assert set(tools) == TOOLS
+    assert tools["store_memory"]["outputSchema"]["type"] == "object"
+    arguments = ["--tool-arg", "name=Inspected", "--tool-arg", "category=patterns",
+                 "--tool-arg", "description=Inspector calls reach the log.",
+                 "--tool-arg", "reasoning=Checked with the official inspector."]  # fmt: skip
+    stored = inspector(project, memlog_home, "--method", "tools/call", "--tool-name",
+                       "store_memory", *arguments)  # fmt: skip
+    assert stored["isError"] is False
+    assert stored["structuredContent"]["created"] is True  # type: ignore[index]
+    found = inspector(project, memlog_home, "--method", "tools/call", "--tool-name",
+                      "search_memory", "--tool-arg", "query=inspector calls")  # fmt: skip
+    assert found["structuredContent"]["results"][0]["name"] == "Inspected"  # type: ignore[index]
+    observed = [r.event for r in EventLog(memlog_home).read(START) if isinstance(r.event, Observed)]
+    assert [e.name for e in observed] == ["Inspected"]
+
+
+@pytest.mark.slow
+def test_claude_code_offers_the_tools_on_the_first_turn(tmp_path: Path) -> None:
+    """Ten ``claude -p`` runs with the plugin installed: every first request to the model
+    carries memlog's three tools."""
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    bin_dir = str(Path(sys.executable).parent)  # the memlog of this run, found on PATH
+    with MessagesAPI(text="ok") as api:
+        home = tmp_path / "home"
+        home.mkdir()
+        env = {
+            "PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+            "MEMLOG_HOME": str(tmp_path / "memory"),
+            "MEMLOG_EMBEDDING_PROVIDER": "hashing",
+        }
+        claude = ClaudeCode(claude_binary(), home, api.url, env)
+        installed = claude.install_plugin(REPO, project)
+        assert installed.returncode == 0, installed.stdout + installed.stderr
+        offered = []
+        for run in range(RUNS):
+            before = len(api.messages)
+            ran = claude.run(["-p", f"hello {run}", "--output-format", "json"], cwd=project)
+            assert ran.returncode == 0, ran.stdout + ran.stderr
+            first = api.messages[before]
+            names = {t.get("name", "") for t in first.get("tools") or []}
+            offered.append({n.rsplit("__", 1)[-1] for n in names if n.startswith("mcp__")})
+    assert offered == [TOOLS] * RUNS, offered
