@@ -32,7 +32,7 @@ def msgspec_without_typing_extensions() -> None:
 
 def main() -> None:
     os.umask(0o077)  # every file memlog creates is private to its user
-    if sys.argv[1:2] == ["hook"]:
+    if sys.argv[1:2] == ["hook"] or sys.argv[1:] == ["serve-mcp"]:
         msgspec_without_typing_extensions()
     if sys.argv[1:] == ["hook", "session-start"]:
         # A start lives a fraction of a second and makes few reference cycles, while the

@@ -4,7 +4,8 @@ A small server of memlog's own, not the ``mcp`` SDK: importing the SDK took
 1.6-2.3 s, and Claude Code starts a session's first turn without the tools
 of a server that has not answered by then.  This one answers ``initialize``
 after loading msgspec alone; the workspace, an iflow store waiting to be
-adopted and the modules the tools need are loaded in a thread meanwhile.
+adopted and the modules the tools need are loaded in a thread once that
+answer is out.
 
 MCP methods: ``initialize`` (protocol versions 2025-11-25, 2025-06-18,
 2025-03-26 and 2024-11-05: the client's when it is one of them, else the
@@ -90,6 +91,8 @@ class Server:
     def __init__(self, backend: Backend) -> None:
         self.backend = backend
         self.version = VERSIONS[0]
+        #: whether ``initialize`` was answered: loading starts once the answer is out
+        self.initialized = False
         self.methods: dict[str, Callable[[dict[str, Any]], Any]] = {
             "initialize": self.initialize,
             "ping": lambda params: {},
@@ -133,7 +136,7 @@ class Server:
     def initialize(self, params: dict[str, Any]) -> dict[str, Any]:
         asked = params.get("protocolVersion")
         self.version = asked if asked in VERSIONS else VERSIONS[0]
-        self.backend.start()
+        self.initialized = True
         info = {"name": "memlog", "title": "memlog", "version": __version__}
         return {
             "protocolVersion": self.version,
@@ -189,6 +192,8 @@ def serve(cwd: Path, stdin: IO[bytes], stdout: IO[bytes]) -> None:
         if answer is not None:
             stdout.write(answer + b"\n")
             stdout.flush()
+        if server.initialized:
+            backend.start()
     if backend.thread.ident is not None:
         backend.thread.join(SETTLE_SECONDS)
 
