@@ -21,7 +21,7 @@ from memlog.vocabulary import DEFAULT_SPACES, EXTRACTION_PROVIDERS, Space
 
 CONFIG_FILE = Path(".claude") / "iflow-dev.local.md"
 PROVIDERS = tuple(DEFAULT_SPACES)
-KEYWORD_PROVIDERS = ("auto", "caller", "haiku", "ollama", "local", "off")
+KEYWORD_PROVIDERS = ("local", "haiku", "ollama", "caller", "off", "auto")
 RANKINGS = ("fused", "d3")
 
 
@@ -39,7 +39,7 @@ class Config(msgspec.Struct, frozen=True):
     memory_embedding_dimensions: int = 0
     memory_embedding_model_path: str = ""
     memory_embedding_base_url: str = ""
-    memory_keyword_provider: str = "auto"
+    memory_keyword_provider: str = "local"
     memory_inject_on_compact: bool = True
     memory_inject_facts: bool = False
     memory_hook_budget_ms: int = 2500

@@ -25,7 +25,8 @@ from memlog.capture.extraction.session import Request, Run, prepare
 from memlog.errors import InvalidInput, MemlogError
 from memlog.eventlog.events import SessionPending
 from memlog.llm.base import Chain, cost_micros
-from memlog.llm.registry import make_chain, make_client
+from memlog.llm.http import make_client
+from memlog.llm.registry import make_chain
 from memlog.projections.fold import Session
 from memlog.projections.sqlite_view import ledger
 from memlog.workspace import Workspace

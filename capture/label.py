@@ -5,20 +5,22 @@ with an entry (the ``caller`` tier) come first whenever they pass the rules,
 because the model that wrote the entry knows it best and they cost nothing:
 
 =========  ==========================================================
-``auto``   caller, haiku, ollama, local
-``haiku``  caller, haiku, local
-``ollama`` caller, ollama, local
-``local``  caller, local
+``local``  caller, local (the default; ``auto``, from older
+           configurations, is the same)
+``haiku``  caller, haiku, local: the text goes to the Messages API
+``ollama`` caller, ollama, local: the text goes to an Ollama server
 ``caller`` caller only: nothing is generated, entries without valid
            keywords keep what they have
 ``off``    nothing: no ``entry.labelled`` events
 =========  ==========================================================
 
-The local extractor closes every generating chain: it needs no network, is
-deterministic and always satisfies the rules when the text allows, so an
-entry is never left unlabelled because a service was down.  Only ``auto``
-is quiet about a missing key or an absent server; a mode that names a tier
-reports it.  The HTTP tiers are imported only when a chain uses them.
+An entry's text leaves the machine for labels only when the configuration
+names a remote labeller: an API key in the environment (set for Claude
+Code, often) is no consent.  The local extractor closes every generating
+chain: it needs no network, is deterministic and always satisfies the rules
+when the text allows, so an entry is never left unlabelled because a
+service was down; a named remote tier that cannot be used is reported.  The
+HTTP tiers are imported only when a chain uses them.
 """
 
 from __future__ import annotations
@@ -39,7 +41,7 @@ if TYPE_CHECKING:
 
 TIER_TIMEOUT = 5.0
 CHAINS: dict[str, tuple[str, ...]] = {
-    "auto": ("caller", "haiku", "ollama", "local"),
+    "auto": ("caller", "local"),
     "haiku": ("caller", "haiku", "local"),
     "ollama": ("caller", "ollama", "local"),
     "local": ("caller", "local"),
@@ -125,10 +127,10 @@ def label_entries(
         return Labelling([], [])
     with ExitStack() as stack:
         if client is None and _uses_http(mode):
-            from memlog.keywords.remote import make_client
+            from memlog.llm.http import make_client
 
             client = stack.enter_context(make_client())
-        chain = Tiered(build_tiers(mode, supplied or {}, client, env, timeout), mode == "auto")
+        chain = Tiered(build_tiers(mode, supplied or {}, client, env, timeout))
         events = [
             Labelled(entry_id=entry.id, keywords=tuple(found.keywords), provider=found.provider)
             for entry in entries

@@ -12,9 +12,8 @@ tier that is not ``strict`` (the local extractor) is accepted with any
 non-empty answer.  A tier that was unavailable or failed is not asked again
 during the same batch, so a dead server costs one timeout, not one per
 entry; an invalid answer only moves that entry on to the next tier.  What
-went wrong is kept in ``notes``, once per tier and kind; with ``quiet``
-an unavailable tier is not noted (in ``auto`` mode a missing key or an
-absent Ollama is the normal case, not news).
+went wrong is kept in ``notes``, once per tier and kind (a remote tier is
+only ever in the chain because its user named it, so its absence is news).
 """
 
 from __future__ import annotations
@@ -71,9 +70,8 @@ class Tiered(KeywordProvider):
 
     name: ClassVar[str] = "tiered"
 
-    def __init__(self, tiers: Sequence[KeywordProvider], quiet: bool = False) -> None:
+    def __init__(self, tiers: Sequence[KeywordProvider]) -> None:
         self.tiers = list(tiers)
-        self.quiet = quiet
         self.notes: list[str] = []
         self._down: set[str] = set()
         self._noted: set[str] = set()
@@ -110,8 +108,7 @@ class Tiered(KeywordProvider):
         except ProviderUnavailable as exc:
             if tier.name != "caller":  # the caller tier is per entry: never down
                 self._down.add(tier.name)
-                if not self.quiet:
-                    self._note(tier.name, str(exc))
+                self._note(tier.name, str(exc))
         except ProviderError as exc:
             self._down.add(tier.name)
             self._note(tier.name, str(exc))

@@ -15,7 +15,11 @@ settings, hooks or transcript of its own: the extraction never shows up as
 a session of its own, and never triggers memlog's hooks (the environment
 also carries ``MEMLOG_EXTRACTING=1``, which every memlog hook obeys).
 ``MAX_THINKING_TOKENS=0`` turns off Haiku's thinking, which ``-p``
-otherwise enables with a 32k budget.  It runs in an empty directory so no
+otherwise enables with a 32k budget.  ``CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1``
+makes the run one request: without it Claude Code 2.1 first asks the model for
+a title for the "session", sending it the transcript a second time (counted
+against a loopback Messages API: two requests per extraction without it, one
+with it).  It runs in an empty directory so no
 ``CLAUDE.md`` is read, in a process group of its own that is killed at the
 deadline.
 
@@ -24,6 +28,9 @@ keep ``subtype: success``), ``api_error_status`` the HTTP status, and a run
 may succeed without ``structured_output`` (the model never called the
 tool): that is an invalid answer, as are ``error_max_turns`` and
 ``error_max_structured_output_retries``.  429 and 529 are rate limits.
+Tokens are counted from ``modelUsage`` (every request the run made, by
+model) and the cost is ``total_cost_usd`` (the same requests), not from
+``usage``, which holds the main request alone.
 """
 
 from __future__ import annotations
@@ -69,6 +76,7 @@ def child_environment(env: Mapping[str, str]) -> dict[str, str]:
         **env,
         GUARD: "1",
         "MAX_THINKING_TOKENS": "0",
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "CLAUDE_CODE_MAX_RETRIES": env.get("CLAUDE_CODE_MAX_RETRIES", "2"),
     }
 
@@ -163,15 +171,21 @@ def _result(stdout: str) -> dict[str, Any] | None:
 
 
 def _usage(result: dict[str, Any], asked: str) -> Usage:
-    counts = result.get("usage") if isinstance(result.get("usage"), dict) else {}
-    assert isinstance(counts, dict)
-    tokens_in = sum(
-        int(counts.get(k) or 0)
-        for k in ("input_tokens", "cache_creation_input_tokens", "cache_read_input_tokens")
-    )
-    tokens_out = int(counts.get("output_tokens") or 0)
+    """What the run's requests were sent and cost: ``modelUsage``, else ``usage``."""
     models = result.get("modelUsage")
-    model = next(iter(models), asked) if isinstance(models, dict) and models else asked
+    if isinstance(models, dict) and models:
+        counted = [c for c in models.values() if isinstance(c, dict)]
+        tokens_in = sum(_count(c, "inputTokens", "cacheReadInputTokens",
+                               "cacheCreationInputTokens") for c in counted)  # fmt: skip
+        tokens_out = sum(_count(c, "outputTokens") for c in counted)
+        model = next(iter(models))
+    else:
+        counts = result.get("usage") if isinstance(result.get("usage"), dict) else {}
+        assert isinstance(counts, dict)
+        tokens_in = _count(counts, "input_tokens", "cache_creation_input_tokens",
+                           "cache_read_input_tokens")  # fmt: skip
+        tokens_out = _count(counts, "output_tokens")
+        model = asked
     reported = result.get("total_cost_usd")
     if isinstance(reported, int | float):
         cost = round(reported * 1_000_000)
@@ -182,3 +196,7 @@ def _usage(result: dict[str, Any], asked: str) -> Usage:
         provider=ClaudeCli.name, model=model, calls=calls, tokens_in=tokens_in,
         tokens_out=tokens_out, cost_micros=cost,
     )  # fmt: skip
+
+
+def _count(counts: dict[str, Any], *keys: str) -> int:
+    return sum(int(counts.get(k) or 0) for k in keys)

@@ -67,11 +67,11 @@ class OllamaChat(StructuredModel):
     def ask(self, system: str, prompt: str, schema: dict[str, Any], timeout: float) -> Answer:
         body = self.request(system, prompt, schema)
         response = post(self.client, self.name, f"{self.base_url}/api/chat", body, timeout)
-        if response.status_code == 404:
+        if response.status == 404:
             raise ProviderUnavailable(f"ollama: {self.model} not found at {self.base_url}")
-        if response.status_code != 200:
-            said = one_line(response.text)
-            raise ProviderError(f"ollama: request refused ({response.status_code}): {said}")
+        if response.status != 200:
+            said = one_line(response.content.decode("utf-8", "replace"))
+            raise ProviderError(f"ollama: request refused ({response.status}): {said}")
         return self._answer(response.content)
 
     def _answer(self, content: bytes) -> Answer:

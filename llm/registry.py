@@ -16,7 +16,6 @@ from collections.abc import Mapping
 
 import httpx
 
-from memlog import __version__
 from memlog.llm.anthropic import AnthropicMessages
 from memlog.llm.base import Chain, Factory
 from memlog.llm.claude_cli import ClaudeCli
@@ -29,10 +28,6 @@ ORDER: dict[str, tuple[str, ...]] = {
     "ollama": ("ollama",),
     "off": (),
 }
-
-
-def make_client() -> httpx.Client:
-    return httpx.Client(headers={"User-Agent": f"memlog/{__version__}"})
 
 
 def make_chain(mode: str, client: httpx.Client, env: Mapping[str, str] = os.environ) -> Chain:

@@ -26,7 +26,7 @@ from memlog.eventlog.events import Observed, Promoted
 from memlog.eventlog.log import EventLog
 from memlog.tests.support import REPO  # noqa: E402
 
-SKILL = REPO / "skills" / "retrospecting" / "SKILL.md"
+SKILL = REPO / "plugin" / "skills" / "retrospecting" / "SKILL.md"
 REPORT = re.compile(
     r"^Memory promotion: (\d+) universal entries promoted to global store, "
     r"(\d+) project-specific entries kept local\.$"

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 from memlog.capture.label import build_tiers, label_entries, needs_labels
 from memlog.commands.cli import cli
 from memlog.config import Config
-from memlog.errors import ProviderError
+from memlog.errors import ProviderUnavailable
 from memlog.eventlog.events import Labelled, Observed
 from memlog.eventlog.log import EventLog
 from memlog.keywords import (
@@ -264,12 +264,12 @@ def env_for(
 
 
 def chain_for(mode: str, client: httpx.Client, env: Mapping[str, str]) -> Tiered:
-    return Tiered(build_tiers(mode, {}, client, env, TIMEOUT), quiet=mode == "auto")
+    return Tiered(build_tiers(mode, {}, client, env, TIMEOUT))
 
 
 def test_haiku_sends_the_messages_request_and_reads_the_text_block(client: httpx.Client) -> None:
     with answering(haiku_answer(HAIKU_TEXT)) as server:
-        found = chain_for("auto", client, env_for(server)).pick("Pipes", DESCRIPTION, REASONING)
+        found = chain_for("haiku", client, env_for(server)).pick("Pipes", DESCRIPTION, REASONING)
     assert found is not None and found.provider == "haiku"
     assert found.keywords == json.loads(HAIKU_TEXT)
     (request,) = server.requests
@@ -311,11 +311,11 @@ def test_ollama_sends_a_generate_request(client: httpx.Client) -> None:
     "text",
     ["Sure! Keywords: parser, pipe, markdown", '["code", "data", "parser"]', '{"a": 1}', ""],
 )
-def test_invalid_haiku_output_falls_through_to_ollama(client: httpx.Client, text: str) -> None:
-    with answering(haiku_answer(text)) as haiku, answering(ollama_answer(HAIKU_TEXT)) as ollama:
-        chain = chain_for("auto", client, env_for(haiku, ollama))
+def test_invalid_haiku_output_falls_through_to_local(client: httpx.Client, text: str) -> None:
+    with answering(haiku_answer(text)) as haiku:
+        chain = chain_for("haiku", client, env_for(haiku))
         found = chain.pick("n", DESCRIPTION, REASONING)
-    assert found is not None and found.provider == "ollama"
+    assert found is not None and found.provider == "local"
     assert chain.notes and chain.notes[0].startswith("haiku: ")
 
 
@@ -328,16 +328,15 @@ def test_invalid_ollama_output_falls_through_to_local(client: httpx.Client) -> N
 
 
 def test_a_slow_haiku_falls_through_within_the_timeout(client: httpx.Client) -> None:
-    slow = LoopbackServer(lambda *_: (200, {}, haiku_answer(HAIKU_TEXT)), delay=3.0)
-    with slow, answering(ollama_answer(HAIKU_TEXT)) as ollama:
-        chain = chain_for("auto", client, env_for(slow, ollama))
+    with LoopbackServer(lambda *_: (200, {}, haiku_answer(HAIKU_TEXT)), delay=3.0) as slow:
+        chain = chain_for("haiku", client, env_for(slow))
         started = time.monotonic()
         found = chain.pick("n", DESCRIPTION, REASONING)
         elapsed = time.monotonic() - started
         # the slow tier is not asked again in the same batch
         again = chain.pick("n", DESCRIPTION, REASONING)
-    assert found is not None and found.provider == "ollama"
-    assert again is not None and again.provider == "ollama"
+    assert found is not None and found.provider == "local"
+    assert again is not None and again.provider == "local"
     assert elapsed < TIMEOUT + SLACK
     assert len(slow.requests) == 1
     assert chain.notes == [f"haiku: no answer within {TIMEOUT:g} s"]
@@ -352,16 +351,37 @@ def test_a_slow_ollama_falls_through_to_local_within_the_timeout(client: httpx.C
     assert found is not None and found.provider == "local"
 
 
-def test_no_key_skips_haiku_quietly_in_auto_mode(client: httpx.Client) -> None:
+@pytest.mark.parametrize("mode", ["local", "auto"])
+def test_only_a_named_remote_labeller_is_asked(client: httpx.Client, mode: str) -> None:
+    """An API key in the environment is no consent: the default labels locally."""
+    with answering(haiku_answer(HAIKU_TEXT)) as server, answering(ollama_answer("[]")) as ollama:
+        env = {**env_for(server, ollama), "ANTHROPIC_BASE_URL": server.url}
+        found = chain_for(mode, client, env).pick("n", DESCRIPTION, REASONING)
+    assert found is not None and found.provider == "local"
+    assert server.requests == [] and ollama.requests == []
+
+
+def test_a_named_haiku_without_a_key_is_reported(client: httpx.Client) -> None:
     with answering(haiku_answer(HAIKU_TEXT)) as server:
-        env = {**env_for(server), "ANTHROPIC_API_KEY": ""}
-        auto = chain_for("auto", client, env)
-        assert auto.pick("n", DESCRIPTION, REASONING).provider == "local"  # type: ignore[union-attr]
-        named = chain_for("haiku", client, env)
+        named = chain_for("haiku", client, {**env_for(server), "ANTHROPIC_API_KEY": ""})
         assert named.pick("n", DESCRIPTION, REASONING).provider == "local"  # type: ignore[union-attr]
     assert server.requests == []
-    assert auto.notes == []
     assert named.notes == ["haiku: set ANTHROPIC_API_KEY to use this tier"]
+
+
+@pytest.mark.parametrize("memlog_override", [False, True])
+def test_haiku_goes_where_anthropic_base_url_says(
+    client: httpx.Client, memlog_override: bool
+) -> None:
+    """The gateway Claude Code is pointed at, unless memlog's own variable says otherwise."""
+    with answering(haiku_answer(HAIKU_TEXT)) as gateway, answering(haiku_answer(HAIKU_TEXT)) as own:
+        env = {"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": gateway.url + "/v1"}
+        if memlog_override:
+            env["MEMLOG_ANTHROPIC_BASE_URL"] = own.url
+        labels = HaikuKeywords(client, env=env, timeout=TIMEOUT).label("n", DESCRIPTION, "")
+    assert labels == json.loads(HAIKU_TEXT)
+    asked, spared = (own, gateway) if memlog_override else (gateway, own)
+    assert [r.path for r in asked.requests] == ["/v1/messages"] and spared.requests == []
 
 
 def test_a_refused_key_is_reported(client: httpx.Client) -> None:
@@ -369,16 +389,18 @@ def test_a_refused_key_is_reported(client: httpx.Client) -> None:
         b'{"type":"error","error":{"type":"authentication_error","message":"invalid x-api-key"}}'
     )
     with answering(refusal, status=401) as server:
-        with pytest.raises(ProviderError, match="401.*authentication_error: invalid x-api-key"):
+        with pytest.raises(
+            ProviderUnavailable, match="401.*authentication_error: invalid x-api-key"
+        ):
             HaikuKeywords(client, env=env_for(server), timeout=TIMEOUT).label("n", DESCRIPTION, "")
 
 
 def test_ollama_without_the_model_is_unavailable(client: httpx.Client) -> None:
     missing = b'{"error":"model \\"llama3.2\\" not found, try pulling it first"}'
     with answering(missing, status=404) as server:
-        chain = chain_for("auto", client, env_for(ollama=server))
+        chain = chain_for("ollama", client, env_for(ollama=server))
         assert chain.pick("n", DESCRIPTION, REASONING).provider == "local"  # type: ignore[union-attr]
-    assert chain.notes == []
+    assert chain.notes and chain.notes[0].startswith("ollama: llama3.2 not found at")
 
 
 def test_parse_answer_shapes() -> None:

@@ -125,3 +125,24 @@ def test_nobody_listening_means_unavailable(client: httpx.Client) -> None:
     down = AnthropicMessages(client, {"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": url})
     with pytest.raises(ProviderUnavailable, match="cannot connect"):
         down.ask("s", "p", SCHEMA, 5)
+
+
+def test_memlogs_own_base_url_wins_over_the_gateway(api: MessagesAPI, client: httpx.Client) -> None:
+    with MessagesAPI(structured=ANSWER) as gateway:
+        chosen = model(
+            api, client, ANTHROPIC_BASE_URL=gateway.url, MEMLOG_ANTHROPIC_BASE_URL=api.url
+        )
+        assert chosen.ask("s", "p", SCHEMA, 10).data == ANSWER
+        assert gateway.requests == []
+    assert [r.path for r in api.requests] == ["/v1/messages"]
+
+
+def test_extraction_and_labels_share_one_messages_client() -> None:
+    from memlog.keywords.remote import HaikuKeywords
+    from memlog.llm.messages import Messages
+
+    with httpx.Client() as made:
+        env = {"ANTHROPIC_API_KEY": "k", "ANTHROPIC_BASE_URL": "http://gateway.invalid"}
+        extraction, labels = AnthropicMessages(made, env), HaikuKeywords(made, env=env)
+    assert isinstance(extraction.api, Messages) and isinstance(labels.api, Messages)
+    assert extraction.api.url == labels.api.url == "http://gateway.invalid/v1/messages"

@@ -12,7 +12,9 @@ import pytest
 
 from memlog.errors import ProviderError, ProviderUnavailable, RateLimited
 from memlog.llm.claude_cli import ClaudeCli
+from memlog.tests.claude_code import claude_binary
 from memlog.tests.fake_claude import install
+from memlog.tests.messages_api import MessagesAPI
 
 SCHEMA = {"type": "object", "properties": {"extractions": {"type": "array"}},
           "required": ["extractions"], "additionalProperties": False}  # fmt: skip
@@ -69,6 +71,7 @@ def test_the_call_has_the_flags_the_guard_and_the_prompt_on_stdin(fake: dict[str
     assert call["stdin"] == "the transcript <p>"
     assert call["env"]["MEMLOG_EXTRACTING"] == "1" and call["env"]["MAX_THINKING_TOKENS"] == "0"
     assert call["env"]["CLAUDE_CODE_MAX_RETRIES"] == "2"
+    assert call["env"]["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1"  # no title request
     assert Path(call["cwd"]).name.startswith("memlog-extract-")  # no CLAUDE.md around
     assert not Path(call["cwd"]).exists()
 
@@ -118,3 +121,24 @@ def test_a_hanging_cli_is_killed_at_the_deadline(fake: dict[str, str]) -> None:
 def test_no_cli_on_path_is_one_clear_error(tmp_path: Path) -> None:
     with pytest.raises(ProviderUnavailable, match=r"Claude CLI not found \(no `claude` on PATH\)"):
         ClaudeCli({"PATH": str(tmp_path)})
+
+
+@pytest.mark.slow
+def test_the_real_cli_makes_one_request_and_counts_what_it_sent(tmp_path: Path) -> None:
+    """Claude Code 2.1 asks the model for a session title first unless told not to: against
+    a loopback Messages API, an extraction is one request, and its usage is that request's.
+    The environment is a user's: nothing here turns nonessential traffic off."""
+    binary = claude_binary()
+    kept = {k: v for k, v in os.environ.items() if not k.startswith(("ANTHROPIC_", "CLAUDE"))}
+    with MessagesAPI(structured=ANSWER) as api:
+        api.usage = {"input_tokens": 2500, "output_tokens": 300}
+        env = {**kept, "HOME": str(tmp_path), "ANTHROPIC_BASE_URL": api.url,
+               "ANTHROPIC_API_KEY": "sk-ant-test-key", "DISABLE_AUTOUPDATER": "1",
+               "PATH": f"{binary.parent}{os.pathsep}{os.environ['PATH']}"}  # fmt: skip
+        answer = ClaudeCli(env).ask("You extract.", "the transcript " * 20, SCHEMA, 120)
+        sent = list(api.messages)
+    assert answer.data == ANSWER
+    assert len(sent) == 1 and any(t["name"] == "StructuredOutput" for t in sent[0]["tools"])
+    assert answer.usage.calls == len(sent)
+    assert (answer.usage.tokens_in, answer.usage.tokens_out) == (2500, 300)
+    assert answer.usage.cost_micros == 2500 * 1 + 300 * 5  # Haiku 4.5, as the CLI prices it
