@@ -8,13 +8,16 @@ calls a network: the model check loads and runs the local model only.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal, NamedTuple
 
 from memlog.api import reading
 from memlog.api.adoption import pending_store
+from memlog.capture.extraction.prompts import MAX_TRANSCRIPT_CHARS
 from memlog.errors import MemlogError
 from memlog.home import hook_errors
+from memlog.llm.endpoints import destination
 from memlog.workspace import Workspace
 
 Status = Literal["ok", "warn", "problem"]
@@ -73,6 +76,39 @@ def model(ws: Workspace) -> Check:
         return Check("model", "problem", f"{space.key}: {exc}")
     dims = vector.shape[-1]
     return Check("model", "ok", f"{space.key}: {found} (sha256 verified, {dims} dimensions)")
+
+
+def extraction_said(ws: Workspace, env: Mapping[str, str] = os.environ) -> tuple[str, str]:
+    """Which provider extraction uses, and what it sends where with its daily budget."""
+    config = ws.config
+    mode = config.memory_extraction_provider
+    found = destination(mode, env)
+    if mode == "off":
+        return "off", "no session is sent anywhere (memory_extraction_provider)"
+    if found.missing:
+        return mode, f"nothing is sent: no provider can be used ({found.missing})"
+    budget = config.memory_extraction_daily_budget_usd
+    cost = f"at most ${budget:.2f} a day (memory_extraction_daily_budget_usd)"
+    return found.provider, (
+        f"when a session ends, its prompts and replies (at most {MAX_TRANSCRIPT_CHARS:,} "
+        "characters, without <private> text or anything that looks like a secret) go to "
+        f"{found.where}, {cost if found.paid else 'at no cost'}; "
+        "memory_extraction_provider: off keeps them here"
+    )
+
+
+def extraction_notice(ws: Workspace, env: Mapping[str, str] = os.environ) -> str:
+    """The sentence setup and the first session say: ``memlog extraction (…): …``."""
+    provider, said = extraction_said(ws, env)
+    return f"memlog extraction ({provider}): {said}"
+
+
+def extraction(ws: Workspace, env: Mapping[str, str] = os.environ) -> Check:
+    """Which provider extraction uses, what it sends and the budget (nothing is sent)."""
+    provider, said = extraction_said(ws, env)
+    missing = destination(ws.config.memory_extraction_provider, env).missing
+    status: Status = "warn" if missing and provider != "off" else "ok"
+    return Check("extraction", status, f"{provider}: {said}")
 
 
 def vectors(ws: Workspace, stats: Figures) -> Check:
@@ -144,4 +180,7 @@ def _size(n: int) -> str:
 def checks(ws: Workspace) -> list[Check]:
     """Every check of the home, in the order doctor prints them."""
     stats = figures(ws)
-    return [home(ws, stats), model(ws), vectors(ws, stats), sessions(stats), errors(ws), disk(ws)]
+    return [
+        home(ws, stats), model(ws), extraction(ws), vectors(ws, stats), sessions(stats),
+        errors(ws), disk(ws),
+    ]  # fmt: skip

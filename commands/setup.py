@@ -6,6 +6,7 @@ from pathlib import Path
 
 import click
 
+from memlog.api.health import extraction_notice
 from memlog.claude_code import plugin
 from memlog.claude_code.entries import EXECUTABLE, HOOKS, find_executable, hook_group, mcp_server
 from memlog.claude_code.settings import (
@@ -20,6 +21,7 @@ from memlog.claude_code.settings import (
 )
 from memlog.commands.common import echo_json, json_option, warn
 from memlog.project import find_project_root
+from memlog.workspace import Workspace
 
 
 @click.command()
@@ -57,6 +59,8 @@ def setup(
 
     When the memlog plugin is installed and enabled it already provides both,
     so setup adds nothing and removes entries of its own that would run twice.
+    Last, it says which provider extraction uses, what it sends and the daily
+    budget.
     """
     if project_root is not None and not project_scope:
         raise click.UsageError("--project-root goes with --project")
@@ -75,8 +79,10 @@ def setup(
         return
     backups = apply(changes, action)
     report = _report(changes, backups)
+    said = extraction_notice(Workspace.open(root or Path.cwd()))
     if as_json:
-        echo_json({"action": action, "plugin": [p.describe() for p in plugins], "files": report})
+        found = {"action": action, "plugin": [p.describe() for p in plugins], "files": report}
+        echo_json({**found, "extraction": said})
         return
     for line in report:
         click.echo(f"{line['path']}: {line['note']}{_kept(line)}")
@@ -84,6 +90,8 @@ def setup(
         _plugin_note(plugins, uninstall, any(c.changed for c in changes))
     elif not uninstall:
         _summary(executable, any(c.changed for c in changes))
+    if not uninstall:
+        click.echo(said)
 
 
 def _show(changes: list[Change], as_json: bool) -> None:

@@ -11,7 +11,8 @@ When several registrations run the hook for one start (the plugin and
 ``memlog setup``'s entries), only the first injects (``claims``).  Once the
 output is out, the recall, the session's start and the catch-up of the views
 are handed to a detached recorder (``recorder``): Claude Code waits for the
-hook's exit, not for them.
+hook's exit, not for them.  The plugin's first start also tells its user,
+once, what extraction sends where (``notice``).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from memlog.eventlog.snapshot import is_snapshot
 from memlog.home import HOOK_ERROR_LOG, resolve_home
+from memlog.hooks import notice
 from memlog.spawn import BLAS_PINNED
 
 if TYPE_CHECKING:
@@ -45,9 +47,11 @@ STDIN_WAIT = 0.2
 SOURCES = ("startup", "resume", "clear", "compact")
 
 
-def envelope(context: str) -> str:
-    output = {"hookEventName": "SessionStart", "additionalContext": context}
-    return json.dumps({"hookSpecificOutput": output}, ensure_ascii=False)
+def envelope(context: str, message: str = "") -> str:
+    """The hook's output; ``message`` is shown to the user, never given to the model."""
+    output: dict[str, Any] = {"hookEventName": "SessionStart", "additionalContext": context}
+    shown = {"systemMessage": message} if message else {}
+    return json.dumps({**shown, "hookSpecificOutput": output}, ensure_ascii=False)
 
 
 def read_payload(stream: Any = None) -> dict[str, Any]:
@@ -190,7 +194,7 @@ def main() -> None:
     started = time.monotonic()
     pin_blas()
     home = resolve_home()
-    context, payload = "", {}
+    context, payload, told = "", {}, ""
     box: dict[str, Any] = {}  # the recall and the space, for ``leave``
     served = False
     try:
@@ -199,11 +203,14 @@ def main() -> None:
             answer = from_resident(payload, home, started)
             served = answer is not None
             context = answer if answer is not None else run(payload, home, started, box)
+            told = notice.first_time(payload, home)
     except BaseException as exc:  # noqa: BLE001 - the hook must never fail
         log_error(home, f"failed: {type(exc).__name__}: {exc}", exc)
-    sys.stdout.write(envelope(context) + "\n")
+    sys.stdout.write(envelope(context, told) + "\n")
     sys.stdout.flush()
     try:
+        if told:
+            notice.remember(told)
         if not served:  # the resident records what it served
             leave(payload, home, box)
             start_resident(home, box, payload)

@@ -49,6 +49,7 @@ from memlog.embeddings.transport import one_line
 from memlog.errors import ProviderError, ProviderUnavailable
 from memlog.keywords.rules import STOPWORDS
 from memlog.keywords.tiers import KeywordProvider
+from memlog.llm.endpoints import ollama_url
 from memlog.llm.http import exchange
 from memlog.llm.messages import KEY_ENV, Messages
 from memlog.vocabulary import MAX_KEYWORDS, MIN_KEYWORDS
@@ -165,7 +166,6 @@ class OllamaKeywords(KeywordProvider):
     """A local or self-hosted Ollama server's ``/api/generate``."""
 
     name: ClassVar[str] = "ollama"
-    default_base_url = "http://localhost:11434"
     default_model = "llama3.2"
 
     def __init__(
@@ -177,8 +177,7 @@ class OllamaKeywords(KeywordProvider):
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.client = client
-        configured = env.get("MEMLOG_OLLAMA_BASE_URL") or self.default_base_url
-        self.base_url = configured.rstrip("/")
+        self.base_url = ollama_url(env)
         self.model = env.get("MEMLOG_OLLAMA_KEYWORD_MODEL") or self.default_model
         self.timeout = timeout
         self.clock = clock

@@ -1,9 +1,8 @@
 """Anthropic's Messages API: memlog's one client for it, for extraction and for keyword labels.
 
-Where requests go: ``MEMLOG_ANTHROPIC_BASE_URL`` when set (memlog's own
-override), else ``ANTHROPIC_BASE_URL`` (the gateway Claude Code itself is
-pointed at), else ``https://api.anthropic.com``; a base ending in ``/v1`` is
-taken as it is.  The key is ``ANTHROPIC_API_KEY``; without it the client is
+Where requests go: ``llm.endpoints.anthropic_url`` (``MEMLOG_ANTHROPIC_BASE_URL``,
+else ``ANTHROPIC_BASE_URL``, else ``https://api.anthropic.com``); a base ending
+in ``/v1`` is taken as it is.  The key is ``ANTHROPIC_API_KEY``; without it the client is
 unavailable and nothing is sent.
 
 One request per call, ``POST {base}/v1/messages`` with ``x-api-key``,
@@ -31,13 +30,11 @@ import msgspec
 
 from memlog.embeddings.transport import one_line, retry_after_seconds
 from memlog.errors import ProviderError, ProviderUnavailable, RateLimited
+from memlog.llm.endpoints import ANTHROPIC_KEY, anthropic_url
 from memlog.llm.http import Reply, exchange
 
-DEFAULT_BASE_URL = "https://api.anthropic.com"
 API_VERSION = "2023-06-01"
-KEY_ENV = "ANTHROPIC_API_KEY"
-#: memlog's own override first, then the variable Claude Code and the SDKs read
-BASE_URL_ENVS = ("MEMLOG_ANTHROPIC_BASE_URL", "ANTHROPIC_BASE_URL")
+KEY_ENV = ANTHROPIC_KEY
 
 
 class Block(msgspec.Struct):
@@ -82,12 +79,6 @@ class Malformed(ProviderError):
     """A 200 whose body is not a message."""
 
 
-def base_url(env: Mapping[str, str]) -> str:
-    """Where the Messages API is, as the environment says."""
-    found = next((env[name] for name in BASE_URL_ENVS if env.get(name, "").strip()), "")
-    return (found.strip() or DEFAULT_BASE_URL).rstrip("/")
-
-
 class Messages:
     """``POST /v1/messages`` over an injected ``httpx.Client``, named ``name`` in messages."""
 
@@ -102,7 +93,7 @@ class Messages:
         self.name = name
         self.clock = clock
         self.key = env.get(KEY_ENV, "").strip()
-        self.base_url = base_url(env)
+        self.base_url = anthropic_url(env)
 
     @property
     def available(self) -> bool:

@@ -24,9 +24,9 @@ from memlog.embeddings.transport import one_line
 from memlog.errors import ProviderError, ProviderUnavailable
 from memlog.eventlog.events import Usage
 from memlog.llm.base import Answer, StructuredModel
+from memlog.llm.endpoints import ollama_url
 from memlog.llm.http import post
 
-DEFAULT_BASE_URL = "http://localhost:11434"
 DEFAULT_MODEL = "llama3.2"
 
 
@@ -49,7 +49,7 @@ class OllamaChat(StructuredModel):
 
     def __init__(self, client: httpx.Client, env: Mapping[str, str] = os.environ) -> None:
         self.client = client
-        self.base_url = (env.get("MEMLOG_OLLAMA_BASE_URL") or DEFAULT_BASE_URL).rstrip("/")
+        self.base_url = ollama_url(env)
         self.model = env.get("MEMLOG_OLLAMA_EXTRACTION_MODEL") or DEFAULT_MODEL
 
     def request(self, system: str, prompt: str, schema: dict[str, Any]) -> dict[str, Any]:

@@ -19,10 +19,11 @@ import httpx
 from memlog.llm.anthropic import AnthropicMessages
 from memlog.llm.base import Chain, Factory
 from memlog.llm.claude_cli import ClaudeCli
+from memlog.llm.endpoints import AUTO
 from memlog.llm.ollama import OllamaChat
 
 ORDER: dict[str, tuple[str, ...]] = {
-    "auto": ("claude-cli", "anthropic", "ollama"),
+    "auto": AUTO,
     "claude-cli": ("claude-cli",),
     "anthropic": ("anthropic",),
     "ollama": ("ollama",),

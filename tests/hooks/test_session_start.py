@@ -95,7 +95,9 @@ class Run:
         lines = done.stdout.decode().splitlines()
         assert len(lines) == 1, done.stdout  # one JSON line, nothing else
         self.envelope = json.loads(lines[0])
-        assert set(self.envelope) == {"hookSpecificOutput"}
+        assert set(self.envelope) <= {"hookSpecificOutput", "systemMessage"}
+        #: what the user is shown (the first start of a home says what extraction sends)
+        self.message: str = self.envelope.get("systemMessage", "")
         output = self.envelope["hookSpecificOutput"]
         assert output["hookEventName"] == "SessionStart"
         assert isinstance(output["additionalContext"], str)

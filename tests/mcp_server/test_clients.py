@@ -14,7 +14,13 @@ import pytest
 
 from memlog.eventlog.events import Observed
 from memlog.eventlog.log import START, EventLog
-from memlog.tests.claude_code import ClaudeCode, cache_dir, claude_binary, npm_binary
+from memlog.tests.claude_code import (
+    ClaudeCode,
+    cache_dir,
+    claude_binary,
+    npm_binary,
+    project_folder,
+)
 from memlog.tests.mcp_server.helpers import full_env
 from memlog.tests.messages_api import MessagesAPI
 from memlog.tests.support import REPO
@@ -74,12 +80,20 @@ def test_claude_code_offers_the_tools_on_the_first_turn(tmp_path: Path) -> None:
         claude = ClaudeCode(claude_binary(), home, api.url, env)
         installed = claude.install_plugin(REPO, project)
         assert installed.returncode == 0, installed.stdout + installed.stderr
-        offered = []
+        offered, sessions = [], []
         for run in range(RUNS):
             before = len(api.messages)
             ran = claude.run(["-p", f"hello {run}", "--output-format", "json"], cwd=project)
             assert ran.returncode == 0, ran.stdout + ran.stderr
+            sessions.append(ran.result["session_id"])
             first = api.messages[before]
             names = {t.get("name", "") for t in first.get("tools") or []}
             offered.append({n.rsplit("__", 1)[-1] for n in names if n.startswith("mcp__")})
     assert offered == [TOOLS] * RUNS, offered
+    # the plugin's first session, and it alone, told the user what extraction sends where
+    told = [
+        '"hook_system_message","content":"memlog extraction (' in t.read_text()
+        for t in (home / ".claude" / "projects" / project_folder(project) / f"{s}.jsonl"
+                  for s in sessions)
+    ]  # fmt: skip
+    assert told == [True] + [False] * (RUNS - 1)

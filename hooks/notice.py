@@ -1,0 +1,49 @@
+"""The plugin's first session says, once, what extraction sends where.
+
+Extraction is the feature (memlog learns from sessions), but a session's text
+then leaves the machine for a model.  ``memlog setup`` says which provider
+extraction uses, what it sends and the daily budget when it registers the
+hooks; a plugin is installed without running memlog, so its first
+SessionStart says it instead, to the user (Claude Code's ``systemMessage``,
+never the model's context).  What was said is kept in the plugin's own data
+folder (``$CLAUDE_PLUGIN_DATA``, which Claude Code gives a plugin's hooks),
+not in the memlog home; while it is there nothing is said again.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+TOLD = "extraction-told"
+
+
+def _told_file(env: Mapping[str, str]) -> Path | None:
+    folder = env.get("CLAUDE_PLUGIN_DATA", "").strip()
+    return Path(folder) / TOLD if folder else None
+
+
+def first_time(payload: dict[str, Any], home: Path, env: Mapping[str, str] = os.environ) -> str:
+    """The notice when the plugin runs this hook and has not shown it yet, else ""."""
+    told = _told_file(env)
+    if told is None or told.exists():
+        return ""
+    from memlog.api.health import extraction_notice
+    from memlog.workspace import Workspace
+
+    folder = Path(str(payload.get("cwd") or os.getcwd()))
+    ws = Workspace.open(folder, home=home) if folder.is_dir() else Workspace.at(None, home=home)
+    return extraction_notice(ws, env)
+
+
+def remember(said: str, env: Mapping[str, str] = os.environ) -> None:
+    """Keep what was said, so the next sessions say nothing."""
+    from memlog.files import atomic_write
+    from memlog.home import ensure_dir
+
+    told = _told_file(env)
+    if told is not None:
+        ensure_dir(told.parent)
+        atomic_write(told, (said + "\n").encode("utf-8"))
