@@ -1,8 +1,11 @@
 """The health of a home, for ``memlog doctor``: each check one line with a status.
 
 A check is ``ok``, ``warn`` (works, but something is left to do) or
-``problem`` (something does not work).  Nothing here writes to the home or
-calls a network: the model check loads and runs the local model only.
+``problem`` (something does not work).  A diagnosis writes nothing: not to
+the home (the views are read as they are, an iflow store waiting to be
+adopted is reported, not adopted), not to the cache (the local model is
+verified and run without keeping its digests or runtime weights), and no
+network is called.
 """
 
 from __future__ import annotations
@@ -18,6 +21,8 @@ from memlog.capture.extraction.prompts import MAX_TRANSCRIPT_CHARS
 from memlog.errors import MemlogError
 from memlog.home import hook_errors
 from memlog.llm.endpoints import destination
+from memlog.projections.freshness import current_seq
+from memlog.projections.sqlite_view import store
 from memlog.workspace import Workspace
 
 Status = Literal["ok", "warn", "problem"]
@@ -33,8 +38,18 @@ Figures = dict[str, object]
 
 
 def figures(ws: Workspace) -> Figures:
-    """The statistics the checks read (empty for a home with nothing in it)."""
-    return reading.stats(ws) if not reading.is_empty(ws) else {}
+    """The statistics the checks read, from the views as they are (empty for a home with
+    nothing in it)."""
+    return reading.stats(ws, catch_up=False) if not reading.is_empty(ws) else {}
+
+
+def views(ws: Workspace, stats: Figures) -> Check:
+    """Whether the views already reflect the whole log (they are not caught up here)."""
+    if not stats:
+        return Check("views", "ok", "none yet")
+    if current_seq(ws.home, ws.space) is None:
+        return Check("views", "warn", "behind the log: the next memlog command catches them up")
+    return Check("views", "ok", "current with the log")
 
 
 def home(ws: Workspace, stats: Figures) -> Check:
@@ -70,8 +85,8 @@ def model(ws: Workspace) -> Check:
 
         path = ws.config.memory_embedding_model_path
         found = resolve_model_dir(Path(path) if path else None)
-        stamp = ws.home if ws.home.is_dir() else None  # no home is created for a cache
-        vector = LocalProvider(found, cache_dir=stamp).embed("memlog doctor")  # verifies first
+        # no cache: the digests are checked and the weights built anew, and nothing is kept
+        vector = LocalProvider(found, cache_dir=None).embed("memlog doctor")  # verifies first
     except (MemlogError, ImportError) as exc:
         return Check("model", "problem", f"{space.key}: {exc}")
     dims = vector.shape[-1]
@@ -178,9 +193,14 @@ def _size(n: int) -> str:
 
 
 def checks(ws: Workspace) -> list[Check]:
-    """Every check of the home, in the order doctor prints them."""
+    """Every check of the home, in the order doctor prints them; nothing is written."""
+    with store.untouched():
+        return _checks(ws)
+
+
+def _checks(ws: Workspace) -> list[Check]:
     stats = figures(ws)
     return [
-        home(ws, stats), model(ws), extraction(ws), vectors(ws, stats), sessions(stats),
-        errors(ws), disk(ws),
+        home(ws, stats), views(ws, stats), model(ws), extraction(ws), vectors(ws, stats),
+        sessions(stats), errors(ws), disk(ws),
     ]  # fmt: skip

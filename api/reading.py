@@ -133,12 +133,15 @@ def list_entries(
 _NO_ENTRIES: dict[str, object] = {"live": 0, "by_status": {}, "by_category": {}, "by_project": {}}
 
 
-def stats(ws: Workspace) -> dict[str, object]:
-    """Events by type, live entries by category and project, pending vectors, hook errors."""
+def stats(ws: Workspace, catch_up: bool = True) -> dict[str, object]:
+    """Events by type, live entries by category and project, pending vectors, hook errors;
+    the views are caught up first unless ``catch_up`` is False (they are read as they are,
+    and nothing is written)."""
     log = ws.log("stats")
     damaged: list[Damage] = []
     counts = Counter(tag(r.event) for r in log.read(on_damage=damaged.append))
-    ws.catch_up()
+    if catch_up:
+        ws.catch_up()
     space = ws.space
     viewed = has_view(ws)
     return {

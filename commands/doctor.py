@@ -10,22 +10,26 @@ import click
 from memlog.api import health
 from memlog.api.health import Check
 from memlog.claude_code.wiring import Wiring, wiring
-from memlog.commands.common import echo_json, json_option, open_workspace
+from memlog.commands.common import echo_json, json_option, warn
+from memlog.workspace import Workspace
 
 _MARKS = {"ok": "ok", "warn": "warn", "problem": "PROBLEM"}
-_HOW = "install the plugin (/plugin install memlog) or run memlog setup"
+_HOW = "install the plugin (/plugin install memlog@memlog) or run memlog setup"
 
 
 @click.command()
 @json_option("Print every check as JSON.")
 def doctor(as_json: bool) -> None:
-    """Check the home, the Claude Code wiring, the model, pending work, errors and disk use.
+    """Check the home, the Claude Code wiring, the model, extraction, pending work, errors
+    and disk use.
 
     Wiring: the memlog plugin, user settings (memlog setup) and the current
     project's settings; a hook or server registered twice is a problem.
-    Exit 0 when nothing is a problem, 1 otherwise.
+    Doctor writes nothing (the home is left byte for byte as it was) and
+    sends nothing.  Exit 0 when nothing is a problem, 1 otherwise.
     """
-    ws = open_workspace()
+    ws = Workspace.open(Path.cwd())  # not open_workspace: an iflow store is reported, not adopted
+    warn([f"config: {w}" for w in ws.warnings])
     wired = wiring(Path.home(), ws.root)
     checks = health.checks(ws)
     found = [checks[0], *wiring_checks(wired), *checks[1:]]

@@ -10,6 +10,7 @@ import os
 import sqlite3
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -64,11 +65,33 @@ def connect(
     return db
 
 
+_UNTOUCHED: ContextVar[bool] = ContextVar("memlog_untouched", default=False)
+
+
+@contextmanager
+def untouched() -> Iterator[None]:
+    """Reads inside leave the folder of ``memory.db`` as it was (``memlog doctor``).
+
+    A read-only connection to a database in WAL mode makes ``-wal`` and ``-shm``
+    files beside it and, being read-only, cannot remove them.  Inside this
+    block, a database with no write-ahead log beside it (no writer is connected:
+    the last one to close removes it) is opened as immutable, which reads the
+    file alone and makes nothing.
+    """
+    token = _UNTOUCHED.set(True)
+    try:
+        yield
+    finally:
+        _UNTOUCHED.reset(token)
+
+
 def _connect_readonly(path: Path) -> sqlite3.Connection:
     """A read-only connection; on a read-only filesystem (no ``-shm`` can be made) the
     file is opened as immutable, which is safe there because nothing can change it."""
     if not path.exists():
         raise sqlite3.OperationalError(f"unable to open database file {path}")
+    if _UNTOUCHED.get() and not path.with_name(path.name + "-wal").exists():
+        return sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True, isolation_level=None)
     db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
     try:
         db.execute("SELECT 1 FROM sqlite_master LIMIT 1").fetchall()
