@@ -143,10 +143,12 @@ def keep_claude_md(ws: Workspace) -> list[str]:
 def background(
     ws: Workspace, seconds: float = BACKGROUND_SECONDS, env: Mapping[str, str] | None = None
 ) -> list[str]:
-    """The detached worker: pending sessions, then the maintenance that is due."""
+    """The detached worker: pending sessions, then the maintenance that is due; notes of
+    what went wrong (a session waiting because extraction is off is no news)."""
     deadline = time.monotonic() + seconds
     report = memorize(ws, seconds=seconds, wait=0.0, env=env)
-    notes = report.notes + [f"session {s}: {why}" for s, why in report.deferred]
+    waiting = [(s, why) for s, why in report.deferred if s not in report.off]  # off: as chosen
+    notes = report.notes + [f"session {s}: {why}" for s, why in waiting]
     tasks = maintenance.due(ws.home, datetime.now(UTC))
     if tasks and time.monotonic() < deadline - 60:
         done = run_maintenance(ws, tasks, deadline - time.monotonic(), env)

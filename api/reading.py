@@ -10,6 +10,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 
+from memlog.capture.extraction.whose import split_here
 from memlog.eventlog import scan
 from memlog.eventlog.bounds import Bound, parse_bound, within
 from memlog.eventlog.events import Event
@@ -163,13 +164,20 @@ def stats(ws: Workspace, catch_up: bool = True) -> dict[str, object]:
 
 
 def extraction(ws: Workspace) -> dict[str, object]:
-    """Sessions by status, and the cost of model calls today and in all (with the budget)."""
+    """Sessions by status, and the cost of model calls today and in all (with the budget).
+
+    ``pending`` counts the sessions this machine extracts (``memorize --pending`` takes
+    the same ones); ``elsewhere`` those a synced log holds for the machines that recorded
+    them."""
     counts = ledger.session_counts(ws.home)
+    _, elsewhere = split_here(ws.home, ledger.sessions(ws.home, ["pending"]))
+    pending = counts.get("pending", 0) - len(elsewhere)
     today, total = ledger.spend(ws.home, utc_day()), ledger.spend(ws.home)
     return {
         "provider": ws.config.memory_extraction_provider,
-        "sessions": {s: counts.get(s, 0) for s in ("pending", "open", "extracted", "skipped")}
-        | {"failed": counts.get("error", 0)},
+        "sessions": {"pending": pending}
+        | {s: counts.get(s, 0) for s in ("open", "extracted", "skipped")}
+        | {"failed": counts.get("error", 0), "elsewhere": len(elsewhere)},
         "today": _spend(today),
         "total": _spend(total),
         "daily_budget_usd": ws.config.memory_extraction_daily_budget_usd,

@@ -9,7 +9,9 @@ from pathlib import Path
 import click
 
 from memlog.api import memorize as api
+from memlog.api import reading
 from memlog.commands.common import echo_json, open_workspace, warn
+from memlog.workspace import Workspace
 
 #: what a background worker may overrun its deadline by before it is ended
 GRACE_SECONDS = 60
@@ -62,7 +64,14 @@ def memorize(
     for sid, why in report.deferred:
         click.echo(f"{sid}  still pending: {why}")
     if not report.outcomes and not report.deferred:
-        click.echo("no pending session")
+        click.echo("no pending session" + _elsewhere(ws))
+
+
+def _elsewhere(ws: Workspace) -> str:
+    """How many pending sessions wait for the other machines that recorded them."""
+    waiting = reading.extraction(ws)["sessions"]
+    count = waiting["elsewhere"] if isinstance(waiting, dict) else 0
+    return f" here ({count} wait for the machines that recorded them)" if count else ""
 
 
 def _dry(runs: list[api.DryRun], as_json: bool) -> None:

@@ -49,7 +49,8 @@ def _print(figures: dict[str, object]) -> None:
 
 
 def _print_extraction(figures: dict[str, Any]) -> None:
-    sessions = ", ".join(f"{n} {status}" for status, n in figures["sessions"].items())
+    counted = figures["sessions"].items()
+    sessions = ", ".join(f"{n} {status}" for status, n in counted if n or status != "elsewhere")
     click.echo(f"sessions ({figures['provider']}): {sessions}")
     today, total = figures["today"], figures["total"]
     click.echo(

@@ -54,6 +54,10 @@ class Stopped(Deferred):
     """The run stops here: the provider is rate limiting."""
 
 
+class Off(Deferred):
+    """The session stays pending because extraction is off: what its user chose, no error."""
+
+
 class Outcome(msgspec.Struct, frozen=True):
     """What became of one session."""
 
@@ -144,8 +148,11 @@ class Skip(NamedTuple):
 def prepare(session: Session) -> Request | Skip:
     """The request for ``session``, or why none is needed."""
     path = Path(session.transcript)
-    if not session.transcript or not path.is_file():
-        return Skip("transcript missing", session.offset)
+    if not session.transcript:
+        return Skip("no transcript: Claude Code gave no transcript path", session.offset)
+    if not path.is_file():
+        why = f"no transcript: {path} is not there (never written, or deleted)"
+        return Skip(why, session.offset)
     transcript = read_transcript(path, session.offset)
     if transcript.sdk:
         return Skip("Agent SDK session", transcript.end)
@@ -169,6 +176,8 @@ def _afford(run: Run, tokens: int) -> None:
             f"needs about {tokens} input tokens, more than memory_extraction_max_input_tokens "
             f"({run.budget.max_input_tokens})"
         )
+    if run.chain.empty:
+        raise Off("extraction is off (memory_extraction_provider)")
     try:
         model = run.chain.current()
     except ProviderUnavailable as exc:

@@ -11,6 +11,13 @@ A sweep takes at most ``MAX_SESSIONS`` sessions (Puffin's
 its deadline; a rate limit ends it.  A session that started but never
 ended (Claude Code crashed or was killed) is taken once its transcript has
 been idle for ``IDLE_SECONDS``.
+
+Every session recorded on this machine settles: one whose transcript is not
+there (``claude -p --no-session-persistence`` writes none; Claude Code
+deletes old ones) is taken like the others and marked ``skipped`` with the
+reason, so ``memlog stats`` and ``memorize --pending`` count the same
+sessions.  In a home that syncs, a session another machine recorded stays
+pending for that machine, whose transcript it is (``whose``).
 """
 
 from __future__ import annotations
@@ -26,7 +33,9 @@ from typing import TYPE_CHECKING
 
 from memlog.capture.extraction import session as extraction
 from memlog.capture.extraction.evolve import Similar
-from memlog.capture.extraction.session import Budget, Deferred, Outcome, Run, Stopped
+from memlog.capture.extraction.session import Budget, Deferred, Off, Outcome, Run, Stopped
+from memlog.capture.extraction.whose import recorded_here, split_here, transcript_stat
+from memlog.eventlog.bounds import utc_moment
 from memlog.eventlog.events import SessionPending
 from memlog.files import locked_within
 from memlog.home import ensure_dir
@@ -75,16 +84,19 @@ def budget_for(ws: Workspace) -> Budget:
 
 
 def stale_open(home: Path, now: float, idle: float = IDLE_SECONDS) -> list[Session]:
-    """Sessions that started but never ended, whose transcript grew and has been idle."""
-    found = []
+    """Sessions that started but never ended: their transcript grew and has been idle, or,
+    recorded here, they have none and started that long ago."""
+    found, missing = [], []
     for session in ledger.sessions(home, ["open"]):
-        try:
-            stat = os.stat(session.transcript) if session.transcript else None
-        except OSError:
-            continue
-        if stat is not None and stat.st_size > session.offset and now - stat.st_mtime >= idle:
+        size, changed = transcript_stat(session.transcript)
+        if size is None:
+            started = utc_moment(session.updated_at)
+            if started is not None and now - started.timestamp() >= idle:
+                missing.append(session)
+        elif size > session.offset and now - changed >= idle:
             found.append(session)
-    return found
+    ours = recorded_here(home, [s.id for s in missing])
+    return found + [s for s in missing if s.id in ours]
 
 
 def adopt(ws: Workspace, sessions: Sequence[Session]) -> None:
@@ -97,10 +109,13 @@ def adopt(ws: Workspace, sessions: Sequence[Session]) -> None:
             project=s.project,
             branch=s.branch,
             trigger="sweep",
-            reason="no SessionEnd; transcript idle",
-            size=os.stat(s.transcript).st_size,
+            reason="no SessionEnd; transcript idle"
+            if size is not None
+            else "no SessionEnd; no transcript",
+            size=size or 0,
         )  # fmt: skip
         for s in sessions
+        for size in [transcript_stat(s.transcript)[0]]
     ]
     if events:
         ws.log("memorize").append(events)
@@ -116,21 +131,19 @@ def select(
 ) -> list[Session]:
     """Pending sessions (of ``ids``, or of a branch and project), oldest first.
 
-    A session whose transcript is not on this machine is another machine's to
-    extract (a synced log holds every machine's sessions): it is left pending.
+    A session whose transcript is not on this machine is taken when this
+    machine recorded it (it is then skipped, with the reason); another
+    machine's is left pending, for that machine (a synced log holds every
+    machine's sessions).
     """
     if ids:
         return ledger.sessions(home, ids=ids, limit=limit)
-    pending = [s for s in ledger.sessions(home, ["pending"]) if _here(s)]
+    pending, _ = split_here(home, ledger.sessions(home, ["pending"]))
     if branch is not None:
         pending = [s for s in pending if s.branch == branch]
     if project is not None:
         pending = [s for s in pending if s.project == project]
     return pending[:limit]
-
-
-def _here(session: Session) -> bool:
-    return not session.transcript or os.path.isfile(session.transcript)
 
 
 def workspace_of(home: Path, session: Session, env: Mapping[str, str] | None) -> Workspace:
@@ -153,6 +166,8 @@ class Report:
     deferred: list[tuple[str, str]] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
     stopped: str = ""
+    #: of the sessions deferred, those waiting because extraction is off (no error)
+    off: set[str] = field(default_factory=set)
 
 
 ChainFor = Callable[[Workspace], Chain]
@@ -185,6 +200,8 @@ def process(
             report.deferred.append((session.id, str(exc)))
         except Deferred as exc:
             report.deferred.append((session.id, str(exc)))
+            if isinstance(exc, Off):
+                report.off.add(session.id)
         report.notes += run.notes
 
 

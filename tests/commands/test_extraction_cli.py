@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,6 +15,7 @@ from click.testing import CliRunner, Result
 from memlog.commands.cli import cli
 from memlog.eventlog.events import MaintenanceRan, Observed, Retired
 from memlog.eventlog.log import EventLog
+from memlog.hooks.sessions import pending_event
 from memlog.tests.capture.extraction.helpers import (
     extraction,
     git_project,
@@ -132,6 +135,44 @@ def test_stats_show_sessions_and_cost(shop: Path) -> None:
         "tokens_out": 150,
         "cost_usd": 0.00195,
     }
+
+
+def record_session_end(session_id: str, transcript: str, cwd: Path) -> None:
+    """What ``memlog hook session-end`` appends for Claude Code's payload."""
+    payload = {"session_id": session_id, "transcript_path": transcript, "cwd": str(cwd),
+               "hook_event_name": "SessionEnd", "reason": "other"}  # fmt: skip
+    EventLog(Path(os.environ["MEMLOG_HOME"])).append([pending_event(payload, "SessionEnd")])
+
+
+def test_a_session_without_a_transcript_settles_and_stats_agree(shop: Path) -> None:
+    """``claude -p --no-session-persistence`` ends a session whose transcript was never
+    written: stats and ``memorize --pending`` count it the same way, then it is skipped."""
+    record_session_end("no-transcript", str(shop / "never-written.jsonl"), shop)
+    assert "sessions (claude-cli): 1 pending, 0 open" in invoke("stats").output
+    done = invoke("memorize", "--pending")
+    assert done.exit_code == 0, done.output
+    assert done.output == (
+        f"no-transcript  skipped: no transcript: {shop / 'never-written.jsonl'} is not there "
+        "(never written, or deleted)\n"
+    )
+    assert (
+        "sessions (claude-cli): 0 pending, 0 open, 0 extracted, 1 skipped" in invoke("stats").output
+    )
+    assert invoke("memorize", "--pending").output == "no pending session\n"
+
+
+def test_extraction_off_is_no_hook_error(shop: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MEMLOG_EXTRACTION_PROVIDER", "off")
+    transcript = next((shop.parent / "claude" / "projects").glob("*/abc-123.jsonl"))
+    record_session_end("abc-123", str(transcript), shop)
+    done = subprocess.run(  # the detached worker the hooks start (it sets an alarm)
+        [sys.executable, "-m", "memlog", "memorize", "--background", "--deadline", "60"],
+        capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    home = Path(os.environ["MEMLOG_HOME"])
+    assert not (home / "hook-errors.log").exists()
+    assert "1 pending" in invoke("stats").output  # it waits, as asked
 
 
 def test_inject_adds_the_branch_memory_of_the_branch_checked_out(shop: Path) -> None:

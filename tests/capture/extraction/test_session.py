@@ -108,7 +108,7 @@ def test_the_same_session_is_never_read_twice_and_a_resumed_one_incrementally(
 @pytest.mark.parametrize(
     ("name", "reason"),
     [("sdk_session.jsonl", "Agent SDK session"), ("empty.jsonl", "empty session"),
-     ("trivial.jsonl", "trivial session"), ("missing.jsonl", "transcript missing")],
+     ("trivial.jsonl", "trivial session"), ("missing.jsonl", "no transcript: ")],
 )  # fmt: skip
 def test_skipped_sessions_make_no_call(
     ws: Workspace, tmp_path: Path, name: str, reason: str
@@ -130,7 +130,7 @@ def test_skipped_sessions_make_no_call(
         session = pend(ws, "s1", path, ws.root)
     model = Scripted(extraction(item(CSV)))
     done = memorize(ws, run_of(model), session)
-    assert (done.status, done.reason) == ("skipped", reason)
+    assert done.status == "skipped" and done.reason.startswith(reason)
     assert model.calls == []
     assert session_of(ws, "s1").offset == size
 

@@ -3,13 +3,18 @@
 from __future__ import annotations
 
 import os
+import shutil
 import time
 from pathlib import Path
 
 import pytest
 
+from memlog.api import reading
 from memlog.capture.extraction import sweep
 from memlog.errors import RateLimited
+from memlog.eventlog import devices
+from memlog.eventlog.events import SessionPending
+from memlog.eventlog.log import EventLog
 from memlog.tests.capture.extraction.helpers import (
     Scripted,
     chain,
@@ -119,14 +124,77 @@ def test_each_session_uses_its_own_projects_configuration(ws: Workspace, tmp_pat
     assert [(sid, "daily budget" in why) for sid, why in report.deferred] == [("theirs", True)]
 
 
-def test_a_session_whose_transcript_is_on_another_machine_is_left_to_it(ws: Workspace) -> None:
+def from_another_machine(ws: Workspace, tmp_path: Path, event: SessionPending) -> None:
+    """``event`` as sync brings it: in another device's folder of this home's log."""
+    events, theirs = ws.home / "events", tmp_path / "their-home"
+    if not devices.is_per_device(events):
+        devices.to_devices(events)
+    EventLog(theirs).append([event])
+    devices.to_devices(theirs / "events")
+    (device,) = devices.device_dirs(theirs / "events")
+    shutil.copytree(theirs / "events" / device, events / device)
+    ws.catch_up()
+
+
+def their_session(ws: Workspace, tmp_path: Path, session_id: str) -> None:
+    assert ws.root is not None
+    gone = str(tmp_path / "on-their-machine" / f"{session_id}.jsonl")
+    from_another_machine(ws, tmp_path, SessionPending(
+        session_id=session_id, transcript=gone, cwd=str(ws.root), project=ws.root.name,
+        trigger="SessionEnd", size=4000,
+    ))  # fmt: skip
+
+
+def test_a_session_whose_transcript_is_on_another_machine_is_left_to_it(
+    ws: Workspace, tmp_path: Path
+) -> None:
     """A synced log holds every machine's sessions; each machine extracts its own."""
     assert ws.root is not None
-    here, elsewhere = transcripts(ws, 2, substantive=False)
+    (here,) = transcripts(ws, 1, substantive=False)
     pend(ws, "mine", here, ws.root)
-    pend(ws, "theirs", elsewhere, ws.root)
-    elsewhere.unlink()  # as it looks from a machine that received the session by sync
+    their_session(ws, tmp_path, "theirs")
     report = sweep.sweep(ws.home, lambda _: chain(Scripted()), later())
     assert [o.session_id for o in report.outcomes] == ["mine"]
     assert session_of(ws, "theirs").status == "pending"
     assert sweep.select(ws.home, ids=["theirs"])  # asked for by name, it is still there
+    counted = reading.extraction(ws)["sessions"]  # what stats says: none waits here
+    assert counted["pending"] == 0 and counted["elsewhere"] == 1  # type: ignore[index]
+
+
+@pytest.mark.parametrize("flat", [True, False])
+def test_a_session_of_this_machine_without_a_transcript_is_skipped(
+    ws: Workspace, tmp_path: Path, flat: bool
+) -> None:
+    """``claude -p --no-session-persistence`` writes no transcript; an old one is deleted:
+    the session settles as skipped, with the reason, in a log kept per device or not."""
+    assert ws.root is not None
+    if not flat:
+        their_session(ws, tmp_path, "theirs")
+    never = ws.root.parent / "never-written.jsonl"
+    never.write_text("")
+    pend(ws, "gone", never, ws.root)
+    never.unlink()
+    ws.log("test").append(
+        [SessionPending(session_id="none", cwd=str(ws.root), trigger="SessionEnd")]
+    )
+    report = sweep.sweep(ws.home, lambda _: chain(Scripted()), later())
+    outcomes = {o.session_id: (o.status, o.reason) for o in report.outcomes}
+    assert outcomes == {
+        "gone": ("skipped", f"no transcript: {never} is not there (never written, or deleted)"),
+        "none": ("skipped", "no transcript: Claude Code gave no transcript path"),
+    }
+    assert session_of(ws, "gone").status == "skipped"
+
+
+def test_a_session_that_started_without_a_transcript_settles_once_idle(ws: Workspace) -> None:
+    assert ws.root is not None
+    never = ws.root.parent / "never.jsonl"
+    never.write_text("")
+    pend(ws, "started", never, ws.root, trigger="SessionStart")
+    never.unlink()
+    assert sweep.stale_open(ws.home, time.time()) == []  # just started: it may still write
+    late = time.time() + sweep.IDLE_SECONDS + 1
+    (stale,) = sweep.stale_open(ws.home, late)
+    sweep.adopt(ws, [stale])
+    report = sweep.sweep(ws.home, lambda _: chain(Scripted()), later())
+    assert [(o.session_id, o.status) for o in report.outcomes] == [("started", "skipped")]
