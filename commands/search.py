@@ -11,13 +11,19 @@ from memlog.vocabulary import CATEGORIES
 
 
 @click.command()
-@click.argument("query")
+@click.argument("words", nargs=-1, required=True, metavar="QUERY...")
 @click.option("--limit", type=click.IntRange(min=-1), default=10, show_default=True)
 @click.option("--category", type=click.Choice(CATEGORIES), help="Only this category.")
 @click.option("--explain", is_flag=True, help="Show every score component.")
 @click.option("--json", "as_json", is_flag=True, help="Print results as JSON.")
-def search(query: str, limit: int, category: str | None, explain: bool, as_json: bool) -> None:
-    """Search memories with the hook's hybrid ranking (vector, keyword, prominence)."""
+def search(
+    words: tuple[str, ...], limit: int, category: str | None, explain: bool, as_json: bool
+) -> None:
+    """Search memories with the hook's hybrid ranking (vector, keyword, prominence).
+
+    The query is every word given (`memlog search retry backoff`; quotes are not needed).
+    """
+    query = " ".join(words)
     if not query.strip():
         raise click.BadParameter("the query is empty", param_hint="QUERY")
     ws = open_workspace()

@@ -5,8 +5,7 @@ from __future__ import annotations
 import click
 
 from memlog.api import reading
-from memlog.commands.common import echo_json, open_workspace
-from memlog.errors import EntryNotFound
+from memlog.commands.common import echo_json, open_workspace, say_empty
 from memlog.eventlog import secrets
 from memlog.eventlog.events import Event, Redacted
 from memlog.projections.fold import Entry
@@ -24,8 +23,11 @@ _SHOWN = (
 def show(entry_id: str, as_json: bool) -> None:
     """Print the entry ENTRY_ID (a unique prefix is enough) and every event about it."""
     ws = open_workspace()
-    if reading.is_empty(ws):
-        raise EntryNotFound(reading.NO_MEMORIES)
+    if reading.is_empty(ws):  # like list, stats and search: no error, one line
+        say_empty(as_json)
+        if as_json:
+            echo_json(None)
+        return
     entry = reading.entry(ws, entry_id)
     history = reading.history(ws, entry.id, entry.description)
     if as_json:

@@ -37,6 +37,15 @@ from memlog.projections.fold import Entry, branch_key
 from memlog.vocabulary import SECTION_CATEGORIES, Confidence
 
 NAME_CHARS = 80
+#: a name ending at a clause boundary is at least this long, and at most this long when
+#: no boundary comes within ``NAME_CHARS``
+MIN_NAME_CHARS = 20
+LONG_NAME_CHARS = 120
+#: where a clause ends inside a sentence: punctuation, a dash, or a joining word
+_CLAUSE = re.compile(
+    r"[,;:]\s|\s[(\u2013\u2014-]\s?|\s(?=(?:because|since|so that|so|which|when|where|while"
+    r"|unless|but|otherwise|instead of|rather than|to avoid|or else)\s)"
+)
 #: the confidence of an item the model added without one of its own
 DEFAULT_CONFIDENCE = 0.6
 #: for each new text, the id of an existing entry saying nearly the same, or None
@@ -45,14 +54,18 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s")
 
 
 def name_of(text: str) -> str:
-    """A short name for an item: its first sentence, cut at a word under 80 characters."""
-    first = _SENTENCE.split(text, maxsplit=1)[0]
-    name = ""
-    for word in first.split():
-        if len(name) + len(word) + 1 > NAME_CHARS:
-            break
-        name = f"{name} {word}".strip()
-    return name.rstrip(" .,;:") or text[:NAME_CHARS]
+    """A short name for an item, never cut within a phrase: its first sentence; one longer
+    than ``NAME_CHARS`` ends at its last clause boundary within them (a comma, a colon, a
+    dash, "because", "when" …), else at its first one within ``LONG_NAME_CHARS``, else it
+    is kept whole."""
+    first = _SENTENCE.split(text.strip(), maxsplit=1)[0].strip()
+    if len(first) <= NAME_CHARS:
+        return first.rstrip(" .,;:") or text.strip()
+    ends = [m.start() for m in _CLAUSE.finditer(first) if m.start() >= MIN_NAME_CHARS]
+    short = [end for end in ends if end <= NAME_CHARS]
+    longer = [end for end in ends if end <= LONG_NAME_CHARS]
+    end = short[-1] if short else longer[0] if longer else len(first)
+    return first[:end].rstrip(" .,;:")
 
 
 def confidence_of(value: float) -> Confidence:

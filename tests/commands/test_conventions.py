@@ -207,6 +207,7 @@ def test_the_rewrite_leaves_other_commands_and_values_alone(tmp_path: Path) -> N
 
 READERS = [
     ["stats"], ["log"], ["list"], ["search", "anything"], ["verify"], ["inject", str(REPO)],
+    ["show", "abc123"],
 ]  # fmt: skip
 
 
@@ -231,12 +232,6 @@ def test_reading_an_empty_home_says_so_in_one_line(empty_home: Path, args: list[
         json.loads(as_json.stdout)
     after = sorted(empty_home.rglob("*")) if empty_home.exists() else None
     assert after == before  # reading wrote nothing
-
-
-def test_show_on_an_empty_home_is_one_line(empty_home: Path) -> None:
-    result = invoke("show", "abc123")
-    assert result.exit_code == 1
-    assert result.stderr == f"Error: {NO_MEMORIES}\n"
 
 
 def test_doctor_on_an_empty_home(empty_home: Path) -> None:

@@ -91,6 +91,18 @@ def test_search_command(memlog_home: Path) -> None:
 
     done = runner.invoke(cli, ["search", "   "])
     assert done.exit_code != 0 and "empty" in done.output
+    assert runner.invoke(cli, ["search"]).exit_code == 2  # a query is required
+
+
+def test_search_takes_the_words_without_quotes(memlog_home: Path) -> None:
+    mixed_bank(memlog_home)
+    runner = CliRunner()
+    quoted = runner.invoke(cli, ["search", "file parser error handling", "--json"])
+    words = runner.invoke(cli, ["search", "file", "parser", "error", "handling", "--json"])
+    assert words.exit_code == 0, words.output
+    assert json.loads(words.output) == json.loads(quoted.output) != []
+    explained = runner.invoke(cli, ["search", "retry", "--limit", "2", "backoff", "--explain"])
+    assert "query: 'retry backoff'" in explained.output
 
 
 def test_inject_command_json_and_explain(memlog_home: Path, tmp_path: Path) -> None:

@@ -154,3 +154,27 @@ def test_a_branch_scoped_remove_leaves_the_entry_live_on_another_branch(memlog_h
     assert [e.description for e in branch_memory.live_entries(memlog_home, "shop", "main")] == [A]
     state = fold(r.event for r in log.read())
     assert state.entries[content_hash(A)].status == "live"
+
+
+@pytest.mark.parametrize(
+    ("text", "name"),
+    [
+        ("Use the csv module. It handles quotes.", "Use the csv module"),
+        ("Quote CSV fields before splitting the line on commas because naive splitting breaks "
+         "on quoted values and loses data.",
+         "Quote CSV fields before splitting the line on commas"),
+        ("The importer keeps the BOM in the first header unless the file is read as "
+         "utf-8-sig, which Excel exports need.", "The importer keeps the BOM in the first header"),
+        ("Retries with exponential backoff (capped at 60 s) keep the provider from rate "
+         "limiting the whole batch of embeddings.", "Retries with exponential backoff"),
+        ("The ledger service rejects writes after the nightly freeze window starts at midnight "
+         "UTC and resumes at two in the morning UTC daily.",
+         "The ledger service rejects writes after the nightly freeze window starts at midnight "
+         "UTC and resumes at two in the morning UTC daily"),
+    ],
+)  # fmt: skip
+def test_names_end_where_a_phrase_ends(text: str, name: str) -> None:
+    """A name is the first sentence, or its first clauses: never cut within a phrase."""
+    assert evolve.name_of(text) == name
+    assert text.startswith(name)
+    assert text[len(name) : len(name) + 1] in ("", ".", ",", " ")
