@@ -31,6 +31,10 @@ TOP_CONFIDENCE = 3
 #: way in (a memory entry is a few KB; an MCP tool call's arguments are held to it too)
 MAX_EVENT_BYTES = 64 * 1024
 
+#: the most characters of a hook's additionalContext Claude Code gives the model inline;
+#: past it the model sees a 2 KB preview and a file path instead
+CONTEXT_CAP_CHARS = 10_000
+
 #: keyword labels an entry keeps, and the fewest a generated list must have
 MAX_KEYWORDS = 10
 MIN_KEYWORDS = 3

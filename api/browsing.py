@@ -57,9 +57,10 @@ class View:
     def bound(self) -> Bound | None:
         return Bound(self.seq, None) if self.seq is not None else None
 
-    def workspace(self, where: Path | None = None) -> Workspace:
-        """A workspace reading this view's folder (for ``where``'s project when given)."""
-        ws = Workspace.open(where, home=self.ws.home) if where else self.ws
+    def workspace(self, where: Path | None = None, exact: bool = False) -> Workspace:
+        """A workspace reading this view's folder (for ``where``'s project when given;
+        ``exact``: ``where`` is the project root itself)."""
+        ws = Workspace.open(where, home=self.ws.home, exact=exact) if where else self.ws
         return msgspec.structs.replace(ws, home=self.folder)
 
     @property
@@ -133,10 +134,11 @@ def ranked(
 
 
 def next_session(view: View, directory: Path, limit: int | None = None) -> Injection:
-    """What the SessionStart hook would inject in ``directory``'s project (not recorded)."""
+    """What the SessionStart hook would inject for the project whose root is ``directory``
+    (as ``memlog inject --project-root`` prints it; nothing is recorded)."""
     if not directory.is_dir():
         raise InvalidInput(f"{directory} is not a directory")
-    request = Request.interactive(view.workspace(directory.resolve()), limit=limit)
+    request = Request.interactive(view.workspace(directory.resolve(), exact=True), limit=limit)
     return build(msgspec.structs.replace(request, catch_up=view.live))
 
 
@@ -168,6 +170,13 @@ def events(
     up_to = min(limits) if limits else None
     found = scan.latest(view.ws.log("ui"), limit, types, up_to)
     return [e for e in found if not types or tag(e) in types]
+
+
+def names(view: View, ids: Sequence[str]) -> dict[str, str]:
+    """The names of the entries of ``ids`` the view holds."""
+    if not view.has_view or not ids:
+        return {}
+    return {e.id: e.name for e in queries.entries(view.folder, sorted(set(ids)), vectors=False)}
 
 
 def files(view: View) -> list[tuple[str, int]]:

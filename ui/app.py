@@ -25,6 +25,7 @@ from memlog.api import browsing, reading
 from memlog.api.browsing import Snapshots, View
 from memlog.errors import EntryNotFound, InvalidInput, describe
 from memlog.eventlog.events import TYPE_NAMES
+from memlog.ui import tables
 from memlog.ui.guard import Guard
 from memlog.ui.render import page
 from memlog.vocabulary import CATEGORIES, SOURCES
@@ -32,6 +33,7 @@ from memlog.workspace import Workspace
 
 PAGE = 50
 LOG_PAGE = 100
+AUDITS_PAGE = 20
 #: event types that record an extraction's audit
 AUDIT_TYPES = ("memory.evolved",)
 STATIC = Path(__file__).parent / "static"
@@ -85,7 +87,7 @@ def _guarded(site: Site, request: Request, endpoint: Endpoint) -> Response:
 
 def _error(request: Request, status: int, message: str) -> Response:
     context: dict[str, Any] = {"as_of": "", "view": None, "notes": [], "active": ""}
-    html = page("error.html", status=status, message=message, audits=AUDIT_TYPES, **context)
+    html = page("error.html", status=status, message=message, **context)
     return HTMLResponse(html, status_code=status)
 
 
@@ -98,7 +100,7 @@ def _view(site: Site, request: Request) -> tuple[View, list[str]]:
 
 def _render(template: str, view: View, notes: list[str], active: str, **more: Any) -> Response:
     context = {"as_of": view.until, "view": view, "notes": notes, "active": active}
-    return HTMLResponse(page(template, audits=AUDIT_TYPES, **context, **more))
+    return HTMLResponse(page(template, **context, **more))
 
 
 def _number(request: Request, name: str, default: int, low: int = 1) -> int:
@@ -167,13 +169,15 @@ def next_page(site: Site, request: Request) -> Response:
     given = request.query_params.get("dir", "").strip()
     directory = given or (str(site.ws.root) if site.ws.root else "")
     limit = _number(request, "limit", 0, low=0) or None
-    result = None
+    result, table = None, None
     if directory:
         result = browsing.next_session(view, Path(directory).expanduser(), limit)
         notes = [*notes, *result.notes]
+        table = tables.ranked(result)
     return _render(
-        "next.html", view, notes, "next", directory=directory, limit=limit or "", result=result
-    )
+        "next.html", view, notes, "next", directory=directory, limit=limit or "", result=result,
+        table=table,
+    )  # fmt: skip
 
 
 # -- the log, audits, files --------------------------------------------------------------
@@ -188,17 +192,19 @@ def log_page(site: Site, request: Request) -> Response:
     found = browsing.events(view, (kind,) if kind else (), LOG_PAGE, before)
     return _render(
         "log.html", view, notes, "log", events=found, kind=kind, types=TYPE_NAMES,
-        before=before, page_size=LOG_PAGE, title="Log", audit=False,
+        before=before, page_size=LOG_PAGE, title="Log",
     )  # fmt: skip
 
 
 def audits_page(site: Site, request: Request) -> Response:
     view, notes = _view(site, request)
-    found = browsing.events(view, AUDIT_TYPES, LOG_PAGE)
+    before = _number(request, "before", 0, low=0) or None
+    events = browsing.events(view, AUDIT_TYPES, AUDITS_PAGE, before)
+    named = browsing.names(view, [i for event in events for i in event.entry_ids])
+    found = tables.audits(events, named)
     return _render(
-        "log.html", view, notes, "audits", events=found, kind="", types=AUDIT_TYPES,
-        before=None, page_size=LOG_PAGE, title="Extraction audits", audit=True,
-    )  # fmt: skip
+        "audits.html", view, notes, "audits", audits=found, page_size=AUDITS_PAGE, before=before
+    )
 
 
 def files_page(site: Site, request: Request) -> Response:

@@ -7,17 +7,21 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 from starlette.testclient import TestClient
 
+from memlog.commands.cli import cli
 from memlog.eventlog.events import (
     Labelled,
     MemoryEvolved,
     Observed,
+    Operation,
     Promoted,
     Recalled,
     Reembedded,
     Retired,
     Superseded,
+    Usage,
     content_hash,
 )
 from memlog.eventlog.log import EventLog
@@ -67,6 +71,12 @@ def client(memlog_home: Path, tmp_path: Path) -> Iterator[TestClient]:
     with TestClient(app, base_url=f"http://{HOST}", follow_redirects=False) as http:
         http.cookies.set(f"memlog_ui_{PORT}", TOKEN)
         yield http
+
+
+def html_unescape(html: str) -> str:
+    import html as module
+
+    return module.unescape(html)
 
 
 def text(html: str) -> str:
@@ -188,13 +198,47 @@ def test_what_the_next_session_would_get(
 ) -> None:
     project = tmp_path / "alpha"
     (project / ".git").mkdir(parents=True)
-    page = text(client.get("/next", params={"dir": str(project)}).text)
-    assert "Backoff retries" in page and "final=" in page and "prominence=" in page
+    html = client.get("/next", params={"dir": str(project)}).text
+    page = text(html)
     assert "## Engineering Memory (from knowledge bank)" in page
+    # the signals are labelled columns, with the weights in force
+    headings = re.findall(r'<th class="signal" title="[^"]+">([a-z]+)<span class="weight"> ×', html)
+    assert headings == ["lexical", "vector", "prominence", "neighbours"]
+    # best first
+    scores = [float(v) for v in re.findall(r'<td class="num score">(-?[0-9.]+)</td>', html)]
+    assert len(scores) >= 2 and scores == sorted(scores, reverse=True)
+    names = re.findall(r'<td class="name"><a href="[^"]+">([^<]+)</a>', html)
+    assert names[0] == "Backoff retries"
+    # the block's size against Claude Code's inline cap
+    block = re.search(r'<pre class="block">(.*?)</pre>', html, re.S)
+    assert block is not None
+    size = len(html_unescape(block.group(1)))
+    assert f"The block: {size:,} of 10,000 characters" in page
+    assert '<meter min="0" max="10000"' in html and f'value="{size}"' in html
     recalls = [r for r in EventLog(memlog_home).read() if isinstance(r.event, Recalled)]
     assert len(recalls) == 1  # shown, never recorded
     missing = client.get("/next", params={"dir": str(tmp_path / "nowhere")})
     assert missing.status_code == 400 and "is not a directory" in missing.text
+
+
+def test_the_next_session_agrees_with_inject_project_root(
+    client: TestClient, ids: dict[str, str], tmp_path: Path
+) -> None:
+    """The Quick start prints `memlog inject --project-root DIR`: the page shows that block,
+    for a project inside another repository too (the directory given is the project root)."""
+    outer = tmp_path / "outer"
+    (outer / ".git").mkdir(parents=True)
+    project = outer / "examples" / "alpha"
+    feature = project / "docs" / "features" / "001-parser"  # its active feature: the query
+    feature.mkdir(parents=True)
+    (feature / ".meta.json").write_text('{"id": "001", "slug": "parser", "status": "active"}')
+    (feature / "spec.md").write_text("# Spec: parser\n\nRead real samples before the parser.\n")
+    html = client.get("/next", params={"dir": str(project), "limit": "1"}).text
+    block = re.search(r'<pre class="block">(.*?)</pre>', html, re.S)
+    assert block is not None and "Parser samples" in block.group(1)
+    printed = CliRunner().invoke(cli, ["inject", "--project-root", str(project), "--limit", "1"])
+    assert printed.exit_code == 0, printed.output
+    assert html_unescape(block.group(1)).rstrip("\n") == printed.output.rstrip("\n")
 
 
 def rows(html: str) -> list[str]:
@@ -229,11 +273,29 @@ def test_extraction_audits_and_branch_memory_once_they_exist(
     extracted = Observed(name="Formatter", description="Run the formatter before commits",
                          category="patterns", source="extraction", section="conventions",
                          project="alpha", branch="feature/x")  # fmt: skip
-    audit = MemoryEvolved(project="alpha", branch="feature/x", mode="created", session_id="s-9",
-                          note="first extraction")  # fmt: skip
+    operations = (
+        Operation(op="add", entry_id=extracted.entry_id, section="conventions",
+                  text="Run the formatter before commits", reason="new convention"),
+        Operation(op="remove", entry_id=ids["new"], reason="contradicted by the session"),
+        Operation(op="keep", entry_id=ids["old"]),
+    )  # fmt: skip
+    usage = Usage(provider="claude-cli", model="claude-haiku-4-5", calls=1, tokens_in=12345,
+                  tokens_out=678, cost_micros=15735)  # fmt: skip
+    audit = MemoryEvolved(project="alpha", branch="feature/x", mode="evolved", session_id="s-9",
+                          note="first extraction", operations=operations, usage=usage)  # fmt: skip
     EventLog(memlog_home).append([extracted, audit])
-    assert rows(client.get("/audits").text) == ["memory.evolved"]
-    assert "first extraction" in text(client.get("/audits").text)
+    html = client.get("/audits").text
+    page = text(html)
+    assert "Operation(" not in html and "Usage(" not in html  # no Python reprs
+    figures = re.search(r'<table class="figures">.*?</table>', html, re.S)
+    assert figures is not None
+    cells = [text(c).strip() for c in re.findall(r"<td[^>]*>(.*?)</td>", figures.group(0), re.S)]
+    assert cells[2:] == ["alpha", "feature/x", "evolved", "s-9", "1 add, 1 remove, 1 keep", "1",
+                         "12,345", "678", "$0.0157", "claude-haiku-4-5"]  # fmt: skip
+    ops = re.findall(r'<tr class="op op-([a-z]+)">(.*?)</tr>', html, re.S)
+    assert [kind for kind, _ in ops] == ["add", "remove", "keep"]
+    assert "Backoff retries" in text(ops[1][1])  # the entry by its name, not its id
+    assert "contradicted by the session" in page and "first extraction" in page
     rel = "projects/alpha/branches/feature_x.md"
     assert rel in text(client.get("/branches").text)
     shown = text(client.get("/branches", params={"path": rel}).text)

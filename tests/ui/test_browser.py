@@ -16,7 +16,16 @@ from typing import Any
 
 import pytest
 
-from memlog.eventlog.events import Recalled, Retired, Superseded, content_hash
+from memlog.eventlog.events import (
+    MemoryEvolved,
+    Observed,
+    Operation,
+    Recalled,
+    Retired,
+    Superseded,
+    Usage,
+    content_hash,
+)
 from memlog.eventlog.log import EventLog
 from memlog.tests.support import REPO
 
@@ -31,6 +40,10 @@ FLAGS = (
     "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1280,1400",
 )  # fmt: skip
 DEMO = REPO / "examples" / "demo-project"
+LONG_NAME = (
+    "Open every CSV export from the billing systems with utf-8-sig and the csv module, "
+    "never with a plain split on commas, because quoted fields hold commas"
+)
 
 
 def browser(*extra: str) -> Any:
@@ -72,6 +85,20 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     new = content_hash("Passing user text straight into an FTS5 MATCH expression.")
     EventLog(home).append([Superseded(entry_id=old, by=new, reason="a test of lineage")])
     EventLog(home).append([Retired(entry_id=new, reason="a test of retirement")])
+    extracted = Observed(name=LONG_NAME, description=LONG_NAME + ", always.",
+                         category="patterns", source="extraction", section="conventions",
+                         project="demo-project", branch="feature/csv")  # fmt: skip
+    audit = MemoryEvolved(
+        project="demo-project", branch="feature/csv", mode="evolved", session_id="5e55-10n",
+        operations=(
+            Operation(op="add", entry_id=extracted.entry_id, section="conventions",
+                      text=extracted.description, reason="a convention the session settled"),
+            Operation(op="remove", entry_id=old, reason="the session showed it no longer holds"),
+        ),
+        usage=Usage(provider="claude-cli", model="claude-haiku-4-5", calls=1, tokens_in=8123,
+                    tokens_out=412, cost_micros=10183),
+    )  # fmt: skip
+    EventLog(home).append([extracted, audit])
     assert any(isinstance(r.event, Recalled) for r in EventLog(home).read())
     server = subprocess.Popen(
         [*memlog, "ui", "--port", "0", "--json"], env=env, cwd=DEMO, text=True,
@@ -120,7 +147,7 @@ def test_the_page_loads_and_lists(page: Any, served: str) -> None:
     assert page.title == "Entries · memlog"
     rows = css(page, "tr.entry")
     count = css(page, "#count")[0].text
-    assert count == f"{len(rows)} entries" and len(rows) == 7  # 9, less one retired, one replaced
+    assert count == f"{len(rows)} entries" and len(rows) == 8  # 10, less one retired, one replaced
     shot(page, "01-entries")
 
 
@@ -170,10 +197,38 @@ def test_the_next_session_view(page: Any, served: str) -> None:
     field.clear()
     field.send_keys(str(DEMO))
     submit(page, css(page, ".filters button")[0], "dir=")
-    chosen = css(page, "tr.chosen")
-    assert chosen and "final=" in chosen[0].text
-    assert "## Engineering Memory" in css(page, "pre.block")[0].text
+    headings = [th.text for th in css(page, "table.ranking th.signal")]
+    assert headings == ["lexical ×1.00", "vector ×0.25", "prominence ×0.05", "neighbours ×1.00"]
+    scores = [float(td.text) for td in css(page, "table.ranking td.score")]
+    assert scores and scores == sorted(scores, reverse=True)  # best first
+    assert len(css(page, "table.ranking span.bar")) == 4 * len(scores)
+    (meter,) = css(page, ".block-size meter")
+    block = css(page, "pre.block")[0].text
+    assert "## Engineering Memory" in block
+    assert meter.get_attribute("max") == "10000" and int(meter.get_attribute("value")) > 0
+    assert "of 10,000 characters" in css(page, ".block-size h2")[0].text
     shot(page, "06-next-session")
+
+
+def test_the_audits_are_tables(page: Any, served: str) -> None:
+    page.get(served.split("?")[0] + "audits")
+    body = css(page, "main")[0].text
+    assert "Operation(" not in body and "Usage(" not in body
+    figures = [td.text for td in css(page, "table.figures td")]
+    assert figures[2:] == ["demo-project", "feature/csv", "evolved", "5e55-10n", "1 add, 1 remove",
+                           "1", "8,123", "412", "$0.0102", "claude-haiku-4-5"]  # fmt: skip
+    ops = [tr.text for tr in css(page, "table.operations tr.op")]
+    assert ops[0].startswith("add") and "a convention the session settled" in ops[0]
+    assert ops[1].startswith("remove") and "no longer holds" in ops[1]
+    shot(page, "09-audits")
+
+
+def test_entry_names_wrap_never_cut(page: Any, served: str) -> None:
+    page.get(served.split("?")[0] + "?q=billing+systems+csv")
+    link = next(a for a in css(page, "a.entry-link") if a.text.startswith("Open every CSV"))
+    assert link.text.replace("\n", " ") == LONG_NAME  # the whole name, on several lines
+    assert link.size["height"] > 1.5 * float(link.value_of_css_property("line-height")[:-2])
+    shot(page, "10-long-name")
 
 
 def test_without_the_token_the_page_is_refused(served: str) -> None:
