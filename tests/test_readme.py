@@ -1,5 +1,6 @@
 """The README's Quick start: two commands, the second is what CI runs, the first works on a
-fresh machine whose system Python is externally managed (PEP 668)."""
+fresh machine whose system Python is externally managed (PEP 668); and each of its install
+lines works from a clone as it is written (pipx and uv installed from PyPI for the test)."""
 
 from __future__ import annotations
 
@@ -64,3 +65,80 @@ def test_the_first_command_works_on_a_fresh_machine(tmp_path: Path) -> None:
     assert "9 entries in 3 files: appended" in done.stdout
     assert "## Engineering Memory (from knowledge bank)" in done.stdout
     assert "semantic: active" in done.stdout  # the bundled model ranked: no key, no network
+
+
+# -- the install lines -------------------------------------------------------------------------
+
+INSTALL_TOOLS = ("pipx", "uv")
+
+
+def install_lines() -> list[str]:
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    section = text.split("## Install\n", 1)[1].split("\n### ", 1)[0]
+    return [block.strip() for block in re.findall(r"```sh\n(.*?)```", section, re.S)]
+
+
+def test_the_install_lines_work_from_a_clone_and_the_pypi_name_is_only_a_future() -> None:
+    assert install_lines() == ["pipx install .", "uv tool install ."]
+    text = (REPO / "README.md").read_text(encoding="utf-8")
+    runnable = "\n".join(re.findall(r"```sh\n(.*?)```", text, re.S))
+    assert "claude-memlog" not in runnable  # not on PyPI yet: no line may say to install it
+    prose = " ".join(text.split())
+    assert "Once the distribution is published its name will be `claude-memlog`" in prose
+    wrapper = (REPO / "plugin" / "hooks" / "run-memlog").read_text(encoding="utf-8")
+    assert "pipx install ." in wrapper and "claude-memlog" not in wrapper
+
+
+@pytest.fixture(scope="module")
+def install_tools() -> Path:
+    """pipx and uv, installed from PyPI with the system's pip into a cached venv (skipped
+    when that cannot be done here)."""
+    python = system_python()
+    base = Path(os.environ.get("MEMLOG_TEST_CACHE") or Path.home() / ".cache" / "memlog-tests")
+    venv = base / "install-tools"
+    if not all((venv / "bin" / tool).exists() for tool in INSTALL_TOOLS):
+        made = subprocess.run([python, "-m", "venv", "--clear", str(venv)], capture_output=True,
+                              check=False)  # fmt: skip
+        pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", *INSTALL_TOOLS]
+        done = subprocess.run(pip, capture_output=True, text=True, timeout=600, check=False)
+        if made.returncode or done.returncode:
+            pytest.skip(f"cannot install pipx and uv from PyPI here: {done.stderr[-300:]}")
+    return venv / "bin"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("line", install_lines())
+def test_each_install_line_works(line: str, install_tools: Path, tmp_path: Path) -> None:
+    """Verbatim, in a fresh clone with a fresh home: the command lands in ~/.local/bin,
+    runs, serves MCP, and the plugin's wrapper finds it there without PATH's help."""
+    python = system_python()
+    clone, home = tmp_path / "clone", tmp_path / "home"
+    shutil.copytree(REPO, clone, ignore=NOT_SOURCES)
+    home.mkdir()
+    base = Path(os.environ.get("MEMLOG_TEST_CACHE") or Path.home() / ".cache" / "memlog-tests")
+    env = {
+        "PATH": f"{install_tools}:{Path(python).parent}:/usr/bin:/bin", "HOME": str(home),
+        "LANG": "C.UTF-8", "XDG_CACHE_HOME": str(base / "install-cache"),  # pip's and uv's
+        **{k: v for k, v in os.environ.items() if k.startswith(("PIP_", "SSL_", "REQUESTS_"))},
+    }  # fmt: skip
+    done = subprocess.run(["sh", "-c", line], cwd=clone, env=env, capture_output=True, text=True,
+                          timeout=900, check=False)  # fmt: skip
+    assert done.returncode == 0, done.stdout + done.stderr
+    memlog = home / ".local" / "bin" / "memlog"
+    version = subprocess.run([str(memlog), "--version"], capture_output=True, text=True,
+                             env={**env, "PATH": "/usr/bin:/bin"}, check=False)  # fmt: skip
+    assert version.stdout.startswith("memlog, version ")
+    initialize = '{"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {}}\n'
+    served = subprocess.run(
+        [str(memlog), "serve-mcp"], input=initialize, capture_output=True, text=True, timeout=60,
+        cwd=tmp_path, env={**env, "MEMLOG_HOME": str(tmp_path / "memory")}, check=False,
+    )  # fmt: skip
+    assert '"serverInfo":{"name":"memlog"' in served.stdout, served.stderr
+    plugin = home / ".claude" / "plugins" / "cache" / "memlog" / "memlog" / "0.2.0"
+    shutil.copytree(REPO / "plugin", plugin)
+    found = subprocess.run(
+        ["sh", str(plugin / "hooks" / "run-memlog"), "--version"], capture_output=True, text=True,
+        env={"HOME": str(home), "PATH": "/usr/bin:/bin", "CLAUDE_PLUGIN_ROOT": str(plugin)},
+        check=False,
+    )  # fmt: skip
+    assert found.stdout == version.stdout, found.stderr
