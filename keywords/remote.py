@@ -3,10 +3,11 @@
 Neither is asked unless ``memory_keyword_provider`` names it: the default
 labeller is the local one, and an entry's text leaves the machine only when
 its user chose so.  Each tier holds an injected ``httpx.Client`` and makes
-one request per entry, with no retry: a label is not worth a second wait.  The request ends
-within ``timeout`` seconds (5 by default): every network operation is
-bounded by it, and the answer is streamed with the clock checked after
-every chunk, so a server that trickles bytes is cut off too.
+one request per entry, with no retry: a label is not worth a second wait.
+The request ends within ``timeout`` seconds (5 by default): every network
+operation is bounded by it, and the answer is streamed with the clock
+checked after every chunk (``llm.http``), so a server that trickles bytes
+is cut off too.
 
 Errors.  A missing key, a refused key, a refused connection and a 404
 (model not pulled, wrong base URL) raise ``ProviderUnavailable``: the tier
@@ -36,6 +37,7 @@ Shapes, checked against each API's reference:
 
 from __future__ import annotations
 
+import abc
 import os
 import re
 import time
@@ -112,12 +114,11 @@ def parse_answer(text: str) -> list[str] | None:
 # -- Claude (Haiku) ---------------------------------------------------------------------
 
 
-class HaikuKeywords(KeywordProvider):
-    """Claude's Messages API, Haiku by default, through memlog's one client for it."""
+class RemoteKeywords(KeywordProvider):
+    """A labeller behind an HTTP API, asked once per entry within ``timeout`` seconds."""
 
-    name: ClassVar[str] = "haiku"
-    default_model = "claude-haiku-5-5"
-    max_tokens = 300
+    default_model: ClassVar[str]
+    model_env: ClassVar[str]
 
     def __init__(
         self,
@@ -127,9 +128,27 @@ class HaikuKeywords(KeywordProvider):
         timeout: float = TIER_TIMEOUT,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
-        self.api = Messages(client, self.name, env, clock)
-        self.model = env.get("MEMLOG_ANTHROPIC_KEYWORD_MODEL") or self.default_model
+        self.client = client
+        self.model = env.get(self.model_env) or self.default_model
         self.timeout = timeout
+        self.clock = clock
+        self.configure(env)
+
+    @abc.abstractmethod
+    def configure(self, env: Mapping[str, str]) -> None:
+        """Read where the API is from ``env``."""
+
+
+class HaikuKeywords(RemoteKeywords):
+    """Claude's Messages API, Haiku by default, through memlog's one client for it."""
+
+    name: ClassVar[str] = "haiku"
+    default_model = "claude-haiku-5-5"
+    model_env = "MEMLOG_ANTHROPIC_KEYWORD_MODEL"
+    max_tokens = 300
+
+    def configure(self, env: Mapping[str, str]) -> None:
+        self.api = Messages(self.client, self.name, env, self.clock)
 
     def label(self, name: str, description: str, reasoning: str) -> list[str]:
         if not self.api.available:
@@ -162,25 +181,15 @@ class _OllamaErrorBody(msgspec.Struct):
     error: str
 
 
-class OllamaKeywords(KeywordProvider):
+class OllamaKeywords(RemoteKeywords):
     """A local or self-hosted Ollama server's ``/api/generate``."""
 
     name: ClassVar[str] = "ollama"
     default_model = "llama3.2"
+    model_env = "MEMLOG_OLLAMA_KEYWORD_MODEL"
 
-    def __init__(
-        self,
-        client: httpx.Client,
-        *,
-        env: Mapping[str, str] = os.environ,
-        timeout: float = TIER_TIMEOUT,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self.client = client
+    def configure(self, env: Mapping[str, str]) -> None:
         self.base_url = ollama_url(env)
-        self.model = env.get("MEMLOG_OLLAMA_KEYWORD_MODEL") or self.default_model
-        self.timeout = timeout
-        self.clock = clock
 
     def label(self, name: str, description: str, reasoning: str) -> list[str]:
         body = {
@@ -215,7 +224,7 @@ def _ollama_error(content: bytes) -> str:
         return one_line(content.decode("utf-8", "replace"))
 
 
-TIERS: dict[str, type[HaikuKeywords | OllamaKeywords]] = {
+TIERS: dict[str, type[RemoteKeywords]] = {
     "haiku": HaikuKeywords,
     "ollama": OllamaKeywords,
 }
