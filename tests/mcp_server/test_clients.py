@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memlog.eventlog.events import Observed
+from memlog.eventlog.events import Labelled, Observed
 from memlog.eventlog.log import START, EventLog
 from memlog.tests.claude_code import (
     ClaudeCode,
@@ -97,3 +97,43 @@ def test_claude_code_offers_the_tools_on_the_first_turn(tmp_path: Path) -> None:
                   for s in sessions)
     ]  # fmt: skip
     assert told == [True] + [False] * (RUNS - 1)
+
+
+@pytest.mark.slow
+def test_a_first_turn_tool_call_stores_a_memory_and_nothing_is_sent_to_label_it(
+    tmp_path: Path,
+) -> None:
+    """Claude Code, on its first turn, calls store_memory through the plugin: the memory is
+    in the log, labelled on this machine, and, with an API key set and every setting at its
+    default, no labelling request reached the API (only Claude Code's own two turns)."""
+    project = tmp_path / "project"
+    (project / ".git").mkdir(parents=True)
+    memory = tmp_path / "memory"
+    lesson = {"name": "Pin CI tools", "category": "patterns",
+              "description": "Pin the versions of CI tools so that builds stay reproducible.",
+              "reasoning": "An unpinned linter upgrade broke every build one morning."}  # fmt: skip
+    tool = "mcp__plugin_memlog_memlog__store_memory"
+    with MessagesAPI(text="Stored.") as api:
+        api.script = [[{"type": "tool_use", "name": tool, "input": lesson}]]
+        home = tmp_path / "home"
+        home.mkdir()
+        env = {
+            "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}",
+            "MEMLOG_HOME": str(memory),
+        }  # the defaults otherwise, the local model among them
+        claude = ClaudeCode(claude_binary(), home, api.url, env)
+        installed = claude.install_plugin(REPO, project)
+        assert installed.returncode == 0, installed.stdout + installed.stderr
+        ran = claude.run(["-p", "Remember to pin CI tools.", "--allowedTools", tool,
+                          "--output-format", "json"], cwd=project)  # fmt: skip
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+        sent = list(api.messages)
+    assert len(sent) == 2  # the turn that called the tool, and the one that read its result
+    result = json.dumps(sent[1]["messages"][-1])
+    assert '\\"created\\":true' in result and 'is_error": true' not in result
+    assert not [m for m in sent if "Choose keyword labels" in json.dumps(m)]
+    events = [r.event for r in EventLog(memory).read()]
+    (stored,) = [e for e in events if isinstance(e, Observed)]
+    assert stored.name == "Pin CI tools" and stored.writer is not None
+    assert stored.writer.command == "serve-mcp"
+    assert {e.provider for e in events if isinstance(e, Labelled)} == {"local"}
