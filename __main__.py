@@ -1,8 +1,9 @@
 """The ``memlog`` executable (and ``python -m memlog``).
 
-The hooks' hot path and the MCP server come first: ``memlog hook session-start``, ``session-end``,
-``pre-compact``, the start's recorder, ``hook record``, and the resident
-ranker, ``hook resident``, and ``serve-mcp`` run before click or any command module is imported.
+The hooks' hot path and the MCP server come first: ``memlog hook session-start``,
+``user-prompt``, ``session-end``, ``pre-compact``, the start's recorder, ``hook record``,
+the resident ranker, ``hook resident``, and ``serve-mcp`` run before click or any command
+module is imported.
 """
 
 from __future__ import annotations
@@ -42,6 +43,11 @@ def main() -> None:
         from memlog.hooks.session_start import main as session_start
 
         session_start()
+    if sys.argv[1:] == ["hook", "user-prompt"]:
+        gc.disable()  # (as a start: a fraction of a second, few cycles)
+        from memlog.hooks.user_prompt import main as user_prompt
+
+        user_prompt()
     if sys.argv[1:] == ["hook", "record"]:
         from memlog.hooks.recorder import main as recorder
 

@@ -17,17 +17,28 @@ from typing import Any
 
 import msgspec
 
-from memlog.vocabulary import DEFAULT_SPACES, EXTRACTION_PROVIDERS, Space
+from memlog.vocabulary import (
+    DEFAULT_SPACES,
+    EXTRACTION_PROVIDERS,
+    INJECTION_MAX_CHARS,
+    INLINE_CAP_CHARS,
+    Space,
+)
 
 CONFIG_FILE = Path(".claude") / "iflow-dev.local.md"
 PROVIDERS = tuple(DEFAULT_SPACES)
 KEYWORD_PROVIDERS = ("local", "haiku", "ollama", "caller", "off", "auto")
 RANKINGS = ("fused", "d3")
+#: the smallest injection budget: the block's header, one entry and its last lines
+MIN_INJECTION_CHARS = 1000
 
 
 class Config(msgspec.Struct, frozen=True):
     memory_injection_enabled: bool = True
     memory_injection_limit: int = 20
+    #: characters the SessionStart injection may take in all (Claude Code's inline cap is
+    #: 10,000: a longer context reaches the model only as a 2 KB preview)
+    memory_injection_max_chars: int = INJECTION_MAX_CHARS
     memory_semantic_enabled: bool = True
     memory_vector_weight: float = 0.5
     memory_keyword_weight: float = 0.2
@@ -55,6 +66,10 @@ class Config(msgspec.Struct, frozen=True):
     #: the least relevance (retrieval/relevance.py, a chance in [0, 1]) an entry recalled
     #: for a prompt must have
     memory_relevance_floor: float = 0.2
+    #: recall at the prompt (the UserPromptSubmit hook): a few entries that pass the floor
+    memory_prompt_recall: bool = True
+    #: the prompt hook's deadline
+    memory_prompt_budget_ms: int = 1000
     memory_extraction_provider: str = "auto"
     memory_extraction_daily_budget_usd: float = 0.50
     #: input tokens one session's extraction may send (estimated before the call)
@@ -85,6 +100,10 @@ def _is_int(low: int) -> Check:
     return lambda v: isinstance(v, int) and not isinstance(v, bool) and v >= low
 
 
+def _is_within(low: int, high: int) -> Check:
+    return lambda v: _is_int(low)(v) and v <= high
+
+
 def _is_weight(v: Any) -> bool:
     return isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v) and v >= 0
 
@@ -104,6 +123,11 @@ def _is_str(v: Any) -> bool:
 CHECKS: dict[str, tuple[Check, str]] = {
     "memory_injection_enabled": (_is_bool, "true or false"),
     "memory_injection_limit": (_is_int(-1), "a whole number ≥ -1"),
+    "memory_injection_max_chars": (
+        _is_within(MIN_INJECTION_CHARS, INLINE_CAP_CHARS),
+        f"characters from {MIN_INJECTION_CHARS:,} to {INLINE_CAP_CHARS:,} (Claude Code gives "
+        "the model a longer context only as a preview)",
+    ),
     "memory_semantic_enabled": (_is_bool, "true or false"),
     "memory_vector_weight": (_is_weight, "a number ≥ 0"),
     "memory_keyword_weight": (_is_weight, "a number ≥ 0"),
@@ -125,6 +149,8 @@ CHECKS: dict[str, tuple[Check, str]] = {
     "memory_fusion_prominence_weight": (_is_weight, "a number ≥ 0"),
     "memory_neighbour_weight": (_is_weight, "a number ≥ 0"),
     "memory_relevance_floor": (_is_fraction, "a number from 0 to 1"),
+    "memory_prompt_recall": (_is_bool, "true or false"),
+    "memory_prompt_budget_ms": (_is_int(100), "milliseconds ≥ 100"),
     "memory_extraction_provider": (_one_of(EXTRACTION_PROVIDERS), " | ".join(EXTRACTION_PROVIDERS)),
     "memory_extraction_daily_budget_usd": (_is_weight, "dollars ≥ 0"),
     "memory_extraction_max_input_tokens": (_is_int(1000), "tokens ≥ 1000"),

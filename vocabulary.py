@@ -12,7 +12,7 @@ from typing import Literal, NamedTuple
 
 Category = Literal["anti-patterns", "patterns", "heuristics", "facts"]
 Confidence = Literal["high", "medium", "low"]
-Source = Literal["retro", "session-capture", "manual", "import", "extraction"]
+Source = Literal["retro", "session-capture", "manual", "import", "extraction", "claude-code"]
 Scope = Literal["universal", "project"]
 KbCategory = Literal["anti-patterns", "heuristics", "patterns"]
 
@@ -21,7 +21,9 @@ CATEGORIES: tuple[Category, ...] = ("anti-patterns", "heuristics", "patterns", "
 #: the knowledge-bank categories (the global store's), in injection priority
 KB_CATEGORIES: tuple[KbCategory, ...] = ("anti-patterns", "heuristics", "patterns")
 CONFIDENCES: tuple[Confidence, ...] = ("high", "medium", "low")
-SOURCES: tuple[Source, ...] = ("retro", "session-capture", "manual", "import", "extraction")
+SOURCES: tuple[Source, ...] = (
+    "retro", "session-capture", "manual", "import", "extraction", "claude-code",
+)  # fmt: skip
 
 #: the one confidence scale: higher is more confident
 CONFIDENCE_RANK: dict[str, int] = {"high": 3, "medium": 2, "low": 1}
@@ -108,3 +110,20 @@ BRANCH_BLOCK_MAX_CHARS = 4000
 SessionStatus = Literal["open", "pending", "extracted", "skipped", "error"]
 #: extraction providers, tried in this order by ``auto``
 EXTRACTION_PROVIDERS = ("auto", "claude-cli", "anthropic", "ollama", "off")
+
+#: the most characters of a hook's ``additionalContext`` Claude Code gives the model inline
+#: (counted as JavaScript counts a string: UTF-16 code units); past it the model sees a
+#: 2 KB preview and a file path instead
+INLINE_CAP_CHARS = 10_000
+#: what memlog's SessionStart injection takes by default (``memory_injection_max_chars``)
+INJECTION_MAX_CHARS = 9_000
+#: what one prompt's recall may add: entries at most, and characters
+PROMPT_RECALL_ENTRIES = 3
+PROMPT_RECALL_MAX_CHARS = 2_500
+#: the category a Claude Code auto memory joins, by its ``type``
+NATIVE_CATEGORIES: dict[str, Category] = {
+    "feedback": "heuristics",
+    "user": "facts",
+    "project": "facts",
+    "reference": "facts",
+}

@@ -1,4 +1,15 @@
-"""Getting knowledge out: what to inject for a project, and search by query."""
+"""Getting knowledge out: what to inject for a project or a prompt, and search by query.
+
+What a session start injects (``for_hook``, and ``inject`` for ``memlog
+inject`` and the page) is one text within ``memory_injection_max_chars``:
+the Engineering Memory block, the Branch Memory block of the branch checked
+out, and a last line saying how many more entries matched and how to reach
+them.  Each lesson appears once: what the session already holds (a CLAUDE.md,
+Claude Code's auto memory, what memlog gave it earlier, the Branch Memory
+block itself) is passed over by the ranking (``retrieval.in_context``).  A
+prompt's recall (``for_prompt``) adds at most a few entries that pass the
+relevance floor and that the session has not received.
+"""
 
 from __future__ import annotations
 
@@ -7,13 +18,40 @@ from collections.abc import Callable, Sequence
 import msgspec
 
 from memlog.git import current_branch
-from memlog.projections.branch_memory import block
+from memlog.projections.markdown_view.branch import injected
+from memlog.projections.sqlite_view import queries
+from memlog.retrieval import in_context, received
+from memlog.retrieval.budget import size
 from memlog.retrieval.inject import build
 from memlog.retrieval.record import Recall, recall_of, record, write
-from memlog.retrieval.request import Chosen, Injection, Request
+from memlog.retrieval.request import Chosen, Injection, LeftOut, Request
+from memlog.vocabulary import BRANCH_BLOCK_MAX_CHARS
 from memlog.workspace import Workspace
 
-__all__ = ["Chosen", "Injection", "Recall", "Request", "for_hook", "inject", "search"]
+__all__ = [
+    "Chosen", "Injection", "LeftOut", "Recall", "Request", "for_hook", "for_prompt", "inject",
+    "preview", "search",
+]  # fmt: skip
+
+NO_ROOM = "no room: the block is at memory_injection_max_chars"
+#: the largest count the last line is sized for
+MORE_RESERVED = 10**7
+#: the entries a prompt's ranking looks at, best first, before the relevance floor
+PROMPT_CANDIDATES = 10
+#: the fewest distinct terms a prompt needs to be recalled for ("yes", "go on" say too little)
+MIN_PROMPT_TERMS = 3
+#: the words of a prompt its recall ranks (a pasted log says little more past them)
+MAX_PROMPT_WORDS = 200
+
+
+def more_line(count: int, matched: bool = True) -> str:
+    """The block's last line: how many more matched (or, without a query, are in memory),
+    and how to reach them."""
+    what = "matched and were left out" if matched else "are in memory"
+    return (
+        f"*{count} more entries {what}: the search_memory tool, or "
+        '`memlog search "<words>"`, finds them.*'
+    )
 
 
 def inject(
@@ -26,14 +64,29 @@ def inject(
     """What the hook would inject for the workspace's project (recorded when asked).
 
     ``drop_in``: as iflow's memory.py, which the markdown pipeline then reproduces exactly
-    (the block alone: no line on how it was chosen, no branch memory).
+    (the block alone: no line on how it was chosen, no branch memory, no budget).
     """
     request = msgspec.structs.replace(Request.interactive(ws, limit=limit), drop_in=drop_in)
-    result = build(request)
-    if not (drop_in and result.mode == "legacy"):
-        result = with_branch_memory(ws, result)
+    if drop_in and not ws.config.memory_semantic_enabled:
+        result = build(request)
+    else:
+        result = delivered(request, str(ws.root) if ws.root else None)
     if remember:
         result.notes += record(request, result, session_id)
+    return result
+
+
+def preview(ws: Workspace, request: Request) -> Injection:
+    """What a start would inject (``request``: its ranking) and, in ``left_out``, every
+    entry it would have chosen that it leaves out, with the reason (the page)."""
+    result, passed = assembled(request, str(ws.root) if ws.root else None)
+    plain = build(request)  # no budget, nothing passed over: what the ranking alone picks
+    held = {c.id for c in result.chosen} | {o.id for o in result.left_out}
+    result.left_out += [
+        LeftOut(c.id, c.name, c.category, passed[c.id])
+        for c in plain.chosen
+        if c.id not in held and c.id in passed
+    ]  # fmt: skip
     return result
 
 
@@ -50,6 +103,8 @@ def for_hook(
     session_id: str = "",
     claim: Callable[[], bool] | None = None,
     keep: Callable[[Recall], None] | None = None,
+    trigger: str = "startup",
+    cwd: str | None = None,
 ) -> Injection:
     """The SessionStart injection within ``deadline``, recorded as a recall.
 
@@ -57,13 +112,18 @@ def for_hook(
     injects (several registrations of the hook may run for one start); when
     it says no, nothing is injected or recorded.  ``keep``, when given, takes
     the recall to record instead of it being written here (the hook has it
-    written after its output, by a process of its own).
+    written after its output, by a process of its own).  What is injected is
+    noted as received by the session (``trigger``: the start's source) before
+    anything is printed.
     """
     request = Request.hook(ws, deadline)
-    result = with_branch_memory(ws, build(request))
+    where = cwd if cwd is not None else (str(ws.root) if ws.root else None)
+    result = delivered(request, where, session_id, trigger)
     if (result.chosen or result.text) and claim is not None and not claim():
         return Injection(text="", mode=result.mode)
-    recall = recall_of(request, result, session_id)
+    given = [c.id for c in result.chosen] + result.branch_ids
+    result.notes += received.add(ws.home, session_id, trigger, given)
+    recall = recall_of(request, result, session_id, trigger)
     if recall is not None and keep is not None:
         keep(recall)
     elif recall is not None:
@@ -71,14 +131,124 @@ def for_hook(
     return result
 
 
-def with_branch_memory(ws: Workspace, result: Injection) -> Injection:
-    """``result`` followed by the branch memory of the branch checked out, if it has any."""
-    branch = current_branch(ws.root) if ws.root is not None else ""
+def for_prompt(
+    ws: Workspace,
+    prompt: str,
+    deadline: float,
+    session_id: str = "",
+    cwd: str | None = None,
+    claim: Callable[[], bool] | None = None,
+    keep: Callable[[Recall], None] | None = None,
+) -> Injection:
+    """A prompt's recall within ``deadline``: at most ``PROMPT_RECALL_ENTRIES`` entries
+    (``PROMPT_RECALL_MAX_CHARS``) whose relevance to the prompt reaches the floor and that
+    the session does not hold; an empty text otherwise.  Recorded as a recall (trigger
+    ``prompt``) and noted as received, as ``for_hook`` does."""
+    text = prompt_text(prompt)
+    if text is None:
+        return Injection(text="", mode="none")
+    notes: list[str] = []
     try:
-        text = block(ws.home, ws.project, branch)
+        holds = in_context.excluded(ws.home, cwd, session_id)
+        here = in_context.checkout(ws.root, ws.project, current_branch(ws.root) if ws.root else "")
+        holds = {**in_context.branch_excluded(ws.home, here)[1], **holds}
     except Exception as exc:  # noqa: BLE001 - sqlite3 errors among others: a note, never a failure
-        result.notes.append(f"branch memory not read ({type(exc).__name__}: {exc})")
-        return result
-    if text:
-        result.text = f"{result.text}\n{text}" if result.text else text
+        notes.append(f"what the session holds was not read ({type(exc).__name__}: {exc})")
+        holds = {}
+    request = msgspec.structs.replace(
+        Request.prompt(ws, deadline, text, PROMPT_CANDIDATES), excluded=holds
+    )
+    result = build(request)
+    result.notes = notes + result.notes
+    if result.mode == "legacy" or not result.chosen:
+        return Injection(text="", mode=result.mode, query=result.query, notes=result.notes)
+    if claim is not None and not claim():
+        return Injection(text="", mode=result.mode)
+    result.notes += received.add(ws.home, session_id, "prompt", [c.id for c in result.chosen])
+    recall = recall_of(request, result, session_id, "prompt")
+    if recall is not None and keep is not None:
+        keep(recall)
+    elif recall is not None:
+        result.notes += write(ws.home, recall, "prompt")
     return result
+
+
+def prompt_text(prompt: str) -> str | None:
+    """What a prompt's recall ranks: its first ``MAX_PROMPT_WORDS`` words; None when they
+    hold fewer than ``MIN_PROMPT_TERMS`` distinct terms."""
+    from memlog.projections.terms import terms
+
+    text = " ".join(prompt.split()[:MAX_PROMPT_WORDS])
+    return text if len(set(terms(text))) >= MIN_PROMPT_TERMS else None
+
+
+def delivered(
+    request: Request, cwd: str | None, session: str = "", trigger: str = "startup"
+) -> Injection:
+    """A session start's whole context for ``request``, within the budget, each lesson
+    once: what the session holds (seen from ``cwd``; what it received, after a start
+    that is not ``received.FRESH``) is passed over."""
+    return assembled(request, cwd, session, trigger)[0]
+
+
+def assembled(
+    request: Request, cwd: str | None, session: str = "", trigger: str = "startup"
+) -> tuple[Injection, dict[str, str]]:
+    """``delivered``'s context, and every entry it passed over with the reason."""
+    ws, notes = request.ws, []
+    cap = ws.config.memory_injection_max_chars
+    try:
+        holds = in_context.excluded(ws.home, cwd, "" if trigger in received.FRESH else session)
+        branch_text, branch_ids, passed = branch_part(ws, holds, cap)
+    except Exception as exc:  # noqa: BLE001 - sqlite3 errors among others: a note, never a failure
+        notes.append(f"what the session holds was not read ({type(exc).__name__}: {exc})")
+        holds, branch_text, branch_ids, passed = {}, "", [], {}
+    excluded = {**passed, **holds, **dict.fromkeys(branch_ids, in_context.IN_BRANCH_MEMORY)}
+    reserved = size(more_line(MORE_RESERVED)) + 2 + (size(branch_text) + 2 if branch_text else 0)
+    request = msgspec.structs.replace(request, excluded=excluded, max_chars=cap - reserved)
+    result = build(request)
+    if result.mode == "legacy":
+        result = fit_legacy(request, result)
+    result.notes = notes + result.notes
+    result.branch_ids = branch_ids
+    held = result.text or branch_text
+    last = more_line(result.more, result.query is not None) if result.more and held else ""
+    result.text = joined(result.text, branch_text, last)
+    return result, excluded
+
+
+def branch_part(
+    ws: Workspace, holds: dict[str, str], cap: int
+) -> tuple[str, list[str], dict[str, str]]:
+    """The Branch Memory block of the branch checked out (what the session does not hold
+    yet), the ids it gives, and the other branches' entries, which are not given here."""
+    branch = current_branch(ws.root) if ws.root is not None else ""
+    here = in_context.checkout(ws.root, ws.project, branch)
+    mine, others = in_context.branch_excluded(ws.home, here)
+    if not mine:
+        return "", [], others
+    entries = [e for e in queries.entries(ws.home, mine, vectors=False) if e.id not in holds]
+    entries.sort(key=lambda e: (e.created_seq, e.id))
+    text, ids = injected(entries, min(BRANCH_BLOCK_MAX_CHARS, cap // 2))
+    return text, ids, others
+
+
+def fit_legacy(request: Request, result: Injection) -> Injection:
+    """The markdown pipeline's block held to the budget: the last entries left out, whole
+    (its entries are printed as their files have them, never condensed)."""
+    assert request.max_chars is not None
+    fitted = result
+    while fitted.chosen and size(fitted.text) > request.max_chars:
+        fewer = msgspec.structs.replace(request, limit=len(fitted.chosen) - 1)
+        fitted = build(fewer)
+    kept = {c.id for c in fitted.chosen}
+    fitted.left_out += [
+        LeftOut(c.id, c.name, c.category, NO_ROOM) for c in result.chosen if c.id not in kept
+    ]
+    return fitted
+
+
+def joined(*parts: str) -> str:
+    """The blocks of a context, a blank line between them."""
+    kept = [p.rstrip("\n") for p in parts if p.strip()]
+    return "\n\n".join(kept) + "\n" if kept else ""

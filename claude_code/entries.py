@@ -1,7 +1,7 @@
 """memlog's entries in Claude Code's settings: what they are, how to find them in a
 document, and how to add or remove them in its text.
 
-The hook groups (SessionStart, SessionEnd, PreCompact) and the MCP server
+The hook groups (SessionStart, UserPromptSubmit, SessionEnd, PreCompact) and the MCP server
 entry memlog registers; ``install_*`` and ``remove_*`` edit a document's text
 in place (``jsonedit``), and ``strip_ours`` / ``has_ours`` compare parsed
 documents with memlog's entries left out.
@@ -39,6 +39,7 @@ class HookSpec(NamedTuple):
 
 HOOKS = (
     HookSpec(HOOK_EVENT, HOOK_MATCHER, HOOK_ARGS),
+    HookSpec("UserPromptSubmit", None, ["hook", "user-prompt"], timeout=5),
     HookSpec("SessionEnd", None, ["hook", "session-end"]),
     HookSpec("PreCompact", "manual|auto", ["hook", "pre-compact"]),
 )

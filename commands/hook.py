@@ -25,6 +25,19 @@ def session_start() -> None:
     main()
 
 
+@hook.command(name="user-prompt")
+def user_prompt() -> None:
+    """Read the UserPromptSubmit JSON on stdin and print a few memories for the prompt.
+
+    Prints them only when they pass the relevance floor and the session does not
+    hold them yet, else nothing; always exits 0, within memory_prompt_budget_ms.
+    memory_prompt_recall: false turns it off.
+    """
+    from memlog.hooks.user_prompt import main
+
+    main()
+
+
 @hook.command(name="session-end")
 def session_end() -> None:
     """Read the SessionEnd JSON on stdin, record the session and start its extraction.

@@ -41,6 +41,15 @@ def is_per_device(events_dir: Path) -> bool:
     return bool(device_dirs(events_dir))
 
 
+def known_device_id(events_dir: Path) -> str:
+    """This home's device id when one was made ("" before that); never makes one."""
+    try:
+        found = (events_dir / DEVICE_FILE).read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError):
+        return ""
+    return found if DEVICE_RE.match(found) else ""
+
+
 def device_id(events_dir: Path) -> str:
     """This home's device id, made (and kept in ``events/.device``) on first use."""
     path = events_dir / DEVICE_FILE

@@ -133,6 +133,9 @@ class Recalled(EventBase, frozen=True, kw_only=True, tag="entry.recalled"):
     project: str = ""
     query: str = ""
     mode: str = ""
+    #: what the entries were injected at: a session start's source (``startup``,
+    #: ``resume``, ``clear``, ``compact``) or ``prompt``; empty: a start, or written before
+    trigger: str = ""
 
     @property
     def entry_ids(self) -> tuple[str, ...]:

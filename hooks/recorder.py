@@ -40,6 +40,8 @@ class Handover(msgspec.Struct):
     recall: Recall | None = None
     #: the embedding space the views are caught up in (provider, model, dimensions)
     space: tuple[str, str, int] | None = None
+    #: ``start`` (a session start: recorded, with its session) or ``prompt`` (a recall)
+    kind: str = "start"
 
 
 def hand_over(home: Path, handover: Handover) -> None:
@@ -78,22 +80,32 @@ def settled(home: Path, timeout: float = 30.0) -> bool:
 def record(home: Path, handover: Handover) -> None:
     """Everything the handover asks for; each failure is logged and the rest still done."""
     from memlog.hooks.session_start import log_error
-    from memlog.hooks.sessions import record_start
 
     try:
         if handover.recall is not None:
             from memlog.retrieval.record import write
 
-            for note in write(home, handover.recall, "inject"):
+            command = "prompt" if handover.kind == "prompt" else "inject"
+            for note in write(home, handover.recall, command):
                 log_error(home, note)
-        try:
-            record_start(handover.payload, home)
-        except Exception as exc:  # noqa: BLE001 - logged; the views are still caught up
-            log_error(home, f"SessionStart: {type(exc).__name__}: {exc}", exc)
+        if handover.kind == "start":
+            _after_start(home, handover.payload)
         if handover.space is not None and (home / "memory.db").exists():
             _catch_up(home, handover.space)
     finally:
         (home / MARKERS / handover.marker).unlink(missing_ok=True)
+
+
+def _after_start(home: Path, payload: dict[str, Any]) -> None:
+    """The session's start, then Claude Code's auto memory of its project (what changed
+    since the last start), each failure logged."""
+    from memlog.hooks.session_start import log_error
+    from memlog.hooks.sessions import record_start
+
+    try:
+        record_start(payload, home)
+    except Exception as exc:  # noqa: BLE001 - logged; the views are still caught up
+        log_error(home, f"SessionStart: {type(exc).__name__}: {exc}", exc)
 
 
 def _catch_up(home: Path, space: tuple[str, str, int]) -> None:

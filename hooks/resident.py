@@ -108,9 +108,10 @@ def key(home: Path, env: dict[str, str] | None = None) -> str:
     return digests.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
-def ask(payload: dict[str, Any], home: Path, started: float) -> str | None:
-    """The resident's context for this start; None when no resident serves this home
-    (the hook then ranks itself).  Raises ResidentError when one answered wrongly."""
+def ask(payload: dict[str, Any], home: Path, started: float, op: str = "start") -> str | None:
+    """The resident's context for this start (``op``: ``start``, or ``prompt`` for a
+    prompt's recall); None when no resident serves this home (the hook then ranks
+    itself).  Raises ResidentError when one answered wrongly."""
     if os.environ.get("MEMLOG_RESIDENT_MINUTES", "").strip() == "0":
         return None  # turned off where the hook can see it without its configuration
     conn = _connect(home)
@@ -118,7 +119,7 @@ def ask(payload: dict[str, Any], home: Path, started: float) -> str | None:
         return None
     spent = False
     try:
-        conn.send_message({"op": "start", "key": key(home), "started": started, "payload": payload})
+        conn.send_message({"op": op, "key": key(home), "started": started, "payload": payload})
         first = conn.message(time.monotonic() + FIRST_WAIT)
         if "refused" in first:
             return None

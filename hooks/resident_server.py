@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from memlog.config import Config
-from memlog.hooks import resident
+from memlog.hooks import resident, user_prompt
 from memlog.hooks.recorder import Handover, mark, record
 from memlog.hooks.session_start import log_error, pin_blas, run, to_record, workspace
 
@@ -95,8 +95,8 @@ class Resident:
         elif op == "stop":
             self.leaving = "asked to stop"
             conn.send_message({"stopped": os.getpid()})
-        elif op == "start":
-            self._start(conn, request)
+        elif op in ("start", "prompt"):
+            self._start(conn, request, str(op))
         else:
             conn.send_message({"refused": f"unknown op {op!r}"})
 
@@ -108,7 +108,7 @@ class Resident:
             "leaves_in_seconds": max(0, round(left)),
         }  # fmt: skip
 
-    def _start(self, conn: resident.Connection, request: dict[str, Any]) -> None:
+    def _start(self, conn: resident.Connection, request: dict[str, Any], op: str) -> None:
         payload = request.get("payload")
         if request.get("key") != self.key or not isinstance(payload, dict):
             reason = "another key" if resident.code_identity() == self.code else "memlog changed"
@@ -119,16 +119,19 @@ class Resident:
         self.served += 1
         box: dict[str, Any] = {}
         started = float(request.get("started") or time.monotonic())
-        context = run(payload, self.home, started, box, told=_teller(conn))
-        marker = mark(self.home) if to_record(payload, self.home, box) else ""
+        work = user_prompt.work if op == "prompt" else None
+        context = run(payload, self.home, started, box, _teller(conn), work)
+        wanted = "recall" in box if op == "prompt" else to_record(payload, self.home, box)
+        marker = mark(self.home) if wanted else ""
         with contextlib.suppress(OSError):
             conn.send_message({"context": context})
-        self._after(payload, box, marker)
+        self._after(payload, box, marker, op)
 
-    def _after(self, payload: dict[str, Any], box: dict[str, Any], marker: str) -> None:
+    def _after(self, payload: dict[str, Any], box: dict[str, Any], marker: str, op: str) -> None:
         if marker:
             recall, space = box.get("recall"), box.get("space")
-            record(self.home, Handover(payload=payload, marker=marker, recall=recall, space=space))
+            handover = Handover(payload=payload, marker=marker, recall=recall, space=space, kind=op)
+            record(self.home, handover)
         if box.get("late") or box.get("failed"):
             self.leaving = "a start failed or ran out of time"
         elif "resident" in box:

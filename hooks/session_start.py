@@ -37,7 +37,12 @@ if TYPE_CHECKING:
 
     from memlog.workspace import Workspace
 
+    #: what fills a hook's box: its context, the recall to record, the budget …
+    Work = Callable[[dict[str, Any], Path, float, dict[str, Any]], None]
+
 DEFAULT_BUDGET = 2.5
+#: the prompt hook's budget until its configuration is read (``memory_prompt_budget_ms``)
+PROMPT_BUDGET = 1.0
 #: time kept back from the budget for printing and leaving
 MARGIN = 0.15
 #: time kept after the query embedding's deadline for ranking and recording, so a
@@ -94,7 +99,8 @@ def _work(payload: dict[str, Any], home: Path, started: float, box: dict[str, An
     from memlog.api.recall import for_hook
     from memlog.hooks.claims import claim
 
-    ws = workspace(str(payload.get("cwd") or os.getcwd()), home)
+    cwd = str(payload.get("cwd") or os.getcwd())
+    ws = workspace(cwd, home)
     box["space"] = tuple(ws.space)
     for warning in ws.warnings:
         log_error(home, f"config: {warning}")
@@ -111,7 +117,8 @@ def _work(payload: dict[str, Any], home: Path, started: float, box: dict[str, An
     session = str(payload.get("session_id") or "")
     result = for_hook(
         ws, deadline, session, claim=lambda: claim(home, payload),
-        keep=lambda recall: box.__setitem__("recall", recall),
+        keep=lambda recall: box.__setitem__("recall", recall), trigger=source_of(payload),
+        cwd=cwd if Path(cwd).is_dir() else None,
     )  # fmt: skip
     box["context"] = result.text
     for note in result.notes:
@@ -126,11 +133,14 @@ def workspace(cwd: str, home: Path) -> Workspace:
     return Workspace.open(folder, home=home) if folder.is_dir() else Workspace.at(None, home=home)
 
 
-def _wanted(payload: dict[str, Any], enabled: bool, on_compact: bool) -> bool:
+def source_of(payload: dict[str, Any]) -> str:
+    """The start's source (``startup`` when it names none Claude Code sends)."""
     source = str(payload.get("source") or "startup")
-    if source not in SOURCES:
-        source = "startup"
-    return enabled and (source != "compact" or on_compact)
+    return source if source in SOURCES else "startup"
+
+
+def _wanted(payload: dict[str, Any], enabled: bool, on_compact: bool) -> bool:
+    return enabled and (source_of(payload) != "compact" or on_compact)
 
 
 def run(
@@ -139,17 +149,19 @@ def run(
     started: float,
     kept: dict[str, Any] | None = None,
     told: Callable[[float], None] | None = None,
+    work: Work | None = None,
 ) -> str:
     """The context to inject, or empty when anything fails or time runs out; ``kept``
     receives the recall to record (only with a context injected), the space and the
     resident's minutes, and ``late`` or ``failed`` when so; ``told`` is given the
-    budget as soon as it is known."""
-    box: dict[str, Any] = {}
+    budget as soon as it is known.  ``work`` fills the box (default: a start's)."""
+    box: dict[str, Any] = {"default": DEFAULT_BUDGET if work is None else PROMPT_BUDGET}
     failure: list[BaseException] = []
+    chosen = _work if work is None else work
 
     def target() -> None:
         try:
-            _work(payload, home, started, box)
+            chosen(payload, home, started, box)
         except BaseException as exc:  # noqa: BLE001 - the hook must never fail
             failure.append(exc)
 
@@ -183,8 +195,9 @@ def run(
 
 
 def _budget(box: dict[str, Any]) -> float:
-    # The configured budget is known once the worker has read the configuration.
-    return float(box.get("budget", DEFAULT_BUDGET))
+    # The configured budget is known once the worker has read the configuration; until
+    # then the default (``box["default"]``: the prompt hook's is shorter).
+    return float(box.get("budget", box.get("default", DEFAULT_BUDGET)))
 
 
 def main() -> None:

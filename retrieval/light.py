@@ -51,7 +51,7 @@ def run(request: Request) -> Injection | None:
         around = view.neighbour_lists(found.ids) if weights.neighbours > 0 else None
         scores = plain.fuse(lexical, plain.prominence(parts), around, weights, reference)
         limit, balanced = request.effective_limit, request.categories is None
-        shown = request.shown(found.categories)
+        shown = request.shown(found.categories, found.ids)
         picked = plain.select(found.categories, scores.final, limit, balanced, shown)
         ids = [found.ids[i] for i in picked]
         entries = view.entries(ids)

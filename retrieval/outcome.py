@@ -4,12 +4,14 @@ plain one (``light``); scores may be numpy arrays or lists."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 from memlog.projections.fold import Entry
-from memlog.retrieval.render import render_semantic
-from memlog.retrieval.request import Chosen, Injection, Request
+from memlog.retrieval import budget, relevance
+from memlog.retrieval.render import condensed_block, diagnostic, entry_block, render_semantic
+from memlog.retrieval.request import Chosen, Injection, LeftOut, Request
+from memlog.vocabulary import BLOCK_HEADER, PROMPT_RECALL_ENTRIES
 
 COMPONENTS = (
     "vector_raw", "vector", "keyword_raw", "keyword", "observations", "confidence", "recency",
@@ -20,6 +22,12 @@ FUSED_COMPONENTS = (
     "neighbours", "final",
 )  # fmt: skip
 PARTS = ("observations", "confidence", "recency", "recall")
+#: a block's header, and what gives its last line for the entries chosen
+Framing = tuple[str, Callable[[Injection], str]]
+#: the heading of a prompt's recall
+PROMPT_HEADER = "## Engineering Memory (recalled for this prompt)"
+#: why a chosen entry is not in the block
+NO_ROOM = "no room: the block is at memory_injection_max_chars"
 
 
 class Ranked(NamedTuple):
@@ -87,5 +95,72 @@ def injection(
         fts_matches=fts, model=request.ws.space.model, timings=timings, notes=notes,
         context=text,
     )  # fmt: skip
-    result.text = render_semantic([by_id[c.id] for c in chosen], result)
+    if request.floor is not None:
+        result.chosen = passing(result.chosen, request.floor)
+    if request.max_chars is None:
+        result.text = render_semantic([by_id[c.id] for c in result.chosen], result)
+        return result
+    floor = request.floor
+    if floor is not None:
+        framing: Framing = (PROMPT_HEADER, lambda r: prompt_line(len(r.chosen), floor, r))
+    else:
+        framing = (BLOCK_HEADER, diagnostic)
+    balanced = budget.balanced(request.effective_limit, request.query is not None)
+    fit_into(result, by_id, request.max_chars, balanced, framing)
+    result.more = more(ranked, {c.id for c in result.chosen}, query is not None)
     return result
+
+
+def passing(chosen: list[Chosen], floor: float) -> list[Chosen]:
+    """The best entries whose relevance reaches ``floor``: a prompt's recall."""
+    return [c for c in chosen if relevance.passes(c, floor)][:PROMPT_RECALL_ENTRIES]
+
+
+def prompt_line(count: int, floor: float, result: Injection) -> str:
+    """The last line of a prompt's recall."""
+    return (
+        f"*Memory: {count} entries recalled for this prompt (relevance ≥ {floor:.2f}) | "
+        f"model: {result.model}*"
+    )
+
+
+def fit_into(
+    result: Injection,
+    by_id: dict[str, Entry],
+    room: int,
+    balanced: bool,
+    framing: Framing = (BLOCK_HEADER, diagnostic),
+) -> None:
+    """Hold ``result``'s block to ``room`` characters (``budget.fit``): its chosen entries
+    become those the block holds, condensed ones marked, the others left out.
+    ``framing``: its header and what gives its last line."""
+    chosen, (header, last_line) = result.chosen, framing
+    order = budget.fill_order([c.category for c in chosen], [c.score for c in chosen], balanced)
+    blocks = [
+        budget.Block(c.id, c.category, entry_block(by_id[c.id]), condensed_block(by_id[c.id]))
+        for c in (chosen[i] for i in order)
+    ]  # fmt: skip
+    # with every pick counted, the last line is never shorter than the final one
+    fitted = budget.fit(blocks, budget.framing(header, last_line(result)), room)
+    kept = set(fitted.kept)
+    result.chosen = [c for c in chosen if c.id in kept]
+    for pick in result.chosen:
+        pick.condensed = pick.id in fitted.condensed
+    result.left_out += [
+        LeftOut(c.id, c.name, c.category, NO_ROOM) for c in chosen if c.id in set(fitted.left)
+    ]
+    entries = [by_id[c.id] for c in result.chosen]
+    result.text = render_semantic(entries, result, fitted.condensed, header, last_line(result))
+
+
+def more(ranked: Ranked, injected: set[str], query: bool) -> int:
+    """Candidates that matched (the query's words, or any without a query), may be
+    chosen and were not injected."""
+    scores = ranked.scores
+    raw = scores.lexical_raw if hasattr(scores, "lexical_raw") else scores.keyword_raw
+    allowed = ranked.shown
+    return sum(
+        1
+        for i, entry_id in enumerate(ranked.ids)
+        if (not query or raw[i]) and (allowed is None or allowed[i]) and entry_id not in injected
+    )

@@ -199,7 +199,7 @@ _CODES: dict[str, int] = {category: code for code, category in enumerate(CATEGOR
 def _balanced(codes: list[int], order: list[int], limit: int) -> list[int]:
     """The best ``MIN_PER_CATEGORY`` of each category present (when the limit allows),
     then the best of the rest up to ``limit``, in ``order``."""
-    present = set(codes)
+    present = {codes[i] for i in order}  # the categories that may be chosen
     picked: set[int] = set()
     if limit >= BALANCE_FROM and limit >= MIN_PER_CATEGORY * len(present):
         taken = dict.fromkeys(present, 0)

@@ -148,7 +148,7 @@ def select(
         return [int(i) for i in (order if limit < 0 else order[:limit])]
     codes = _category_codes(categories)
     chosen = order if limit < 0 or limit >= len(order) else _balanced(codes, order, limit)
-    rank = np.empty(len(order), dtype=np.int64)
+    rank = np.empty(len(final), dtype=np.int64)
     rank[order] = np.arange(len(order))
     grouped = chosen[np.lexsort((rank[chosen], codes[chosen]))]
     return [int(i) for i in grouped]
@@ -166,8 +166,9 @@ def _category_codes(categories: Sequence[str]) -> npt.NDArray[np.int64]:
 def _balanced(
     codes: npt.NDArray[np.int64], order: npt.NDArray[np.intp], limit: int
 ) -> npt.NDArray[np.intp]:
-    present = np.flatnonzero(np.bincount(codes))  # np.unique would import numpy.ma (~40 ms)
-    picked = np.zeros(len(order), dtype=bool)
+    # the categories that may be chosen (np.unique would import numpy.ma, ~40 ms)
+    present = np.flatnonzero(np.bincount(codes[order]))
+    picked = np.zeros(len(codes), dtype=bool)
     if limit >= BALANCE_FROM and limit >= MIN_PER_CATEGORY * len(present):
         for code in present:
             picked[order[codes[order] == code][:MIN_PER_CATEGORY]] = True

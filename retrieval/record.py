@@ -31,16 +31,20 @@ class Recall(msgspec.Struct):
     query: str
     mode: str
     last_injection: bytes
+    #: a session start's source, or ``prompt`` (``Recalled.trigger``)
+    trigger: str = ""
 
 
-def recall_of(request: Request, result: Injection, session_id: str = "") -> Recall | None:
+def recall_of(
+    request: Request, result: Injection, session_id: str = "", trigger: str = ""
+) -> Recall | None:
     """What recording ``result`` writes (None when nothing was chosen)."""
     if not result.chosen:
         return None
     return Recall(
         ids=[c.id for c in result.chosen], session_id=session_id, project=request.ws.project,
         query=result.query or "", mode=result.mode,
-        last_injection=last_injection(request, result),
+        last_injection=last_injection(request, result), trigger=trigger,
     )  # fmt: skip
 
 
@@ -61,7 +65,7 @@ def write(home: Path, recall: Recall, command: str) -> list[str]:
     notes: list[str] = []
     recalled = Recalled(
         ids=tuple(recall.ids), session_id=recall.session_id, project=recall.project,
-        query=recall.query, mode=recall.mode,
+        query=recall.query, mode=recall.mode, trigger=recall.trigger,
     )  # fmt: skip
     try:
         EventLog(home, command=command).append([recalled])

@@ -1,6 +1,13 @@
-"""The injected block: entries under their category headings, then the D10 line."""
+"""The injected block: entries under their category headings, then the D10 line.
+
+An entry is injected whole (its header, description and every metadata line)
+or condensed to fit the budget (``retrieval.budget``): its header, its
+description and the one metadata line that says most about what to do.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Collection
 
 from memlog.projections.fold import Entry
 from memlog.retrieval.request import Injection
@@ -8,18 +15,34 @@ from memlog.vocabulary import BLOCK_HEADER, SECTION_TITLES, TYPE_NAMES
 
 #: characters of the query the diagnostic line shows
 QUERY_SHOWN = 60
+#: metadata keys that say what to do, the most useful first (a condensed entry keeps one)
+USEFUL_KEYS = (
+    "instead", "fix", "solution", "how to apply", "key insight", "key", "benefit",
+    "root cause", "example", "implementation",
+)  # fmt: skip
+#: metadata keys that say where an entry came from, not what it teaches
+PROVENANCE_KEYS = frozenset(
+    "observed in|used in|source|last observed|promoted|keywords|discovered in|"
+    "observation count|confidence|tags|type|file|modified|evidence".split("|")
+)
+#: the longest metadata line a condensed entry keeps
+CONDENSED_LINE_CHARS = 300
+#: the label of a Claude Code auto memory's body among an entry's lines
+NATIVE_SOURCE = "claude-code"
+
+
+def title(entry: Entry) -> str:
+    if entry.category == "heuristics":
+        return entry.name
+    return f"{TYPE_NAMES.get(entry.category, 'Fact')}: {entry.name}"
 
 
 def entry_block(entry: Entry) -> str:
     """An entry as injected: header, description, its metadata lines."""
-    title = (
-        entry.name
-        if entry.category == "heuristics"
-        else f"{TYPE_NAMES[entry.category]}: {entry.name}"
-    )
-    lines = [f"### {title}", entry.description, *(f"- {d}" for d in entry.details)]
+    lines = [f"### {title(entry)}", entry.description, *(f"- {d}" for d in entry.details)]
     if entry.reasoning:
-        lines.append(f"- Why: {' '.join(entry.reasoning.split())}")
+        label = "Memory" if entry.source == NATIVE_SOURCE else "Why"
+        lines.append(f"- {label}: {' '.join(entry.reasoning.split())}")
     if entry.references:
         lines.append(f"- References: {', '.join(entry.references)}")
     lines.append(f"- Observation count: {entry.observation_count}")
@@ -27,16 +50,64 @@ def entry_block(entry: Entry) -> str:
     return "\n".join(lines)
 
 
-def render_semantic(entries: list[Entry], result: Injection) -> str:
-    """The block for ``entries`` (already in their injected order), or "" for none."""
+def condensed_block(entry: Entry) -> str:
+    """An entry condensed: header, description and its most useful metadata line."""
+    line = useful_line(entry)
+    return "\n".join([f"### {title(entry)}", entry.description, *([f"- {line}"] if line else [])])
+
+
+def useful_line(entry: Entry) -> str:
+    """The one metadata line that says most about what to do ("" when none does)."""
+    keyed = [(d.partition(":")[0].strip().lower(), d) for d in entry.details]
+    for key in USEFUL_KEYS:
+        found = next((d for k, d in keyed if k == key), None)
+        if found is not None:
+            return _short(found)
+    if entry.reasoning:
+        return _short(_reasoning_line(entry))
+    other = next((d for k, d in keyed if k not in PROVENANCE_KEYS), "")
+    return _short(other)
+
+
+def _reasoning_line(entry: Entry) -> str:
+    """``Why: …``, or an auto memory's ``How to apply:`` line when its body has one."""
+    for line in entry.reasoning.splitlines():
+        bare = line.strip().replace("**", "")
+        if bare.lower().startswith("how to apply:"):
+            return bare
+    label = "Memory" if entry.source == NATIVE_SOURCE else "Why"
+    return f"{label}: {' '.join(entry.reasoning.split())}"
+
+
+def _short(line: str) -> str:
+    text = " ".join(line.split())
+    if len(text) <= CONDENSED_LINE_CHARS:
+        return text
+    return text[: CONDENSED_LINE_CHARS - 1].rsplit(" ", 1)[0] + "…"
+
+
+def render_semantic(
+    entries: list[Entry],
+    result: Injection,
+    condensed: Collection[str] = (),
+    header: str = BLOCK_HEADER,
+    footer: str | None = None,
+) -> str:
+    """The block for ``entries`` (already in their injected order), or "" for none; the
+    entries of ``condensed`` (ids) condensed; ``footer``: its last line (default: D10's)."""
     if not entries:
         return ""
-    parts = [BLOCK_HEADER]
-    for category, title in SECTION_TITLES.items():
-        blocks = [entry_block(e) for e in entries if e.category == category]
+    parts = [header]
+    for category, heading in SECTION_TITLES.items():
+        blocks = [
+            condensed_block(e) if e.id in condensed else entry_block(e)
+            for e in entries
+            if e.category == category
+        ]
         if blocks:
-            parts.append(title + "\n" + "\n\n".join(blocks))
-    return "\n\n".join(parts) + "\n\n---\n" + diagnostic(result) + "\n"
+            parts.append(heading + "\n" + "\n\n".join(blocks))
+    last = diagnostic(result) if footer is None else footer
+    return "\n\n".join(parts) + "\n\n---\n" + last + "\n"
 
 
 def diagnostic(result: Injection) -> str:

@@ -17,7 +17,7 @@ from pathlib import Path
 import msgspec
 
 from memlog.config import Config
-from memlog.vocabulary import CATEGORIES, KB_CATEGORIES
+from memlog.vocabulary import CATEGORIES, KB_CATEGORIES, PROMPT_RECALL_MAX_CHARS
 from memlog.workspace import Workspace
 
 #: seconds the CLI and the MCP server give a ranking, the query embedding included
@@ -51,11 +51,32 @@ class Request(msgspec.Struct, frozen=True):
     lock_wait: float | None = None
     #: the iflow drop-in: the markdown pipeline prints what memory.py printed, nothing more
     drop_in: bool = False
+    #: entries that may not be chosen, each with the reason (already in the session's
+    #: context: ``retrieval.in_context``); they still count in the statistics
+    excluded: dict[str, str] = msgspec.field(default_factory=dict)
+    #: characters the block may take (None: no limit): entries are condensed, then left
+    #: out, to fit (``retrieval.budget``)
+    max_chars: int | None = None
+    #: a prompt's recall: only entries whose relevance reaches this floor are chosen, at
+    #: most ``PROMPT_RECALL_ENTRIES`` of them (None: no floor, a start or a search)
+    floor: float | None = None
 
     @classmethod
     def hook(cls, ws: Workspace, deadline: float) -> Request:
         """The SessionStart hook's request: its deadline, a bounded catch-up."""
         return cls(ws, deadline, max_catch_up_bytes=HOOK_CATCH_UP_BYTES, lock_wait=HOOK_LOCK_WAIT)
+
+    @classmethod
+    def prompt(cls, ws: Workspace, deadline: float, text: str, limit: int) -> Request:
+        """A prompt's recall: its text ranked as a search of the injected categories, the
+        best ``limit`` that the session does not hold, then the floor."""
+        config = ws.config
+        categories = CATEGORIES if config.memory_inject_facts else KB_CATEGORIES
+        return cls(
+            ws, deadline, limit=limit, query=text, categories=categories, semantic_only=True,
+            max_catch_up_bytes=HOOK_CATCH_UP_BYTES, lock_wait=HOOK_LOCK_WAIT,
+            floor=config.memory_relevance_floor, max_chars=PROMPT_RECALL_MAX_CHARS,
+        )  # fmt: skip
 
     @classmethod
     def interactive(
@@ -115,12 +136,15 @@ class Request(msgspec.Struct, frozen=True):
         kept = [c in injected for c in categories]
         return None if all(kept) or not any(kept) else kept
 
-    def shown(self, categories: Sequence[str]) -> list[bool] | None:
-        """Which candidates may be chosen: those of the caller's categories (None: all)."""
-        if self.categories is None:
+    def shown(self, categories: Sequence[str], ids: Sequence[str] = ()) -> list[bool] | None:
+        """Which candidates may be chosen: those of the caller's categories that are not
+        ``excluded`` (None: all)."""
+        if self.categories is None and not self.excluded:
             return None
-        asked = set(self.categories)
+        asked = set(self.categories or categories)
         kept = [c in asked for c in categories]
+        if self.excluded:
+            kept = [k and i not in self.excluded for k, i in zip(kept, ids, strict=True)]
         return None if all(kept) else kept
 
 
@@ -131,6 +155,17 @@ class Chosen(msgspec.Struct):
     origin: str  # "local" (this project) or "global"
     score: float
     components: dict[str, float] = msgspec.field(default_factory=dict)
+    #: injected condensed (name, description, one metadata line) to fit the budget
+    condensed: bool = False
+
+
+class LeftOut(msgspec.Struct):
+    """An entry the ranking would have chosen that the block does not hold, and why."""
+
+    id: str
+    name: str
+    category: str
+    reason: str
 
 
 class Injection(msgspec.Struct):
@@ -147,3 +182,9 @@ class Injection(msgspec.Struct):
     timings: dict[str, float] = msgspec.field(default_factory=dict)
     notes: list[str] = msgspec.field(default_factory=list)
     context: str | None = None
+    #: chosen but not in the block (no room), or not chosen because already in context
+    left_out: list[LeftOut] = msgspec.field(default_factory=list)
+    #: entries that matched and were not injected (the block's last line says how many)
+    more: int = 0
+    #: the entries of the Branch Memory block the text holds
+    branch_ids: list[str] = msgspec.field(default_factory=list)

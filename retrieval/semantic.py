@@ -185,7 +185,8 @@ class SemanticRun:
             else self._fuse(view, found, vector, keyword, reference)
         )
         balanced = self.request.categories is None
-        limit, shown = self.request.effective_limit, self.request.shown(found.categories)
+        limit = self.request.effective_limit
+        shown = self.request.shown(found.categories, found.ids)
         picked = ranking.select(found.categories, scores.final, limit, balanced, shown)
         ids = [found.ids[i] for i in picked]
         entries = view.entries(ids)

@@ -100,20 +100,24 @@ def branch_file(branch: str, key: str, entries: Iterable[Entry]) -> str:
 
 def injected_block(entries: Iterable[Entry], limit: int = BRANCH_BLOCK_MAX_CHARS) -> str:
     """The injected block for a branch memory's live entries ("" when it has none)."""
-    found = sections(entries)
-    text = BRANCH_BLOCK_HEADER
-    if not any(found[s] for s in INJECTED_SECTIONS):
-        return ""
+    return injected(entries, limit)[0]
+
+
+def injected(entries: Iterable[Entry], limit: int = BRANCH_BLOCK_MAX_CHARS) -> tuple[str, list[str]]:
+    """The injected block and the ids of the entries it holds, item by item up to
+    ``limit`` characters (("", []) when none fits)."""
+    everything = list(entries)
+    text, ids = BRANCH_BLOCK_HEADER, []
     for section in INJECTED_SECTIONS:
-        if not found[section]:
-            continue
-        heading = f"\n\n### {SECTION_HEADINGS[section]}\n"
-        for number, item in enumerate(found[section]):
-            more = (heading if number == 0 else "") + f"\n- {item}"
+        items = [e for e in everything if e.section == section]
+        for number, entry in enumerate(items):
+            heading = f"\n\n### {SECTION_HEADINGS[section]}\n" if number == 0 else ""
+            more = f"{heading}\n- {' '.join(entry.description.split())}"
             if len(text) + len(more) + 1 > limit:
-                return text + "\n" if text != BRANCH_BLOCK_HEADER else ""
+                return (text + "\n", ids) if ids else ("", [])
             text += more
-    return text + "\n"
+            ids.append(entry.id)
+    return (text + "\n", ids) if ids else ("", [])
 
 
 def splice_claude_md(current: str | None, block: str) -> str:

@@ -201,3 +201,39 @@ def branch_summary(folder: Path) -> dict[str, dict[str, int]]:
         for key, section, count in db.execute(live):
             found.setdefault(str(key), {})[str(section)] = int(count)
     return dict(sorted(found.items()))
+
+
+# -- what a session already holds -------------------------------------------------------
+
+
+def branch_scoped(folder: Path) -> list[tuple[str, list[str], bool]]:
+    """Every live entry of a branch memory: its id, its branch memories, whether promoted."""
+    path = folder / store.DB_NAME
+    if not path.exists():
+        return []
+    select = "SELECT id, branches, promoted FROM entries WHERE status = 'live' AND branches != '[]'"
+    with store.opened(path, readonly=True) as db:
+        rows = db.execute(select).fetchall()
+    return [(str(i), list(msgspec.json.decode(b)), bool(p)) for i, b, p in rows]
+
+
+def with_origin(folder: Path, source: str, prefix: str) -> list[str]:
+    """The live entries of ``source`` with an origin starting with ``prefix``, in id order."""
+    path = folder / store.DB_NAME
+    if not path.exists():
+        return []
+    select = (
+        "SELECT id FROM entries WHERE status = 'live' AND source = ? AND EXISTS (SELECT 1 FROM "
+        "json_each(entries.origins) WHERE substr(value, 1, ?) = ?) ORDER BY id"
+    )
+    with store.opened(path, readonly=True) as db:
+        return [str(r[0]) for r in db.execute(select, [source, len(prefix), prefix])]
+
+
+def of_source(folder: Path, source: str) -> list[Entry]:
+    """Every entry (live or not) first recorded from ``source``, in id order."""
+    path = folder / store.DB_NAME
+    if not path.exists():
+        return []
+    with store.opened(path, readonly=True) as db:
+        return store.load_where(db, "source = ?", [source], vectors=False)

@@ -177,9 +177,22 @@ def test_extraction_off_is_no_hook_error(shop: Path, monkeypatch: pytest.MonkeyP
 
 def test_inject_adds_the_branch_memory_of_the_branch_checked_out(shop: Path) -> None:
     memorized()
+    EventLog(Path(os.environ["MEMLOG_HOME"])).append([
+        Observed(name="Pin", description="Pin tool versions in CI", category="patterns")
+    ])  # fmt: skip
     text = invoke("inject").output
     assert f"## Branch Memory (auto-extracted)\n\n### Conventions\n\n- {RULE}\n" in text
     assert text.index("## Engineering Memory") < text.index("## Branch Memory")
+    assert text.count(RULE) == 1 and text.count(BUG) == 1  # one copy: the Branch Memory's
+
+
+def test_branch_memory_is_given_on_its_own_branch_only(shop: Path) -> None:
+    memorized()
+    subprocess.run(["git", "checkout", "-q", "-b", "main"], cwd=shop, check=True)
+    text = invoke("inject").output
+    assert RULE not in text and BUG not in text and "## Branch Memory" not in text
+    (info,) = json.loads(invoke("inject", "--json").output)["left_out"] or [None]
+    assert info is None  # nothing chosen was passed over: another branch's are not chosen
 
 
 def test_claude_md_prints_then_writes_keeping_every_other_byte(shop: Path) -> None:
