@@ -21,7 +21,7 @@ from memlog.vocabulary import (
     DEFAULT_SPACES,
     EXTRACTION_PROVIDERS,
     INJECTION_MAX_CHARS,
-    INLINE_CAP_CHARS,
+    CONTEXT_CAP_CHARS,
     Space,
 )
 
@@ -124,8 +124,8 @@ CHECKS: dict[str, tuple[Check, str]] = {
     "memory_injection_enabled": (_is_bool, "true or false"),
     "memory_injection_limit": (_is_int(-1), "a whole number ≥ -1"),
     "memory_injection_max_chars": (
-        _is_within(MIN_INJECTION_CHARS, INLINE_CAP_CHARS),
-        f"characters from {MIN_INJECTION_CHARS:,} to {INLINE_CAP_CHARS:,} (Claude Code gives "
+        _is_within(MIN_INJECTION_CHARS, CONTEXT_CAP_CHARS),
+        f"characters from {MIN_INJECTION_CHARS:,} to {CONTEXT_CAP_CHARS:,} (Claude Code gives "
         "the model a longer context only as a preview)",
     ),
     "memory_semantic_enabled": (_is_bool, "true or false"),

@@ -111,10 +111,6 @@ SessionStatus = Literal["open", "pending", "extracted", "skipped", "error"]
 #: extraction providers, tried in this order by ``auto``
 EXTRACTION_PROVIDERS = ("auto", "claude-cli", "anthropic", "ollama", "off")
 
-#: the most characters of a hook's ``additionalContext`` Claude Code gives the model inline
-#: (counted as JavaScript counts a string: UTF-16 code units); past it the model sees a
-#: 2 KB preview and a file path instead
-INLINE_CAP_CHARS = 10_000
 #: what memlog's SessionStart injection takes by default (``memory_injection_max_chars``)
 INJECTION_MAX_CHARS = 9_000
 #: what one prompt's recall may add: entries at most, and characters

@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 import msgspec
 
+from memlog.api import recall
 from memlog.api.reading import Filters, tag
 from memlog.errors import InvalidInput
 from memlog.eventlog import scan
@@ -135,11 +136,13 @@ def ranked(
 
 def next_session(view: View, directory: Path, limit: int | None = None) -> Injection:
     """What the SessionStart hook would inject for the project whose root is ``directory``
-    (as ``memlog inject --project-root`` prints it; nothing is recorded)."""
+    (as ``memlog inject --project-root`` prints it; nothing is recorded), with every entry
+    the ranking chose that it leaves out and why (``recall.preview``)."""
     if not directory.is_dir():
         raise InvalidInput(f"{directory} is not a directory")
-    request = Request.interactive(view.workspace(directory.resolve(), exact=True), limit=limit)
-    return build(msgspec.structs.replace(request, catch_up=view.live))
+    ws = view.workspace(directory.resolve(), exact=True)
+    request = msgspec.structs.replace(Request.interactive(ws, limit=limit), catch_up=view.live)
+    return recall.preview(ws, request)
 
 
 class Detail(NamedTuple):

@@ -14,7 +14,9 @@ from typing import NamedTuple
 
 import msgspec
 
+from memlog.capture import claude_memory
 from memlog.capture import promote as promotion
+from memlog.capture.claude_memory import NativePlan
 from memlog.capture.importer import ImportPlan, markdown_files, plan_import
 from memlog.capture.observe import from_fields, parse_json_lines, with_references
 from memlog.capture.pipeline import Captured, Meter, capture
@@ -33,6 +35,7 @@ __all__ = [
     "Imported",
     "Meter",
     "Promotion",
+    "import_claude_memory",
     "import_files",
     "observation",
     "observations",
@@ -201,6 +204,28 @@ def import_files(
         return Imported(plan, [])
     done = capture(ws, plan.events, "import", meter=meter)
     return Imported(plan, redaction_notes(done.stored) + done.notes)
+
+
+class NativeImported(NamedTuple):
+    """What reading Claude Code's auto memory found and appended."""
+
+    plan: NativePlan
+    notes: list[str]
+
+
+def import_claude_memory(
+    ws: Workspace, where: Path | None = None, dry_run: bool = False, meter: Meter | None = None
+) -> NativeImported:
+    """Record Claude Code's auto memory files: every project's folder under its config
+    dir and the one configured for ``where`` (default: the workspace's project).  Only
+    what changed since the last reading is appended; memlog never touches the files."""
+    cwd = where or ws.root
+    folders = claude_memory.every_folder(str(cwd) if cwd is not None else None)
+    if dry_run:
+        ws.catch_up()
+        return NativeImported(claude_memory.read(ws, folders), [])
+    found, notes = claude_memory.record(ws, folders, meter)
+    return NativeImported(found, notes)
 
 
 def redaction_notes(stored: Iterable[EventBase]) -> list[str]:

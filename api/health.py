@@ -15,14 +15,17 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal, NamedTuple
 
+from memlog import claude_files
 from memlog.api import reading
 from memlog.api.adoption import pending_store
 from memlog.capture.extraction.prompts import MAX_TRANSCRIPT_CHARS
 from memlog.errors import MemlogError
+from memlog.eventlog.devices import known_device_id
 from memlog.home import hook_errors
 from memlog.llm.endpoints import destination
 from memlog.projections.freshness import current_seq
 from memlog.projections.sqlite_view import store
+from memlog.projections.sqlite_view import queries
 from memlog.workspace import Workspace
 
 Status = Literal["ok", "warn", "problem"]
@@ -146,6 +149,21 @@ def sessions(stats: Figures) -> Check:
     return Check("sessions", "ok", "no session waiting for extraction")
 
 
+def auto_memory(ws: Workspace, where: Path | None = None) -> Check:
+    """Claude Code's auto memory for the project: whether it is on, its folder, how many
+    memory files it holds and how many of them memlog has recorded (nothing is written)."""
+    cwd = str(where or ws.root or Path.cwd())
+    on, why = claude_files.auto_memory_on(cwd)
+    folder = claude_files.memory_folder(cwd)
+    files = sum(1 for _ in claude_files.memory_files(folder)) if folder.is_dir() else 0
+    device = known_device_id(ws.home / "events")
+    prefix = claude_files.origin_prefix(device, folder)
+    recorded = len(queries.with_origin(ws.home, "claude-code", prefix)) if device else 0
+    state = "on" if on else "off"
+    found = f"{files} memory files, {recorded} recorded in memlog" if files else "no memory files"
+    return Check("auto memory", "ok", f"{state} ({why}); {folder}: {found}")
+
+
 def errors(ws: Workspace) -> Check:
     found = hook_errors(ws.home)
     if found["count"]:
@@ -202,5 +220,5 @@ def _checks(ws: Workspace) -> list[Check]:
     stats = figures(ws)
     return [
         home(ws, stats), views(ws, stats), model(ws), extraction(ws), vectors(ws, stats),
-        sessions(stats), errors(ws), disk(ws),
+        sessions(stats), auto_memory(ws), errors(ws), disk(ws),
     ]  # fmt: skip

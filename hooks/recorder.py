@@ -106,6 +106,30 @@ def _after_start(home: Path, payload: dict[str, Any]) -> None:
         record_start(payload, home)
     except Exception as exc:  # noqa: BLE001 - logged; the views are still caught up
         log_error(home, f"SessionStart: {type(exc).__name__}: {exc}", exc)
+    try:
+        _auto_memory(home, payload)
+    except Exception as exc:  # noqa: BLE001 - logged; the views are still caught up
+        log_error(home, f"auto memory not read: {type(exc).__name__}: {exc}", exc)
+
+
+def _auto_memory(home: Path, payload: dict[str, Any]) -> None:
+    """Record what changed in the auto memory of the start's project (``claude_memory``)."""
+    from memlog.capture.claude_memory import at_start
+    from memlog.hooks.session_start import log_error, workspace
+
+    cwd = str(payload.get("cwd") or "")
+    if not cwd or not os.path.isdir(cwd) or not native_changed(home, cwd):
+        return
+    done = at_start(workspace(cwd, home), cwd)
+    for note in done[1] if done is not None else []:
+        log_error(home, f"auto memory: {note}")
+
+
+def native_changed(home: Path, cwd: str) -> bool:
+    """Whether the auto memory folder of ``cwd``'s project changed since it was last read."""
+    from memlog.capture.native_seen import changed, project_folder
+
+    return changed(home, project_folder(cwd)[0]) is not None
 
 
 def _catch_up(home: Path, space: tuple[str, str, int]) -> None:

@@ -289,4 +289,18 @@ def to_record(payload: dict[str, Any], home: Path, box: dict[str, Any]) -> bool:
 
     if is_snapshot(home):  # a snapshot is read, never written
         return False
-    return box.get("recall") is not None or start_wanted(payload, home)
+    if box.get("recall") is not None or start_wanted(payload, home):
+        return True
+    return auto_memory_changed(payload, home)
+
+
+def auto_memory_changed(payload: dict[str, Any], home: Path) -> bool:
+    """Whether the start's project has auto memory files memlog has not read yet."""
+    from memlog.hooks.recorder import native_changed
+    from memlog.hooks.sessions import guarded
+
+    cwd = str(payload.get("cwd") or "")
+    try:
+        return not guarded() and bool(cwd) and os.path.isdir(cwd) and native_changed(home, cwd)
+    except OSError:
+        return False

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from memlog import digests
+from memlog.home import resolve_home
 from memlog.hooks.session_start import (
     MARGIN,
     RANK_RESERVE,
@@ -34,7 +35,6 @@ from memlog.hooks.session_start import (
     start_resident,
     workspace,
 )
-from memlog.home import resolve_home
 
 
 def envelope(context: str) -> str:

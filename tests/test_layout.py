@@ -27,6 +27,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         (
             "memlog.errors", "memlog.config", "memlog.home", "memlog.project", "memlog.files",
             "memlog.git", "memlog.vocabulary", "memlog.spawn", "memlog.digests",
+            "memlog.claude_files",
         ),
     ),
     ("eventlog", ("memlog.eventlog",)),

@@ -171,9 +171,11 @@ def next_page(site: Site, request: Request) -> Response:
     limit = _number(request, "limit", 0, low=0) or None
     result, table = None, None
     if directory:
-        result = browsing.next_session(view, Path(directory).expanduser(), limit)
+        where = Path(directory).expanduser()
+        result = browsing.next_session(view, where, limit)
         notes = [*notes, *result.notes]
-        table = tables.ranked(result)
+        config = view.workspace(where.resolve(), exact=True).config
+        table = tables.ranked(result, config.memory_injection_max_chars)
     return _render(
         "next.html", view, notes, "next", directory=directory, limit=limit or "", result=result,
         table=table,

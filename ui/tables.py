@@ -15,7 +15,8 @@ from typing import NamedTuple
 
 from memlog.eventlog.events import MemoryEvolved
 from memlog.retrieval.request import Chosen, Injection
-from memlog.vocabulary import CONTEXT_CAP_CHARS
+from memlog.retrieval.budget import size
+from memlog.vocabulary import CONTEXT_CAP_CHARS, INJECTION_MAX_CHARS
 
 #: the widest bar, in steps (the stylesheet has a class for each)
 BAR_STEPS = 10
@@ -68,6 +69,8 @@ class Ranked(NamedTuple):
     weights: dict[str, float]
     size: int
     cap: int = CONTEXT_CAP_CHARS
+    #: what ``memory_injection_max_chars`` lets memlog inject (the block stays within it)
+    budget: int = INJECTION_MAX_CHARS
 
     @property
     def over(self) -> bool:
@@ -79,8 +82,9 @@ class Ranked(NamedTuple):
         return round(100 * self.size / self.cap)
 
 
-def ranked(result: Injection) -> Ranked:
-    """The chosen entries best first, with a cell per signal."""
+def ranked(result: Injection, budget: int = INJECTION_MAX_CHARS) -> Ranked:
+    """The chosen entries best first, with a cell per signal; the block's size as Claude
+    Code counts it, against its cap and memlog's ``budget``."""
     chosen = sorted(result.chosen, key=lambda c: (-c.score, c.name))
     kind = D3 if any("keyword" in c.components for c in chosen) else FUSED
     signals = [s for s in kind if any(s.key in c.components for c in chosen)]
@@ -91,7 +95,7 @@ def ranked(result: Injection) -> Ranked:
     ]
     first = chosen[0].components if chosen else {}
     weights = {s.key: first[f"weight_{s.key}"] for s in signals if f"weight_{s.key}" in first}
-    return Ranked(signals, rows, weights, len(result.text))
+    return Ranked(signals, rows, weights, size(result.text), budget=budget)
 
 
 def _cell(chosen: Chosen, signal: Signal, widest: float) -> Cell:

@@ -103,11 +103,13 @@ def injected_block(entries: Iterable[Entry], limit: int = BRANCH_BLOCK_MAX_CHARS
     return injected(entries, limit)[0]
 
 
-def injected(entries: Iterable[Entry], limit: int = BRANCH_BLOCK_MAX_CHARS) -> tuple[str, list[str]]:
+def injected(
+    entries: Iterable[Entry], limit: int = BRANCH_BLOCK_MAX_CHARS
+) -> tuple[str, list[str]]:
     """The injected block and the ids of the entries it holds, item by item up to
     ``limit`` characters (("", []) when none fits)."""
     everything = list(entries)
-    text, ids = BRANCH_BLOCK_HEADER, []
+    text, ids = BRANCH_BLOCK_HEADER, list[str]()
     for section in INJECTED_SECTIONS:
         items = [e for e in everything if e.section == section]
         for number, entry in enumerate(items):
