@@ -287,8 +287,8 @@ def parse_memory(path: Path, text: str) -> MemoryFile:
 def _yaml(text: str) -> dict[str, Any]:
     import yaml  # only where memory files are read: never on the hook's path
 
-    try:
-        data = yaml.safe_load(text)
+    try:  # every value as the text written (a date stays the date written)
+        data = yaml.load(text, Loader=yaml.BaseLoader)  # noqa: S506 - builds only str/list/dict
     except yaml.YAMLError:
         return {}
     return data if isinstance(data, dict) else {}

@@ -22,7 +22,7 @@ from memlog.projections.markdown_view.branch import injected
 from memlog.projections.sqlite_view import queries
 from memlog.retrieval import in_context, received
 from memlog.retrieval.budget import size
-from memlog.retrieval.inject import build
+from memlog.retrieval.inject import build, caught_up
 from memlog.retrieval.record import Recall, recall_of, record, write
 from memlog.retrieval.request import Chosen, Injection, LeftOut, Request
 from memlog.vocabulary import BRANCH_BLOCK_MAX_CHARS
@@ -147,7 +147,7 @@ def for_prompt(
     text = prompt_text(prompt)
     if text is None:
         return Injection(text="", mode="none")
-    notes: list[str] = []
+    request, notes = caught_up(Request.prompt(ws, deadline, text, PROMPT_CANDIDATES))
     try:
         holds = in_context.excluded(ws.home, cwd, session_id)
         here = in_context.checkout(ws.root, ws.project, current_branch(ws.root) if ws.root else "")
@@ -155,9 +155,7 @@ def for_prompt(
     except Exception as exc:  # noqa: BLE001 - sqlite3 errors among others: a note, never a failure
         notes.append(f"what the session holds was not read ({type(exc).__name__}: {exc})")
         holds = {}
-    request = msgspec.structs.replace(
-        Request.prompt(ws, deadline, text, PROMPT_CANDIDATES), excluded=holds
-    )
+    request = msgspec.structs.replace(request, excluded=holds)
     result = build(request)
     result.notes = notes + result.notes
     if result.mode == "legacy" or not result.chosen:
@@ -195,7 +193,8 @@ def assembled(
     request: Request, cwd: str | None, session: str = "", trigger: str = "startup"
 ) -> tuple[Injection, dict[str, str]]:
     """``delivered``'s context, and every entry it passed over with the reason."""
-    ws, notes = request.ws, []
+    ws = request.ws
+    request, notes = caught_up(request)  # what the session holds is read from the views
     cap = ws.config.memory_injection_max_chars
     try:
         holds = in_context.excluded(ws.home, cwd, "" if trigger in received.FRESH else session)

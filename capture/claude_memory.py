@@ -110,10 +110,11 @@ def _gone(live: Iterable[Entry], ids: Mapping[str, str], prefixes: list[str]) ->
     """Supersede or retire the live entries whose files (all of them within the folders
     read) no longer hold them."""
     events: list[EventBase] = []
+    present = set(ids.values())
     for entry in live:
         mine = [o for o in entry.origins if o.startswith(tuple(prefixes))]
-        if not mine or len(mine) < len(entry.origins) or any(ids.get(o) == entry.id for o in mine):
-            continue  # not from these folders, also held elsewhere, or still there
+        if not mine or len(mine) < len(entry.origins) or entry.id in present:
+            continue  # not from these folders, also held elsewhere, or still there (renamed)
         name = os.path.basename(mine[-1])
         edited = next((ids[o] for o in reversed(mine) if o in ids), None)
         if edited is not None:

@@ -60,6 +60,7 @@ def hand_over(home: Path, handover: Handover) -> None:
 def mark(home: Path) -> str:
     """Make a recording's marker in ``.recording/`` and return its name."""
     folder = home / MARKERS
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)  # a first start may make the home
     folder.mkdir(mode=0o700, exist_ok=True)
     name = f"{os.getpid()}-{time.time_ns()}"
     os.close(os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
@@ -107,6 +108,9 @@ def _after_start(home: Path, payload: dict[str, Any]) -> None:
     except Exception as exc:  # noqa: BLE001 - logged; the views are still caught up
         log_error(home, f"SessionStart: {type(exc).__name__}: {exc}", exc)
     try:
+        from memlog.retrieval.received import sweep
+
+        sweep(home)  # what sessions untouched for a month received
         _auto_memory(home, payload)
     except Exception as exc:  # noqa: BLE001 - logged; the views are still caught up
         log_error(home, f"auto memory not read: {type(exc).__name__}: {exc}", exc)

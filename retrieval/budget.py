@@ -9,10 +9,10 @@ everything memlog injects is held to ``memory_injection_max_chars``.
 ``MIN_PER_CATEGORY`` of each category, as the selection guarantees them),
 then the rest by score.  An entry that does not fit whole is condensed (its
 header, description and most useful metadata line: ``render.condensed_block``)
-before any is left out, and once one is condensed every later one is too, so
-a lower-ranked entry never takes more room than a better one.  An entry that
-does not fit even condensed is left out; smaller ones after it may still fit.
-The sizes are exact: the block is the header, the category sections (a
+rather than left out, and every entry after it is condensed too, so a
+lower-ranked entry never takes more room than a better one; one that does
+not fit even condensed is left out, and a smaller one after it may still
+fit.  The sizes are exact: the block is the header, the category sections (a
 heading, then the entries, blank lines between) and a closing footer.
 """
 
@@ -79,18 +79,15 @@ def fit(blocks: Sequence[Block], fixed: int, room: int) -> Fitted:
     kept: list[str] = []
     condensed: set[str] = set()
     left: list[str] = []
-    whole_allowed = True
     for block in blocks:
         extra = GAP + (0 if block.category in sections else _heading(block.category))
-        if whole_allowed and used + extra + size(block.whole) <= room:
+        if not condensed and used + extra + size(block.whole) <= room:
             used += extra + size(block.whole)
         elif used + extra + size(block.condensed) <= room:
             used += extra + size(block.condensed)
             condensed.add(block.id)
-            whole_allowed = False
         else:
             left.append(block.id)
-            whole_allowed = False
             continue
         kept.append(block.id)
         sections.add(block.category)

@@ -40,6 +40,31 @@ def build(request: Request) -> Injection:
         return fallback
 
 
+def caught_up(request: Request) -> tuple[Request, list[str]]:
+    """``request`` once the views are caught up (within its bounds: a large catch-up is
+    left to a background process), for a caller that reads the views before ranking;
+    the notes say what could not be done."""
+    semantic = request.semantic_only or request.config.memory_semantic_enabled
+    if not request.catch_up or not semantic or never_written(request.home):
+        return request, []
+    done = msgspec.structs.replace(request, catch_up=False)
+    if current_seq(request.home, request.ws.space) is not None:
+        return done, []
+    from memlog.projections.freshness import lag_bytes
+    from memlog.projections.runner import catch_up, catch_up_in_background
+
+    try:
+        behind = lag_bytes(request.home)
+        most = request.max_catch_up_bytes
+        if most is not None and behind > most:
+            catch_up_in_background(request.home)
+            return done, [f"views are {behind} bytes behind the log; catching up in the background"]
+        catch_up(request.home, request.ws.space, lock_wait=request.lock_wait)
+    except (MemlogError, OSError) as exc:
+        return done, [f"views not caught up ({exc}); read as they are"]
+    return done, []
+
+
 def ranked_with_numpy(request: Request) -> Injection:
     """The numpy ranking (imported only when it answers: see ``light``)."""
     from memlog.retrieval.semantic import SemanticRun

@@ -44,7 +44,7 @@ def recall_of(
     return Recall(
         ids=[c.id for c in result.chosen], session_id=session_id, project=request.ws.project,
         query=result.query or "", mode=result.mode,
-        last_injection=last_injection(request, result), trigger=trigger,
+        last_injection=last_injection(request, result, trigger), trigger=trigger,
     )  # fmt: skip
 
 
@@ -78,7 +78,7 @@ def write(home: Path, recall: Recall, command: str) -> list[str]:
     return notes
 
 
-def last_injection(request: Request, result: Injection) -> bytes:
+def last_injection(request: Request, result: Injection, trigger: str = "") -> bytes:
     local = sum(1 for c in result.chosen if c.origin == "local")
     names = [
         c.name
@@ -94,5 +94,6 @@ def last_injection(request: Request, result: Injection) -> bytes:
         "entry_names": names,
         "mode": result.mode,
         "timings_ms": result.timings,
+        **({"trigger": trigger} if trigger else {}),
     }
     return msgspec.json.format(msgspec.json.encode(document), indent=2) + b"\n"

@@ -24,6 +24,8 @@ from memlog.workspace import Workspace
 INTERACTIVE_SECONDS = 60.0
 #: a view further behind than this is caught up in the background, not in the hook
 HOOK_CATCH_UP_BYTES = 2 << 20
+#: a prompt's recall has less time: a view further behind is caught up in the background
+PROMPT_CATCH_UP_BYTES = 256 << 10
 #: seconds the hook waits for another writer of memory.db before reading the view as it is
 HOOK_LOCK_WAIT = 0.25
 
@@ -74,7 +76,7 @@ class Request(msgspec.Struct, frozen=True):
         categories = CATEGORIES if config.memory_inject_facts else KB_CATEGORIES
         return cls(
             ws, deadline, limit=limit, query=text, categories=categories, semantic_only=True,
-            max_catch_up_bytes=HOOK_CATCH_UP_BYTES, lock_wait=HOOK_LOCK_WAIT,
+            max_catch_up_bytes=PROMPT_CATCH_UP_BYTES, lock_wait=HOOK_LOCK_WAIT,
             floor=config.memory_relevance_floor, max_chars=PROMPT_RECALL_MAX_CHARS,
         )  # fmt: skip
 

@@ -44,6 +44,13 @@ def memlog_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("memlog-cache")
 
 
+#: environment variables that move or turn off Claude Code's auto memory
+CLAUDE_CODE_SWITCHES = (
+    "CLAUDE_CODE_DISABLE_AUTO_MEMORY", "CLAUDE_CODE_SIMPLE", "CLAUDE_COWORK_MEMORY_PATH_OVERRIDE",
+    "CLAUDE_CODE_REMOTE_MEMORY_DIR",
+)  # fmt: skip
+
+
 @pytest.fixture(autouse=True)
 def memlog_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, memlog_cache: Path) -> Path:
     """A fresh, empty ``MEMLOG_HOME`` (not yet created) for each test."""
@@ -58,4 +65,8 @@ def memlog_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, memlog_cache: P
     monkeypatch.setenv("MEMLOG_EXTRACTION_PROVIDER", "off")
     # No resident ranker outlives a test unless the test starts (and stops) it.
     monkeypatch.setenv("MEMLOG_RESIDENT_MINUTES", "0")
+    # Claude Code's own files (CLAUDE.md, settings, auto memory) are never the user's.
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(tmp_path / "claude-config"))
+    for name in CLAUDE_CODE_SWITCHES:
+        monkeypatch.delenv(name, raising=False)
     return home

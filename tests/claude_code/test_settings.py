@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from memlog import __version__
 from memlog.claude_code.entries import (
     HOOK_MATCHER,
+    HOOKS,
     SetupError,
     find_executable,
     install_hooks,
@@ -319,3 +320,20 @@ def test_the_plugin_hooks_file() -> None:
     assert hook["command"].startswith('"${CLAUDE_PLUGIN_ROOT}/hooks/run-memlog"')
     assert hook["command"].endswith(" hook session-start")
     assert os.access(PLUGIN / "hooks" / "run-memlog", os.X_OK)
+
+
+def test_the_plugin_and_setup_register_the_same_hooks(home: Path) -> None:
+    """Every hook memlog setup registers, the plugin registers too: the prompt's among them."""
+    plugin = json.loads((PLUGIN / "hooks" / "hooks.json").read_text())["hooks"]
+    assert list(plugin) == [spec.event for spec in HOOKS]
+    for spec in HOOKS:
+        (group,) = plugin[spec.event]
+        assert group.get("matcher") == spec.matcher
+        (hook,) = group["hooks"]
+        assert hook["command"].endswith(" " + " ".join(spec.args))
+        assert hook["timeout"] == spec.timeout
+    assert invoke().exit_code == 0
+    data = settings_of(home)
+    (prompt,) = data["hooks"]["UserPromptSubmit"]  # type: ignore[index]
+    assert prompt == {"hooks": [{"type": "command", "timeout": 5,
+                                 "command": f"{find_executable()} hook user-prompt"}]}  # fmt: skip

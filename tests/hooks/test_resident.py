@@ -132,6 +132,33 @@ def test_a_resident_answers_as_the_hook_itself_would(
     assert not errors(home)
 
 
+def test_a_prompt_is_recalled_by_the_resident_as_the_hook_would(
+    home: Path, runtime: Path, project: Path
+) -> None:
+    words = "How do I keep the entity registry and the markdown files in sync?"
+    prompt = {"session_id": "s-1", "cwd": str(project), "prompt": words}
+
+    def ask(session: str, **env: str) -> str:
+        done = subprocess.run(
+            [sys.executable, "-m", "memlog", "hook", "user-prompt"], capture_output=True,
+            input=json.dumps({**prompt, "session_id": session}).encode(),
+            env={**os.environ, **env}, timeout=60, check=True,
+        )  # fmt: skip
+        return done.stdout.decode()
+
+    start_resident(home, project)
+    served = ask("s-1")
+    assert recorder.settled(home)
+    status = resident.call(home, "status")
+    assert status is not None and status["served"] == 1
+    stop_and_wait(home)
+    own = ask("s-2", MEMLOG_RESIDENT_MINUTES="0")
+    assert served and served == own and recorder.settled(home)
+    recalled = [r.event for r in EventLog(home).read() if isinstance(r.event, Recalled)]
+    assert [(e.session_id, e.trigger) for e in recalled] == [("s-1", "prompt"), ("s-2", "prompt")]
+    assert not errors(home)
+
+
 def test_a_served_start_is_recorded_by_the_resident(
     home: Path, runtime: Path, project: Path
 ) -> None:

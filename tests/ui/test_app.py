@@ -241,6 +241,27 @@ def test_the_next_session_agrees_with_inject_project_root(
     assert html_unescape(block.group(1)).rstrip("\n") == printed.output.rstrip("\n")
 
 
+def test_the_next_session_says_its_size_and_what_it_leaves_out(
+    client: TestClient, ids: dict[str, str], tmp_path: Path, memlog_home: Path
+) -> None:
+    project = tmp_path / "alpha"
+    (project / ".git").mkdir(parents=True)
+    (project / "CLAUDE.md").write_text(f"# Alpha\n\n- {NEW}\n")  # already in the context
+    EventLog(memlog_home).append([
+        Observed(name=f"Filler {i}", description=f"Filler lesson {i}", reasoning="word " * 300,
+                 category="patterns", project="alpha")
+        for i in range(20)
+    ])  # fmt: skip
+    page = text(client.get("/next", params={"dir": str(project)}).text)
+    assert "memory_injection_max_chars allows 9,000: entries are condensed, then left out" in page
+    found = re.search(r"The block: ([\d,]+) of 10,000 characters", page)
+    assert found is not None and 0 < int(found.group(1).replace(",", "")) <= 9000
+    assert "Left out, and why" in page
+    assert "Backoff retries anti-patterns in a CLAUDE.md Claude Code loads" in page
+    assert "no room: the block is at memory_injection_max_chars" in page
+    assert "(condensed to fit)" in page
+
+
 def rows(html: str) -> list[str]:
     """The event types of a log table's rows, in order."""
     return re.findall(r"<td>((?:entry|memory)\.[a-z]+)</td>", html)
