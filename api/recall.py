@@ -196,15 +196,22 @@ def assembled(
     ws = request.ws
     request, notes = caught_up(request)  # what the session holds is read from the views
     cap = ws.config.memory_injection_max_chars
+    got: set[str] = set()
     try:
-        holds = in_context.excluded(ws.home, cwd, "" if trigger in received.FRESH else session)
-        branch_text, branch_ids, passed = branch_part(ws, holds, cap)
+        holds = in_context.excluded(ws.home, cwd)
+        if trigger not in received.FRESH:  # a resumed session still has what it received
+            got = received.received(ws.home, session)
+        seen = {**dict.fromkeys(got, in_context.RECEIVED), **holds}
+        branch_text, branch_ids, passed = branch_part(ws, seen, cap)
     except Exception as exc:  # noqa: BLE001 - sqlite3 errors among others: a note, never a failure
         notes.append(f"what the session holds was not read ({type(exc).__name__}: {exc})")
         holds, branch_text, branch_ids, passed = {}, "", [], {}
     excluded = {**passed, **holds, **dict.fromkeys(branch_ids, in_context.IN_BRANCH_MEMORY)}
     reserved = size(more_line(MORE_RESERVED)) + 2 + (size(branch_text) + 2 if branch_text else 0)
-    request = msgspec.structs.replace(request, excluded=excluded, max_chars=cap - reserved)
+    request = msgspec.structs.replace(
+        request, excluded=excluded, received=frozenset(got - excluded.keys()),
+        max_chars=cap - reserved,
+    )  # fmt: skip
     result = build(request)
     if result.mode == "legacy":
         result = fit_legacy(request, result)
@@ -213,7 +220,7 @@ def assembled(
     held = result.text or branch_text
     last = more_line(result.more, result.query is not None) if result.more and held else ""
     result.text = joined(result.text, branch_text, last)
-    return result, excluded
+    return result, {**dict.fromkeys(request.received, in_context.RECEIVED), **excluded}
 
 
 def branch_part(

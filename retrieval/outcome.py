@@ -97,6 +97,8 @@ def injection(
     )  # fmt: skip
     if request.floor is not None:
         result.chosen = passing(result.chosen, request.floor)
+    if request.received:  # a resumed session: what it received keeps its place, unrepeated
+        result.chosen = [c for c in result.chosen if c.id not in request.received]
     if request.max_chars is None:
         result.text = render_semantic([by_id[c.id] for c in result.chosen], result)
         return result

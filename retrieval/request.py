@@ -56,6 +56,9 @@ class Request(msgspec.Struct, frozen=True):
     #: entries that may not be chosen, each with the reason (already in the session's
     #: context: ``retrieval.in_context``); they still count in the statistics
     excluded: dict[str, str] = msgspec.field(default_factory=dict)
+    #: entries a resumed session already received: chosen as a fresh start would choose
+    #: them, taking their places, but not injected again
+    received: frozenset[str] = frozenset()
     #: characters the block may take (None: no limit): entries are condensed, then left
     #: out, to fit (``retrieval.budget``)
     max_chars: int | None = None

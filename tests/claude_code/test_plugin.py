@@ -270,12 +270,12 @@ def test_claude_plugin_install_from_the_repository_as_a_marketplace(tmp_path: Pa
     assert {str(p.relative_to(root.parent)) for p in copied} == PLUGIN_FILES
     details = claude.run(["plugin", "details", PLUGIN_ID], cwd=tmp_path).stdout
     assert "Skills (1)  retrospecting" in details
-    assert "Hooks (3)  SessionStart, SessionEnd, PreCompact" in details, details
+    assert "Hooks (4)  SessionStart, UserPromptSubmit, SessionEnd, PreCompact" in details, details
     assert "MCP servers (1)" in details
     servers = claude.run(["mcp", "list"], cwd=tmp_path, timeout=120).stdout
     (line,) = [ln for ln in servers.splitlines() if ln.startswith("plugin:memlog:memlog:")]
     assert "run-memlog serve-mcp" in line and "✔ Connected" in line
-    (install,) = installed(claude.home)
+    (install,) = installed(claude.home, claude.env())
     assert install.id == PLUGIN_ID and install.enabled and install.scope == "user"
 
 
