@@ -119,15 +119,31 @@ def for_hook(
     request = Request.hook(ws, deadline)
     where = cwd if cwd is not None else (str(ws.root) if ws.root else None)
     result = delivered(request, where, session_id, trigger)
-    if (result.chosen or result.text) and claim is not None and not claim():
+    if not (result.chosen or result.text):  # a fresh start still forgets what was received
+        result.notes += received.add(ws.home, session_id, trigger, [])
+        return result
+    return handed(request, result, session_id, trigger, claim, keep)
+
+
+def handed(
+    request: Request,
+    result: Injection,
+    session_id: str,
+    trigger: str,
+    claim: Callable[[], bool] | None,
+    keep: Callable[[Recall], None] | None,
+) -> Injection:
+    """``result`` once this run may give it (``claim``): noted as received by the session
+    and recorded as a recall (handed to ``keep``, or written here)."""
+    if claim is not None and not claim():
         return Injection(text="", mode=result.mode)
     given = [c.id for c in result.chosen] + result.branch_ids
-    result.notes += received.add(ws.home, session_id, trigger, given)
+    result.notes += received.add(request.home, session_id, trigger, given)
     recall = recall_of(request, result, session_id, trigger)
     if recall is not None and keep is not None:
         keep(recall)
     elif recall is not None:
-        result.notes += write(ws.home, recall, "inject")
+        result.notes += write(request.home, recall, "prompt" if trigger == "prompt" else "inject")
     return result
 
 
@@ -160,15 +176,7 @@ def for_prompt(
     result.notes = notes + result.notes
     if result.mode == "legacy" or not result.chosen:
         return Injection(text="", mode=result.mode, query=result.query, notes=result.notes)
-    if claim is not None and not claim():
-        return Injection(text="", mode=result.mode)
-    result.notes += received.add(ws.home, session_id, "prompt", [c.id for c in result.chosen])
-    recall = recall_of(request, result, session_id, "prompt")
-    if recall is not None and keep is not None:
-        keep(recall)
-    elif recall is not None:
-        result.notes += write(ws.home, recall, "prompt")
-    return result
+    return handed(request, result, session_id, "prompt", claim, keep)
 
 
 def prompt_text(prompt: str) -> str | None:
