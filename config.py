@@ -18,10 +18,10 @@ from typing import Any
 import msgspec
 
 from memlog.vocabulary import (
+    CONTEXT_CAP_CHARS,
     DEFAULT_SPACES,
     EXTRACTION_PROVIDERS,
     INJECTION_MAX_CHARS,
-    CONTEXT_CAP_CHARS,
     Space,
 )
 

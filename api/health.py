@@ -24,8 +24,7 @@ from memlog.eventlog.devices import known_device_id
 from memlog.home import hook_errors
 from memlog.llm.endpoints import destination
 from memlog.projections.freshness import current_seq
-from memlog.projections.sqlite_view import store
-from memlog.projections.sqlite_view import queries
+from memlog.projections.sqlite_view import queries, store
 from memlog.workspace import Workspace
 
 Status = Literal["ok", "warn", "problem"]

@@ -14,8 +14,8 @@ from collections.abc import Mapping, Sequence
 from typing import NamedTuple
 
 from memlog.eventlog.events import MemoryEvolved
-from memlog.retrieval.request import Chosen, Injection
 from memlog.retrieval.budget import size
+from memlog.retrieval.request import Chosen, Injection
 from memlog.vocabulary import CONTEXT_CAP_CHARS, INJECTION_MAX_CHARS
 
 #: the widest bar, in steps (the stylesheet has a class for each)

@@ -24,7 +24,7 @@ from memlog.retrieval.budget import size
 from memlog.tests.claude_code import ClaudeCode, claude_binary
 from memlog.tests.messages_api import MessagesAPI
 from memlog.tests.support import FIXTURES
-from memlog.vocabulary import INLINE_CAP_CHARS
+from memlog.vocabulary import CONTEXT_CAP_CHARS
 
 pytestmark = pytest.mark.slow
 
@@ -77,9 +77,9 @@ class Session:
         self.memory = home / ".claude" / "iflow" / "memory"  # memlog's default home
         shutil.copytree(bank, self.memory)
         bin_dir = str(Path(sys.executable).parent)  # memlog of this test run, first on PATH
+        # no extraction: its calls would reach the same loopback API
         extra = {"PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}",
-                 "MEMLOG_CACHE_DIR": str(cache),
-                 "MEMLOG_EXTRACTION_PROVIDER": "off"}  # no extraction calls to the same API  # fmt: skip
+                 "MEMLOG_CACHE_DIR": str(cache), "MEMLOG_EXTRACTION_PROVIDER": "off"}  # fmt: skip
         self.claude = ClaudeCode(claude_binary(), home, api.url, extra)
         self.api = api
 
@@ -141,7 +141,7 @@ def test_the_default_block_reaches_the_model_inline(session: Session, tmp_path: 
     project = git_project(tmp_path / "project")
     session.memlog("setup", cwd=project)
     expected = json.loads(session.memlog("inject", "--json", cwd=project))["text"]
-    assert size(expected) <= 9000 < INLINE_CAP_CHARS and len(headers(expected)) >= 10
+    assert size(expected) <= 9000 < CONTEXT_CAP_CHARS and len(headers(expected)) >= 10
     request = session.run("hi", project)["request"]
     sent = json.dumps(request)
     assert "<persisted-output>" not in sent and "Output too large" not in sent
