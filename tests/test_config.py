@@ -29,6 +29,7 @@ def test_config_defaults_when_missing(tmp_path: Path) -> None:
 EVERY_FIELD = {
     "memory_injection_enabled": False,
     "memory_injection_limit": -1,
+    "memory_injection_max_chars": 6000,
     "memory_semantic_enabled": False,
     "memory_vector_weight": 0.6,
     "memory_keyword_weight": 0.1,
@@ -50,6 +51,8 @@ EVERY_FIELD = {
     "memory_fusion_prominence_weight": 0.1,
     "memory_neighbour_weight": 0.0,
     "memory_relevance_floor": 0.35,
+    "memory_prompt_recall": False,
+    "memory_prompt_budget_ms": 700,
     "memory_extraction_provider": "anthropic",
     "memory_extraction_daily_budget_usd": 0.25,
     "memory_extraction_max_input_tokens": 20000,
