@@ -23,6 +23,7 @@ from memlog.projections.sqlite_view import queries
 from memlog.retrieval import in_context, received
 from memlog.retrieval.budget import size
 from memlog.retrieval.inject import build, caught_up
+from memlog.retrieval.prompt import prompt_text
 from memlog.retrieval.record import Recall, recall_of, record, write
 from memlog.retrieval.request import Chosen, Injection, LeftOut, Request
 from memlog.vocabulary import BRANCH_BLOCK_MAX_CHARS
@@ -38,10 +39,6 @@ NO_ROOM = "no room: the block is at memory_injection_max_chars"
 MORE_RESERVED = 10**7
 #: the entries a prompt's ranking looks at, best first, before the relevance floor
 PROMPT_CANDIDATES = 10
-#: the fewest distinct terms a prompt needs to be recalled for ("yes", "go on" say too little)
-MIN_PROMPT_TERMS = 3
-#: the words of a prompt its recall ranks (a pasted log says little more past them)
-MAX_PROMPT_WORDS = 200
 
 
 def more_line(count: int, matched: bool = True) -> str:
@@ -177,15 +174,6 @@ def for_prompt(
     if result.mode == "legacy" or not result.chosen:
         return Injection(text="", mode=result.mode, query=result.query, notes=result.notes)
     return handed(request, result, session_id, "prompt", claim, keep)
-
-
-def prompt_text(prompt: str) -> str | None:
-    """What a prompt's recall ranks: its first ``MAX_PROMPT_WORDS`` words; None when they
-    hold fewer than ``MIN_PROMPT_TERMS`` distinct terms."""
-    from memlog.projections.terms import terms
-
-    text = " ".join(prompt.split()[:MAX_PROMPT_WORDS])
-    return text if len(set(terms(text))) >= MIN_PROMPT_TERMS else None
 
 
 def delivered(

@@ -35,6 +35,7 @@ from memlog.hooks.session_start import (
     start_resident,
     workspace,
 )
+from memlog.retrieval.prompt import prompt_text
 
 
 def envelope(context: str) -> str:
@@ -84,8 +85,8 @@ def main() -> None:
     context, payload, served = "", {}, False
     box: dict[str, Any] = {}
     try:
-        if not guarded():  # not inside memlog's own extraction
-            payload = read_payload()
+        payload = read_payload() if not guarded() else {}  # not within memlog's extraction
+        if prompt_text(str(payload.get("prompt") or "")) is not None:  # it names a topic
             answer = from_resident(payload, home, started)
             served = answer is not None
             context = answer if answer is not None else run(payload, home, started, box, None, work)
