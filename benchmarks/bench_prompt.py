@@ -29,7 +29,6 @@ configured one (``--floor`` shows another).
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import json
 import math
 import os
@@ -39,12 +38,13 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE / "retrieval"))
+sys.path[:0] = [str(HERE), str(HERE / "retrieval")]
+import bench_hook  # noqa: E402
 import labelsets  # noqa: E402
+import synthetic  # noqa: E402
 
 from memlog.api import recall  # noqa: E402
 from memlog.api.capturing import import_files  # noqa: E402
@@ -57,15 +57,6 @@ PROMPT_HOOK = [sys.executable, "-m", "memlog", "hook", "user-prompt"]
 LATENCY_PROMPT = (
     "Webhook retries fail when a provider times out: how do we keep retries idempotent?"
 )
-
-
-def sibling(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(name, HERE / f"{name}.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    return module
 
 
 # -- latency ------------------------------------------------------------------------------------
@@ -129,8 +120,7 @@ def report(found: dict[str, list[tuple[float, bool]]], base: str) -> None:
 def latency(entries: int, repeats: int, work: Path) -> None:
     from memlog.hooks import resident
 
-    bench = sibling("bench_hook")
-    synthetic = sibling("synthetic")
+    bench = bench_hook
     home = work / "home"
     synthetic.generate(home, entries=entries, events=3 * entries, seed=1)
     catch_up(home, DEFAULT_SPACE)

@@ -232,12 +232,15 @@ def main() -> None:
     os._exit(0)  # a late worker thread must not hold the exit
 
 
-def from_resident(payload: dict[str, Any], home: Path, started: float) -> str | None:
-    """The context as the home's resident ranks it; None when none serves this start."""
+def from_resident(
+    payload: dict[str, Any], home: Path, started: float, op: str = "start"
+) -> str | None:
+    """The context as the home's resident ranks it (``op``: a ``start``, or a ``prompt``);
+    None when none serves it."""
     from memlog.hooks import resident
 
     try:
-        return resident.ask(payload, home, started)
+        return resident.ask(payload, home, started, op)
     except resident.ResidentError as exc:
         log_error(home, str(exc))
         return "" if exc.spent else None  # no time left to rank here

@@ -28,6 +28,7 @@ from memlog.home import resolve_home
 from memlog.hooks.session_start import (
     MARGIN,
     RANK_RESERVE,
+    from_resident,
     log_error,
     pin_blas,
     read_payload,
@@ -87,7 +88,7 @@ def main() -> None:
     try:
         payload = read_payload() if not guarded() else {}  # not within memlog's extraction
         if prompt_text(str(payload.get("prompt") or "")) is not None:  # it names a topic
-            answer = from_resident(payload, home, started)
+            answer = from_resident(payload, home, started, "prompt")
             served = answer is not None
             context = answer if answer is not None else run(payload, home, started, box, None, work)
     except BaseException as exc:  # noqa: BLE001 - the hook must never fail
@@ -102,19 +103,6 @@ def main() -> None:
     except BaseException as exc:  # noqa: BLE001 - the hook must never fail
         log_error(home, f"prompt failed after the output: {type(exc).__name__}: {exc}", exc)
     os._exit(0)  # a late worker thread must not hold the exit
-
-
-def from_resident(payload: dict[str, Any], home: Path, started: float) -> str | None:
-    """The context as the home's resident ranks it; None when none serves this prompt."""
-    from memlog.hooks import resident
-
-    if not payload.get("prompt"):
-        return None
-    try:
-        return resident.ask(payload, home, started, "prompt")
-    except resident.ResidentError as exc:
-        log_error(home, str(exc))
-        return "" if exc.spent else None  # no time left to rank here
 
 
 def leave(payload: dict[str, Any], home: Path, box: dict[str, Any]) -> None:
