@@ -163,6 +163,25 @@ def auto_memory(ws: Workspace, where: Path | None = None) -> Check:
     return Check("auto memory", "ok", f"{state} ({why}); {folder}: {found}")
 
 
+def log(ws: Workspace) -> Check:
+    """Every line of the log checked (reading only): damaged lines, and events lost to
+    damage that a repair moved to the quarantine file."""
+    from memlog.eventlog.verify import lost_summary, verify_log
+
+    found = ws.log()
+    if not found.segments():
+        return Check("log", "ok", "empty")
+    report = verify_log(found, finish=False)
+    problems = report.problems()
+    if problems:
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        fix = "memlog verify names them; memlog verify --repair moves them to quarantine.jsonl"
+        return Check("log", "problem", f"{problems[0]}{more}; {fix}")
+    if report.acknowledged_gaps:
+        return Check("log", "warn", lost_summary(report.acknowledged_gaps))
+    return Check("log", "ok", f"{report.events} events, every line checked")
+
+
 def errors(ws: Workspace) -> Check:
     found = hook_errors(ws.home)
     if found["count"]:
@@ -218,6 +237,6 @@ def checks(ws: Workspace) -> list[Check]:
 def _checks(ws: Workspace) -> list[Check]:
     stats = figures(ws)
     return [
-        home(ws, stats), views(ws, stats), model(ws), extraction(ws), vectors(ws, stats),
-        sessions(stats), auto_memory(ws), errors(ws), disk(ws),
+        home(ws, stats), log(ws), views(ws, stats), model(ws), extraction(ws),
+        vectors(ws, stats), sessions(stats), auto_memory(ws), errors(ws), disk(ws),
     ]  # fmt: skip

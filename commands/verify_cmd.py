@@ -8,7 +8,7 @@ import click
 
 from memlog.api import maintenance, reading
 from memlog.commands.common import echo_json, open_workspace, say_empty
-from memlog.eventlog.verify import Report
+from memlog.eventlog.verify import Report, lost_summary
 from memlog.projections.audit import Audit
 
 
@@ -40,7 +40,7 @@ def _print(report: Report, moved: list[str], views: Audit | None) -> None:
     segments = f"{report.segments} segment{'s' if report.segments != 1 else ''}"
     click.echo(f"log: {report.events} events in {segments}, last seq {report.last_seq}")
     if report.acknowledged_gaps:
-        click.echo(f"log: {len(report.acknowledged_gaps)} sequence numbers lost to quarantine")
+        click.echo(f"log: {lost_summary(report.acknowledged_gaps)}")
     for problem in report.problems():
         click.echo(f"problem: {problem}", err=True)
     click.echo("log: clean" if report.clean else f"log: {len(report.problems())} problems")

@@ -57,9 +57,11 @@ def now_micros() -> int:
     return time.time_ns() // 1000
 
 
-def next_reading(append_dir: Path, events_dir: Path) -> int:
-    """The clock reading for the next event appended to ``append_dir`` (under the lock)."""
-    last = last_stamp(seg.list_segments(append_dir))
+def next_reading(append_dir: Path, events_dir: Path, last: int | None = None) -> int:
+    """The clock reading for the next event appended to ``append_dir`` (under the lock);
+    ``last``: the stamp of its last line, when the caller already read it."""
+    if last is None:
+        last = last_stamp(seg.list_segments(append_dir))
     return max(now_micros(), last + 1, read_floor(events_dir) + 1)
 
 

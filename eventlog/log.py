@@ -5,20 +5,25 @@ takes an exclusive ``flock`` on ``events/.lock``, repairs a torn tail a
 crashed writer left (the torn bytes, and the complete lines of a batch cut
 short, go to the quarantine file), assigns the next sequence numbers, writes
 the whole batch with one ``os.write`` on an ``O_APPEND`` descriptor and fsyncs
-before returning.  A write that cannot complete is truncated back, so the log
-is left exactly as it was.  Readers hold back the lines of a batch until its
-last line is there, so no one ever sees part of a batch.
+before returning, then raises the device's high-water mark (``.seq`` beside
+its segments): the next sequence is always past it, so a tail that lost
+lines since never makes a sequence be handed out twice.  A write that cannot
+complete is truncated back, so the log is left exactly as it was.  Readers
+hold back the lines of a batch until it is known whole, so no one ever sees
+part of a batch a crash cut short; a batch written whole that lost a line at
+rest loses that line only.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NamedTuple, Protocol, TypeVar
+from typing import TypeVar
 
 import msgspec
 
@@ -26,72 +31,24 @@ from memlog import __version__
 from memlog.errors import HomeError, LogWriteError
 from memlog.eventlog import clock, devices, snapshot
 from memlog.eventlog import segments as seg
-from memlog.eventlog.codec import BadLine, decode_line, encode_line, salvage
-from memlog.eventlog.events import Event, EventBase, Writer
+from memlog.eventlog.codec import encode_line
+from memlog.eventlog.events import EventBase, Writer
 from memlog.eventlog.ids import uuid7
+from memlog.eventlog.reader import START as START
+from memlog.eventlog.reader import Damage as Damage
+from memlog.eventlog.reader import DamageHandler as DamageHandler
+from memlog.eventlog.reader import Mark as Mark
+from memlog.eventlog.reader import Position as Position
+from memlog.eventlog.reader import Record as Record
+from memlog.eventlog.reader import is_own as is_own
+from memlog.eventlog.reader import read_segment as read_segment
+from memlog.eventlog.reader import written_in as written_in
+from memlog.eventlog.reader import written_whole as written_whole
 from memlog.home import ensure_dir
 
 DEFAULT_SEGMENT_BYTES = 64 << 20
 LOCK_NAME = ".lock"
-_READ_CHUNK = 8 << 20
 E = TypeVar("E", bound=EventBase)
-
-
-class Position(NamedTuple):
-    """A place in the log: a segment file name and a byte offset in it (kept per
-    device: a ``merged.Cursor`` as JSON and its ordinal, read by the log alone)."""
-
-    segment: str
-    offset: int
-
-
-START = Position("", 0)
-
-
-class Mark(Protocol):
-    """Where a record read from a log kept per device stands in the merged order."""
-
-    @property
-    def ordinal(self) -> int: ...
-
-    def position(self) -> Position: ...
-
-
-class Record(NamedTuple):
-    """An event read from the log, with where its line starts and ends."""
-
-    event: Event
-    segment: str
-    offset: int
-    end: int
-    line: int | None
-    mark: Mark | None = None  # set when the log is kept per device
-
-    @property
-    def after(self) -> Position:
-        return self.mark.position() if self.mark is not None else Position(self.segment, self.end)
-
-    @property
-    def ordinal(self) -> int:
-        """The event's number in log order: its sequence, or its rank in the merged order."""
-        return self.mark.ordinal if self.mark is not None else self.event.seq
-
-
-class Damage(NamedTuple):
-    """A line that is never applied: where it is and why."""
-
-    segment: str
-    offset: int
-    length: int
-    line: int | None
-    reason: str
-
-    def describe(self) -> str:
-        where = f"line {self.line}" if self.line is not None else f"byte {self.offset}"
-        return f"{self.segment} {where}: {self.reason}"
-
-
-DamageHandler = Callable[[Damage], None]
 
 
 def default_writer(command: str = "") -> Writer:
@@ -116,6 +73,7 @@ class EventLog:
         self.segment_bytes = segment_bytes
         self.redact = redact
         self.writer = default_writer(command)
+        self._last_stamp: int | None = None  # of the tail, when the appender read it
 
     # -- appending -----------------------------------------------------------
 
@@ -128,12 +86,14 @@ class EventLog:
         prepared = redact_batch(events) if self.redact else list(events)
         with self._locked():
             path, first = self._tail_segment()
-            stamped = self._stamp(prepared, first)
-            self._write(path, b"".join(encode_line(e) for e in stamped))
+            stamped = self._stamp(prepared, first, self._last_stamp)
+            with self._high_water(first - 1) as mark:
+                self._write(path, b"".join(encode_line(e) for e in stamped))
+                mark(stamped[-1].seq)
         return stamped
 
-    def _stamp(self, events: Sequence[E], first: int) -> list[E]:
-        reading = clock.next_reading(self.append_dir, self.events_dir)
+    def _stamp(self, events: Sequence[E], first: int, last_stamp: int | None = None) -> list[E]:
+        reading = clock.next_reading(self.append_dir, self.events_dir, last_stamp)
         times = [clock.iso(reading + i) for i in range(len(events))]
         end = first + len(events) - 1 if len(events) > 1 else 0
         return [
@@ -172,24 +132,76 @@ class EventLog:
             os.close(fd)
 
     def _tail_segment(self) -> tuple[Path, int]:
-        """The segment to append to (repaired, rolled if full) and the next sequence."""
+        """The segment to append to (repaired, rolled if full) and the next sequence: past
+        every sequence this device ever handed out, whatever its tail lost since."""
         paths = seg.list_segments(self.append_dir)
+        written = self.written()
         last = int(paths[-1].name.split(".")[0]) - 1 if paths else 0
-        for path in reversed(paths):
-            found = self._repaired_last_seq(path)
+        self._last_stamp = None
+        for index in reversed(range(len(paths))):
+            found = self._repaired_last_seq(paths[index], written_whole(paths, index, written))
             if found is not None:
                 last = max(last, found)
                 break
+        if written is not None and written > last:
+            self._acknowledge_lost_tail(last, written)
+            last = written
         limit = self.segment_bytes if self.append_dir == self.events_dir else devices.ROLL_BYTES
         if not paths or paths[-1].stat().st_size >= min(limit, self.segment_bytes):
             return self._new_segment(last + 1), last + 1
         return paths[-1], last + 1
 
-    def _repaired_last_seq(self, path: Path) -> int | None:
+    def written(self) -> int | None:
+        """This device's high-water mark: the highest sequence it ever handed out (None for
+        a log written before the mark was kept)."""
+        return written_in(self.events_dir, self.append_dir)
+
+    @contextmanager
+    def _high_water(self, last: int) -> Iterator[Callable[[int], None]]:
+        """Made before a write (so raising it after needs no room), raised after it."""
+        try:
+            fd = seg.open_high_water(self.append_dir, last)
+        except OSError as exc:
+            raise LogWriteError(
+                f"cannot write {self.append_dir / seg.HIGH_WATER_NAME}: {exc.strerror}; "
+                "the log was left unchanged"
+            ) from None
+
+        def mark(seq: int) -> None:
+            with contextlib.suppress(OSError):  # written: the next append raises it
+                seg.raise_high_water(fd, seq)
+
+        try:
+            yield mark
+        finally:
+            os.close(fd)
+
+    def _acknowledge_lost_tail(self, last: int, written: int) -> None:
+        """Sequences handed out and acknowledged, gone from the end of the log since (the
+        file was cut or restored): recorded, so they are never handed out again and
+        ``verify`` names them."""
+        device = "" if self.append_dir == self.events_dir else f"{self.append_dir.name}/"
+        reason = "sequence numbers missing from the end of the log"
+        seqs = tuple(range(last + 1, written + 1))
+        try:
+            seg.quarantine(self.home, device, 0, b"", reason, None, seqs)
+        except OSError as exc:
+            raise LogWriteError(
+                f"cannot record the sequences lost from the end of the log: {exc.strerror}; "
+                "the log was left unchanged"
+            ) from None
+
+    def _repaired_last_seq(self, path: Path, written: int | None) -> int | None:
+        """The last sequence in ``path`` once a torn tail is cut (None when it has none);
+        ``_last_stamp`` is then the stamp of its last line, when it was read on the way."""
         fd = self._open(path, os.O_RDWR)
         try:
             size = os.fstat(fd).st_size
-            good = seg.unfinished_batch_start(fd, seg.last_newline_end(fd, size))
+            clean = seg.clean_end(fd, size)  # most appends find this and read nothing more
+            if clean is not None:
+                self._last_stamp = clock.micros(clean.ts)
+                return clean.seq
+            good = seg.unfinished_batch_start(fd, seg.last_newline_end(fd, size), written)
             if good < size:
                 self._cut_torn_tail(fd, path, good, size)
             return seg.last_seq(fd, good)
@@ -273,11 +285,14 @@ class EventLog:
 
             yield from read_merged(self.events_dir, start, on_damage)
             return
-        for path in self.segments():
+        paths = self.segments()
+        written = self.written()
+        for index, path in enumerate(paths):
             if start.segment and path.name < start.segment:
                 continue
             offset = start.offset if path.name == start.segment else 0
-            yield from read_segment(path, offset, on_damage, include_torn_tail)
+            whole = written_whole(paths, index, written)
+            yield from read_segment(path, offset, on_damage, include_torn_tail, written=whole)
 
 
 def _truncate_quietly(fd: int, size: int) -> None:
@@ -286,115 +301,3 @@ def _truncate_quietly(fd: int, size: int) -> None:
         os.fsync(fd)
     except OSError:
         pass  # the unfinished line has no newline: the next append quarantines it
-
-
-def read_segment(
-    path: Path,
-    offset: int = 0,
-    on_damage: DamageHandler | None = None,
-    include_torn_tail: bool = False,
-    name: str = "",
-) -> Iterator[Record]:
-    """The good events of one segment from ``offset``; line numbers when ``offset`` is 0.
-
-    The lines of a batch are held back until its last line is read: a batch
-    left unfinished at the end (a write in progress, or one a crash cut
-    short) is never yielded, and is damage when ``include_torn_tail``.  The
-    file is read a chunk at a time, and each chunk starts again where the one
-    before left something unfinished (a held batch, a partial line): a writer
-    may have cut those bytes meanwhile and appended others in their place.
-    """
-    name, line_no, report = name or path.name, 1 if offset == 0 else None, _Once(on_damage)
-    size = _READ_CHUNK
-    with open(path, "rb") as handle:
-        while True:
-            data = os.pread(handle.fileno(), size, offset)
-            lines, holder = data.split(b"\n"), _Holder(report)
-            tail, tail_no = offset, line_no
-            for line in lines[:-1]:
-                for record in _records(name, line, tail, tail_no, report):
-                    event = record.event
-                    if event.batch_end > event.seq and event.batch_end == holder.batch_end:
-                        holder.held.append(record)  # the next line of the batch held
-                    elif holder.held or event.batch_end > event.seq:
-                        yield from holder.take(record)
-                    else:
-                        yield record  # an event appended alone
-                tail += len(line) + 1
-                tail_no = None if tail_no is None else tail_no + 1
-            if len(data) < size:
-                break
-            resume, resume_no = holder.start() or (tail, tail_no)
-            size = size * 2 if resume == offset else _READ_CHUNK  # a batch or line past the chunk
-            offset, line_no = resume, resume_no
-    if include_torn_tail:
-        holder.drop("unfinished batch (interrupted write)")
-        if lines[-1]:
-            report(Damage(name, tail, len(lines[-1]), None, "torn tail (no newline)"))
-
-
-class _Holder:
-    """Holds the records of a batch back until its last one is read."""
-
-    def __init__(self, report: DamageHandler) -> None:
-        self.held: list[Record] = []
-        self.batch_end = 0  # of the batch held
-        self.report = report
-
-    def take(self, record: Record) -> Sequence[Record]:
-        """The records that may be yielded now that ``record`` was read."""
-        batch_end = record.event.batch_end
-        if self.held and batch_end != self.batch_end:
-            self.drop("batch cut short by a later line")
-        if batch_end > record.event.seq:
-            self.held.append(record)
-            self.batch_end = batch_end
-            return ()
-        ready, self.held, self.batch_end = [*self.held, record], [], 0
-        return ready
-
-    def start(self) -> tuple[int, int | None] | None:
-        """Where the held batch starts (its offset and line number), if one is held."""
-        return (self.held[0].offset, self.held[0].line) if self.held else None
-
-    def drop(self, reason: str) -> None:
-        if self.held:
-            first, last = self.held[0], self.held[-1]
-            damage = Damage(
-                first.segment, first.offset, last.end - first.offset, first.line, reason
-            )
-            self.report(damage)
-            self.held, self.batch_end = [], 0
-
-
-class _Once:
-    """Passes each damage on once, though the unfinished end of a chunk is read again."""
-
-    def __init__(self, handler: DamageHandler | None) -> None:
-        self.handler = handler
-        self.seen: set[Damage] = set()
-
-    def __call__(self, damage: Damage) -> None:
-        if self.handler is not None and damage not in self.seen:
-            self.seen.add(damage)
-            self.handler(damage)
-
-
-def _records(
-    segment: str, line: bytes, start: int, line_no: int | None, on_damage: DamageHandler
-) -> tuple[Record, ...]:
-    """The event of one line; a good line glued after a torn prefix is salvaged."""
-    end = start + len(line) + 1
-    try:
-        return (Record(decode_line(line), segment, start, end, line_no),)
-    except BadLine as exc:
-        reason = exc.reason
-    found: tuple[Record, ...] = ()
-    salvaged = salvage(line)
-    if salvaged is not None:
-        cut, event = salvaged
-        reason = "torn prefix glued to a good line"
-        found = (Record(event, segment, start + cut, end, line_no),)
-        line = line[:cut]
-    on_damage(Damage(segment, start, len(line), line_no, reason))
-    return found

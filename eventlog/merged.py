@@ -28,7 +28,15 @@ import msgspec
 from memlog.eventlog import clock, devices
 from memlog.eventlog import segments as seg
 from memlog.eventlog.codec import BadLine, decode_line
-from memlog.eventlog.log import START, DamageHandler, Position, Record, read_segment
+from memlog.eventlog.log import (
+    START,
+    DamageHandler,
+    Position,
+    Record,
+    read_segment,
+    written_in,
+    written_whole,
+)
 
 #: a materialised cursor every so many records keeps the chain of steps short
 _CHECKPOINT = 1024
@@ -153,12 +161,13 @@ def _device_events(
     if mark is not None:
         _check_mark(folder / mark.segment, mark)
     stamp = mark.stamp if mark is not None else 0
-    for path in seg.list_segments(folder):
+    paths, written = seg.list_segments(folder), written_in(events_dir, folder)
+    for index, path in enumerate(paths):
         if mark is not None and path.name < mark.segment:
             continue
         offset = mark.end if mark is not None and path.name == mark.segment else 0
-        name = f"{device}/{path.name}"
-        for record in read_segment(path, offset, on_damage, name=name):
+        name, whole = f"{device}/{path.name}", written_whole(paths, index, written)
+        for record in read_segment(path, offset, on_damage, name=name, written=whole):
             stamp = clock.advance(stamp, record.event.ts)
             yield (stamp, record.event.id), device, path.name, record
 

@@ -96,7 +96,9 @@ def rewrite(log: EventLog, edit: Edit, scrub: Scrub, closing: Closing) -> Rewrit
         if closing_events:
             done.appended = log._stamp(closing_events, first)
             staged[tail] = staged.pop(tail) + b"".join(encode_line(e) for e in done.appended)
-            commit(log.events_dir, staged)
+            with log._high_water(first - 1) as mark:
+                commit(log.events_dir, staged)
+                mark(done.appended[-1].seq)
     return done
 
 

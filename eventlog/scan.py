@@ -103,15 +103,23 @@ def _decoded(lines: Iterable[bytes]) -> Iterator[Event]:
 
 
 def unfinished_batch(log: EventLog) -> int:
-    """The ``batch_end`` of a batch still being written at the end of the log, else 0."""
+    """The ``batch_end`` of a batch still being written at the end of the log, else 0 (a
+    batch written whole that lost lines at rest is not held back: see ``log.read_segment``)."""
     segments = log.segments()
     if not segments:
         return 0
     with open(segments[-1], "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
         tail = os.pread(handle.fileno(), min(size, TAIL_BYTES), max(0, size - TAIL_BYTES))
-    for event in _decoded(reversed(tail.split(b"\n")[1:-1])):
-        return event.batch_end if event.batch_end > event.seq else 0
+    written, damaged = log.written(), False
+    for line in reversed(tail.split(b"\n")[1:-1]):
+        try:
+            event = decode_line(line)
+        except BadLine:
+            damaged = damaged or b"\0" not in line  # at rest: the batch was written whole
+            continue
+        whole = damaged if written is None else event.batch_end <= written
+        return event.batch_end if event.batch_end > event.seq and not whole else 0
     return 0
 
 

@@ -9,6 +9,7 @@ from pathlib import Path
 import msgspec
 
 from memlog.eventlog.codec import BadLine, check_line, decode_line, salvage
+from memlog.eventlog.events import Event
 from memlog.eventlog.ids import utc_now
 from memlog.files import fsync_dir as fsync_dir
 from memlog.files import write_all as write_all
@@ -17,6 +18,7 @@ SEGMENT_SUFFIX = ".jsonl"
 QUARANTINE_NAME = "quarantine.jsonl"
 _SEQ_RE = re.compile(rb'"seq":(\d+)')
 _WINDOW = 1 << 16
+_CLEAN_WINDOW = 1 << 13
 
 #: the journal of a rewrite (``rewrite``) that has passed its commit point
 REWRITE_JOURNAL = ".rewrite.journal"
@@ -55,11 +57,35 @@ def last_newline_end(fd: int, size: int) -> int:
         window *= 2
 
 
-def unfinished_batch_start(fd: int, end: int) -> int:
+def clean_end(fd: int, size: int) -> Event | None:
+    """The last event of a segment that ends cleanly (a good line, ending its batch or
+    standing alone, then the end of the file), read from its last few kilobytes; None
+    when there is anything else to look at."""
+    if size == 0:
+        return None
+    start, data = tail_window(fd, size, _CLEAN_WINDOW)
+    if not data.endswith(b"\n"):
+        return None
+    cut = data.rfind(b"\n", 0, len(data) - 1)
+    if cut < 0 and start > 0:
+        return None
+    try:
+        event = decode_line(data[cut + 1 :])
+    except BadLine:
+        return None
+    return event if event.batch_end <= event.seq else None
+
+
+def unfinished_batch_start(fd: int, end: int, written: int | None) -> int:
     """Where the batch the first ``end`` bytes stop inside of starts (``end`` if none).
 
     A batch is written with one ``write``; a crash can leave its first lines
-    complete and the rest torn.  Those lines must go with the rest.
+    complete and the rest torn.  Those lines must go with the rest.  A batch
+    ending at or before ``written`` (the device's high-water mark) was written
+    whole and acknowledged: lines missing from it were lost at rest, and what
+    is left of it stays.  Without a mark (a log of an earlier version), a
+    damaged complete line inside the batch says the same: a torn write leaves
+    only good lines behind it.
     """
     window = _WINDOW
     while end > 0:
@@ -67,29 +93,107 @@ def unfinished_batch_start(fd: int, end: int) -> int:
         lines = data.split(b"\n")[:-1]
         if start > 0:
             lines = lines[1:]  # the first may be cut by the window
-        found = _batch_start_in(lines, end, whole=start == 0)
+        found = _batch_start_in(lines, end, written, whole=start == 0)
         if found is not None:
             return found
         window *= 2
     return end
 
 
-def _batch_start_in(lines: list[bytes], end: int, whole: bool) -> int | None:
+def _batch_start_in(lines: list[bytes], end: int, written: int | None, whole: bool) -> int | None:
     """The start of an unfinished batch at the end of ``lines``; None to look further back."""
     offset = begin = end
-    batch_end: int | None = None
-    for line in reversed(lines):
+    batch_end = next_seq = 0  # of the batch, and of the line after the one looked at
+    damaged_after = False  # complete damaged lines after the last good one
+    for index, line in enumerate(reversed(lines)):
         offset -= len(line) + 1
         try:
             event = decode_line(line)
         except BadLine:
+            if not batch_end:
+                damaged_after = damaged_after or b"\0" not in line
+                continue
+            next_seq -= 1
+            if written is None and b"\0" not in line:
+                ends_before = _ends_batch(lines, len(lines) - 1 - index, next_seq)
+                return begin if ends_before else end  # at rest inside it: written whole
+            if written is not None and next_seq <= written:
+                return begin  # an acknowledged line before the batch
+            begin = offset  # a torn block of the same write
+            continue
+        if not batch_end:
+            if event.batch_end <= event.seq or (written is not None and event.batch_end <= written):
+                return end  # the last line ends its batch (or stands alone, or was acknowledged)
+            if written is None and damaged_after:
+                return end  # damaged at rest after it: the batch was written whole
+            batch_end = event.batch_end
+        elif event.batch_end != batch_end:
             return begin
-        if batch_end is None and event.batch_end <= event.seq:
-            return end  # the last line ends its batch (or stands alone)
-        if batch_end is not None and event.batch_end != batch_end:
-            return begin
-        batch_end, begin = event.batch_end, offset
+        begin, next_seq = offset, event.seq
     return begin if whole else None
+
+
+def _ends_batch(lines: list[bytes], at: int, seq: int) -> bool:
+    """Whether the damaged line ``lines[at]`` (sequence ``seq``) ended the batch of the line
+    before it, which names ``seq`` as its batch's end."""
+    if at == 0:
+        return False
+    try:
+        before = decode_line(lines[at - 1])
+    except BadLine:
+        return False
+    return before.batch_end == seq > before.seq
+
+
+#: the highest sequence a device's appender ever handed out, kept beside its segments
+HIGH_WATER_NAME = ".seq"
+_HIGH_WATER_WIDTH = 20
+
+
+def read_high_water(folder: Path) -> int | None:
+    """The high-water mark kept in ``folder`` (None when there is none: a log written by an
+    earlier version, or another device's)."""
+    try:
+        fd = os.open(folder / HIGH_WATER_NAME, os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return None
+    try:
+        text = os.pread(fd, 64, 0).strip()
+    finally:
+        os.close(fd)
+    return int(text) if text.isdigit() else None
+
+
+def open_high_water(folder: Path, at_least: int) -> int:
+    """The descriptor of ``folder``'s high-water mark, made (and fsynced) when missing, so
+    that raising it later only overwrites bytes in place."""
+    path = folder / HIGH_WATER_NAME
+    try:
+        return os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+    except FileNotFoundError:
+        pass
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        write_all(fd, _high_water_bytes(at_least))
+        os.fsync(fd)
+    except BaseException:
+        os.close(fd)
+        raise
+    fsync_dir(folder)
+    return fd
+
+
+def raise_high_water(fd: int, seq: int) -> None:
+    """Record that ``seq`` was handed out, synced; the mark is never lowered."""
+    text = os.pread(fd, 64, 0).strip()
+    if text.isdigit() and int(text) >= seq:
+        return
+    os.pwrite(fd, _high_water_bytes(seq), 0)
+    os.fdatasync(fd)
+
+
+def _high_water_bytes(seq: int) -> bytes:
+    return f"{seq:0{_HIGH_WATER_WIDTH}d}\n".encode("ascii")
 
 
 def last_seq(fd: int, size: int) -> int | None:

@@ -8,15 +8,24 @@ file) under the append lock, so no writer races it.
 
 from __future__ import annotations
 
+import os
 import re
 from collections import Counter
 from pathlib import Path
+from typing import NamedTuple
 
 import msgspec
 
 from memlog.eventlog import devices, rewrite
 from memlog.eventlog import segments as seg
-from memlog.eventlog.log import Damage, EventLog, read_segment
+from memlog.eventlog.log import (
+    Damage,
+    EventLog,
+    is_own,
+    read_segment,
+    written_in,
+    written_whole,
+)
 from memlog.files import atomic_write
 
 _SEQ_RE = re.compile(rb'"seq":(\d+)')
@@ -47,11 +56,17 @@ class Report(msgspec.Struct):
 class _SeqCheck:
     """Follows sequence numbers through the log and names every break."""
 
-    def __init__(self, acknowledged: set[int]) -> None:
+    def __init__(self, acknowledged: set[int], reported: list[str]) -> None:
         self.acknowledged = acknowledged
+        self.reported = reported
+        self.damaged: set[int] = set()  # sequences of damaged lines (reported as damage)
         self.last = 0
         self.problems: list[str] = []
         self.gaps: list[int] = []
+
+    def damage(self, found: Damage) -> None:
+        self.reported.append(found.describe())
+        self.damaged.update(found.seqs)
 
     def segment_start(self, path: Path, name: str) -> None:
         named = int(path.name.split(".")[0])
@@ -66,12 +81,29 @@ class _SeqCheck:
             self.problems.append(f"{where}: gap, seq {self.last + 1}..{seq - 1} missing")
         self.last = seq
 
+    def end(self, written: int | None, name: str) -> None:
+        """The end of a device's log: sequences handed out past it were lost from its end."""
+        if written is None or written <= self.last:
+            return
+        if not self._covered(self.last + 1, written + 1):
+            self.problems.append(
+                f"{name}seq {self.last + 1}..{written} missing from the end of the log "
+                "(written, then lost)"
+            )
+
     def _covered(self, first: int, stop: int) -> bool:
         missing = set(range(first, stop))
-        if missing and missing <= self.acknowledged:
-            self.gaps.extend(sorted(missing))
+        if missing and missing <= self.acknowledged | self.damaged:
+            self.gaps.extend(sorted(missing & self.acknowledged - self.damaged))
             return True
         return False
+
+
+def lost_summary(seqs: list[int]) -> str:
+    """One line naming the events lost to damage (their bytes kept in the quarantine file)."""
+    shown = ", ".join(str(s) for s in seqs[:10]) + (", …" if len(seqs) > 10 else "")
+    count = f"{len(seqs)} event{'s' if len(seqs) != 1 else ''}"
+    return f"{count} lost to damage (seq {shown}); their bytes are in {seg.QUARANTINE_NAME}"
 
 
 def acknowledged_seqs(home: Path, device: str = "") -> set[int]:
@@ -91,24 +123,30 @@ def sequences(log: EventLog) -> list[tuple[str, list[Path]]]:
     return [(name, seg.list_segments(log.events_dir / name)) for name in names]
 
 
-def verify_log(log: EventLog) -> Report:
-    rewrite.recover(log)  # a committed rewrite is part of the log
+def verify_log(log: EventLog, finish: bool = True) -> Report:
+    """Check every line of ``log``; ``finish``: complete a rewrite a crash cut short first
+    (``doctor`` passes False: it writes nothing)."""
+    if finish:
+        rewrite.recover(log)  # a committed rewrite is part of the log
     report = Report()
     counts: Counter[str] = Counter()
 
-    def damaged(d: Damage) -> None:
-        report.damage.append(d.describe())
-
     for device, paths in sequences(log):
-        check = _SeqCheck(acknowledged_seqs(log.home, device))
-        for path in paths:
+        check = _SeqCheck(acknowledged_seqs(log.home, device), report.damage)
+        folder = log.events_dir / device if device else log.events_dir
+        written = written_in(log.events_dir, folder)
+        for index, path in enumerate(paths):
             name = log.name_of(path)
             check.segment_start(path, name)
             # a tail without newline is damage in any segment: only the last is ever
             # appended to, and the next append cuts a torn tail before rolling over
-            for record in read_segment(path, 0, damaged, include_torn_tail=True, name=name):
+            whole = written_whole(paths, index, written)
+            for record in read_segment(
+                path, 0, check.damage, include_torn_tail=True, name=name, written=whole
+            ):
                 check.see(record.event.seq, f"{name} line {record.line}")
                 counts[type(record.event).__struct_config__.tag] += 1  # type: ignore[index]
+        check.end(written, f"{device}: " if device else "")
         report.sequence += check.problems
         report.acknowledged_gaps += check.gaps
         report.last_seq = max(report.last_seq, check.last)
@@ -122,45 +160,88 @@ def verify_log(log: EventLog) -> Report:
 
 
 def repair_log(log: EventLog) -> list[str]:
-    """Quarantine every bad line and torn tail; return one line per move."""
+    """Quarantine every bad line and torn tail; return one line per move.
+
+    Good lines all stay, the lines of a batch written whole among them: only
+    a batch a crash cut short goes whole.  The device's high-water mark is
+    raised past every sequence kept or lost at rest first, so the repaired
+    tail never lowers it and no sequence is handed out again.
+    """
     moved: list[str] = []
     with log._locked():
         for device, paths in sequences(log):
-            found = [m for path in paths for m in _repair_segment(log, path)]
-            if found:
-                _acknowledge_gaps(log, device, paths)
-            moved += found
+            folder = log.events_dir / device if device else log.events_dir
+            written = written_in(log.events_dir, folder)
+            plans = [
+                _plan(log, path, written_whole(paths, index, written))
+                for index, path in enumerate(paths)
+            ]
+            plans = [plan for plan in plans if plan.bad]
+            if not plans:
+                continue
+            top = max([written or 0, *(plan.top for plan in plans)])
+            if is_own(log.events_dir, folder):
+                _raise_mark(folder, top)
+            for plan in plans:
+                moved += _move(log, plan)
+            _acknowledge_gaps(log, device, paths, top)
     return moved
 
 
-def _acknowledge_gaps(log: EventLog, device: str, paths: list[Path]) -> None:
+def _raise_mark(folder: Path, seq: int) -> None:
+    fd = seg.open_high_water(folder, seq)
+    try:
+        seg.raise_high_water(fd, seq)
+    finally:
+        os.close(fd)
+
+
+def _acknowledge_gaps(log: EventLog, device: str, paths: list[Path], top: int) -> None:
     """Record the sequence numbers a repair left missing, so verify can name them."""
-    seen = sorted(r.event.seq for path in paths for r in read_segment(path))
+    present = {r.event.seq for path in paths for r in read_segment(path)}
     known = acknowledged_seqs(log.home, device)
-    present = set(seen)
-    top = seen[-1] if seen else 0
-    lost = tuple(s for s in range(1, top) if s not in present and s not in known)
+    lost = tuple(s for s in range(1, top + 1) if s not in present and s not in known)
     if lost:
         reason = "sequence numbers lost with quarantined lines"
         seg.quarantine(log.home, f"{device}/" if device else "", 0, b"", reason, None, lost)
 
 
-def _repair_segment(log: EventLog, path: Path) -> list[str]:
+class _Plan(NamedTuple):
+    """What a repair does to one segment: the good lines it keeps, the damage it moves,
+    and the highest sequence handed out that it saw (kept, or lost at rest)."""
+
+    path: Path
+    name: str
+    good: list[int]
+    bad: list[Damage]
+    top: int
+
+
+#: damage a crash leaves (bytes never acknowledged: their sequences may be handed out again)
+_TORN = ("torn tail", "unfinished batch", "torn prefix", "batch cut short")
+
+
+def _plan(log: EventLog, path: Path, written: int | None) -> _Plan:
     bad: list[Damage] = []
     name = log.name_of(path)
-    good = [
-        r.offset for r in read_segment(path, 0, bad.append, include_torn_tail=True, name=name)
-    ]  # offsets of good lines (salvaged lines start inside their damaged line)
-    if not bad:
-        return []
-    data = path.read_bytes()
-    kept = b"".join(data[o : data.index(b"\n", o) + 1] for o in good)
-    for d in bad:
+    records = read_segment(path, 0, bad.append, include_torn_tail=True, name=name, written=written)
+    good, top = [], 0
+    for record in records:  # offsets of good lines (salvaged lines start inside their damage)
+        good.append(record.offset)
+        top = max(top, record.event.seq)
+    at_rest = [s for d in bad if not d.reason.startswith(_TORN) for s in d.seqs]
+    return _Plan(path, name, good, bad, max([top, *at_rest]))
+
+
+def _move(log: EventLog, plan: _Plan) -> list[str]:
+    data = plan.path.read_bytes()
+    kept = b"".join(data[o : data.index(b"\n", o) + 1] for o in plan.good)
+    for d in plan.bad:
         chunk = data[d.offset : d.offset + d.length]
-        seqs = tuple(int(m) for m in _SEQ_RE.findall(chunk))
-        seg.quarantine(log.home, name, d.offset, chunk, d.reason, d.line, seqs)
-    _replace(path, kept)
-    return [f"moved {d.describe()} ({d.length} bytes)" for d in bad]
+        seqs = d.seqs or tuple(int(m) for m in _SEQ_RE.findall(chunk))
+        seg.quarantine(log.home, plan.name, d.offset, chunk, d.reason, d.line, seqs)
+    _replace(plan.path, kept)
+    return [f"moved {d.describe()} ({d.length} bytes)" for d in plan.bad]
 
 
 def _replace(path: Path, data: bytes) -> None:

@@ -334,15 +334,17 @@ def test_verify_fails_on_damage_and_repair_moves_the_line(
     _damage_line(memlog_home, 3)
     result = invoke("verify", "--log-only")
     assert result.exit_code == 1
-    assert "problem: 00000000000000000001.jsonl line 3: checksum mismatch" in result.stderr
-    assert "gap, seq 3..3 missing" in result.stderr
-    assert "log: 2 problems" in result.stdout
+    assert "problem: 00000000000000000001.jsonl line 3 (seq 3): checksum mismatch" in result.stderr
+    assert "gap" not in result.stderr  # the damaged line is the missing sequence
+    assert "log: 1 problems" in result.stdout
 
     repaired = invoke("verify", "--repair", "--log-only")
     assert repaired.exit_code == 0, repaired.output
     moved = repaired.stdout.splitlines()[0]
-    assert moved.startswith("moved 00000000000000000001.jsonl line 3: checksum mismatch")
-    assert "log: 1 sequence numbers lost to quarantine" in repaired.stdout
+    assert moved.startswith("moved 00000000000000000001.jsonl line 3 (seq 3): checksum mismatch")
+    assert "log: 1 event lost to damage (seq 3); their bytes are in quarantine.jsonl" in (
+        repaired.stdout
+    )
     assert "log: clean" in repaired.stdout
     (record,) = [r for r in read_quarantine(memlog_home) if r.size]
     assert record.seqs == (3,) and record.line == 3

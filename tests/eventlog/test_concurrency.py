@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from memlog.eventlog import log as log_module
+from memlog.eventlog import reader as log_module
 from memlog.eventlog import segments as seg
 from memlog.eventlog.codec import encode_line
 from memlog.eventlog.events import Observed, Promoted
@@ -284,7 +284,7 @@ def test_a_batch_cut_short_is_never_read_and_goes_whole(memlog_home: Path, torn:
 
     assert [r.event.name for r in log.read()] == ["E1", "E2", "E3"]
     damage = verify_log(log).damage
-    assert f"{path.name} line 4: unfinished batch (interrupted write)" in damage
+    assert f"{path.name} line 4 (seq 4..5): unfinished batch (interrupted write)" in damage
 
     (added,) = log.append([Promoted(entry_id="0123456789abcdef")])
     assert added.seq == 4 and path.read_bytes() == good + encode_line(added)

@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from memlog.commands.cli import cli
-from memlog.eventlog import log as log_module
+from memlog.eventlog import reader as log_module
 from memlog.eventlog.codec import SUM_KEY, BadLine, checksum, decode_line, encode_line
 from memlog.eventlog.events import (
     EVENT_TYPES,

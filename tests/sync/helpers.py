@@ -13,6 +13,7 @@ import msgspec
 from click.testing import CliRunner, Result
 
 from memlog.commands.cli import cli
+from memlog.eventlog import segments as seg
 from memlog.eventlog.codec import encode_line
 from memlog.eventlog.log import EventLog
 from memlog.eventlog.secrets import REDACTED
@@ -78,7 +79,8 @@ def views_of(home: Path) -> dict[str, bytes]:
     for path in sorted(home.rglob("*")):
         rel = path.relative_to(home).as_posix()
         skipped = ("sync.git/", *(f"{folder}/" for folder in POINTED))
-        if not path.is_file() or rel in MACHINE_LOCAL or rel.startswith(skipped):
+        local = rel in MACHINE_LOCAL or path.name == seg.HIGH_WATER_NAME  # each device's own
+        if not path.is_file() or local or rel.startswith(skipped):
             continue
         found[rel] = path.read_bytes()
     found["memory.db (.dump)"] = sqlite_dump(home / "memory.db").encode()
