@@ -8,6 +8,7 @@ the user sees one line naming that file.
 
 from __future__ import annotations
 
+import os
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
@@ -99,8 +100,11 @@ def record_crash(exc: BaseException, home: Path | None) -> str:
         import traceback  # (only for a crash: the hooks' path stays light)
 
         text = "".join(traceback.format_exception(exc))
-        with open(path, "a", encoding="utf-8", errors="backslashreplace") as handle:
-            handle.write(f"--- {stamp} {' '.join(sys.argv)}\n{text}")
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW  # never through a link
+        with open(
+            os.open(path, flags, 0o600), "a", encoding="utf-8", errors="backslashreplace"
+        ) as f:
+            f.write(f"--- {stamp} {' '.join(sys.argv)}\n{text}")
         return f"{line} (details in {path})"
     except OSError:
         return line

@@ -45,7 +45,7 @@ from memlog.embeddings.base import EmbeddingProvider, TaskType
 from memlog.embeddings.bert import MAX_TOKENS, Encoder, build_weights, map_safetensors
 from memlog.embeddings.runtime import cached_weights
 from memlog.embeddings.wordpiece import WordPieceTokenizer
-from memlog.errors import ProviderUnavailable
+from memlog.errors import MemlogError, ProviderUnavailable
 
 MODEL_NAME = "all-MiniLM-L6-v2"
 HF_REPO_DIR = "models--sentence-transformers--all-MiniLM-L6-v2"
@@ -239,14 +239,11 @@ class _Stamp:
         """Write the stamp atomically; a stamp that cannot be written only costs time."""
         if self.path is None or not self.dirty:
             return
-        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.tmp")
-        try:
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            tmp.write_text(json.dumps({"version": _STAMP_VERSION, "files": self.files}))
-            os.replace(tmp, self.path)
-        except OSError:
-            with contextlib.suppress(OSError):
-                tmp.unlink()
+        from memlog.files import atomic_write
+
+        data = json.dumps({"version": _STAMP_VERSION, "files": self.files}).encode()
+        with contextlib.suppress(OSError, MemlogError):
+            atomic_write(self.path, data)  # an unpredictable temporary name, made new
 
 
 def sha256_file(path: Path) -> str:

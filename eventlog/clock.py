@@ -96,4 +96,4 @@ def read_floor(events_dir: Path) -> int:
 def raise_floor(events_dir: Path, stamp: int) -> None:
     """Record that this home now holds an event stamped ``stamp`` from another device."""
     if stamp > read_floor(events_dir):
-        atomic_write(events_dir / FLOOR_FILE, f"{stamp}\n".encode("ascii"))
+        atomic_write(events_dir / FLOOR_FILE, f"{stamp}\n".encode("ascii"), events_dir.parent)

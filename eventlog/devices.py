@@ -18,7 +18,7 @@ from pathlib import Path
 
 from memlog.errors import HomeError
 from memlog.eventlog import segments as seg
-from memlog.files import atomic_write
+from memlog.files import atomic_write, is_link
 
 DEVICE_FILE = ".device"
 #: a device's segments roll over at 1 MiB: sync commits the growing one whole each time
@@ -63,7 +63,7 @@ def device_id(events_dir: Path) -> str:
         return found
     made = os.urandom(8).hex()
     try:
-        atomic_write(path, f"{made}\n".encode("ascii"))
+        atomic_write(path, f"{made}\n".encode("ascii"), events_dir.parent)
     except OSError as exc:
         raise HomeError(f"cannot write the device id to {path}: {exc.strerror}") from None
     return made
@@ -123,6 +123,9 @@ def _drop_flat_copies(events_dir: Path, target: Path) -> list[str]:
 
 
 def _remove_tree(path: Path) -> None:
+    if is_link(path):  # never emptied through a link: only the link goes
+        path.unlink()
+        return
     for child in path.iterdir():
         child.unlink()
     path.rmdir()

@@ -27,7 +27,7 @@ from typing import TypeVar
 
 import msgspec
 
-from memlog import __version__
+from memlog import __version__, files
 from memlog.errors import HomeError, LogWriteError
 from memlog.eventlog import clock, devices, snapshot
 from memlog.eventlog import segments as seg
@@ -107,18 +107,19 @@ class EventLog:
         """``events/``, or this device's directory once the log is kept per device."""
         if not devices.is_per_device(self.events_dir):
             return self.events_dir
-        return ensure_dir(self.events_dir / devices.device_id(self.events_dir))
+        own = self.events_dir / devices.device_id(self.events_dir)
+        return ensure_dir(files.no_links(own, self.home))
 
     @contextmanager
     def _locked(self) -> Iterator[None]:
         snapshot.refuse_writes(self.home, "append to the log of")
         ensure_dir(self.home)
         created = not self.events_dir.exists()
-        ensure_dir(self.events_dir)
+        ensure_dir(files.no_links(self.events_dir, self.home))
         if created:
             seg.fsync_dir(self.home)
         try:
-            fd = os.open(self.events_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+            fd = files.open_private(self.events_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT)
         except OSError as exc:
             raise HomeError(f"cannot write to {self.events_dir}: {exc.strerror}") from None
         try:
@@ -230,7 +231,7 @@ class EventLog:
 
     def _open(self, path: Path, flags: int) -> int:
         try:
-            return os.open(path, flags, 0o600)
+            return files.open_private(path, flags)
         except OSError as exc:
             raise HomeError(f"cannot open {path}: {exc.strerror}") from None
 

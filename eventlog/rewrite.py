@@ -146,7 +146,7 @@ def commit(events_dir: Path, staged: dict[Path, bytes]) -> None:
         write_synced(staged_path(path), data)
     for folder in {p.parent for p in staged} | {events_dir}:
         fsync_dir(folder)
-    atomic_write(events_dir / JOURNAL, msgspec.json.encode(names))
+    atomic_write(events_dir / JOURNAL, msgspec.json.encode(names), events_dir.parent)
     finish(events_dir)
 
 

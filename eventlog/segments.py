@@ -12,6 +12,7 @@ from memlog.eventlog.codec import BadLine, check_line, decode_line, salvage
 from memlog.eventlog.events import Event
 from memlog.eventlog.ids import utc_now
 from memlog.files import fsync_dir as fsync_dir
+from memlog.files import open_private
 from memlog.files import write_all as write_all
 
 SEGMENT_SUFFIX = ".jsonl"
@@ -169,10 +170,10 @@ def open_high_water(folder: Path, at_least: int) -> int:
     that raising it later only overwrites bytes in place."""
     path = folder / HIGH_WATER_NAME
     try:
-        return os.open(path, os.O_RDWR | os.O_NOFOLLOW)
+        return open_private(path, os.O_RDWR)
     except FileNotFoundError:
         pass
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    fd = open_private(path, os.O_RDWR | os.O_CREAT | os.O_EXCL)
     try:
         write_all(fd, _high_water_bytes(at_least))
         os.fsync(fd)
@@ -271,7 +272,7 @@ def quarantine(
         seqs=seqs,
     )
     payload = msgspec.json.encode(record) + b"\n"
-    fd = os.open(home / QUARANTINE_NAME, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o600)
+    fd = open_private(home / QUARANTINE_NAME, os.O_RDWR | os.O_APPEND | os.O_CREAT)
     try:
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":

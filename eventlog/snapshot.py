@@ -30,7 +30,8 @@ class Snapshot(msgspec.Struct, frozen=True):
 
 def mark(folder: Path, snapshot: Snapshot) -> None:
     """Mark ``folder`` as a snapshot (before its views are written)."""
-    atomic_write(folder / MARKER, msgspec.json.format(msgspec.json.encode(snapshot)) + b"\n")
+    marker = msgspec.json.format(msgspec.json.encode(snapshot)) + b"\n"
+    atomic_write(folder / MARKER, marker, folder)
 
 
 def read(folder: Path) -> Snapshot | None:

@@ -240,9 +240,5 @@ def _move(log: EventLog, plan: _Plan) -> list[str]:
         chunk = data[d.offset : d.offset + d.length]
         seqs = d.seqs or tuple(int(m) for m in _SEQ_RE.findall(chunk))
         seg.quarantine(log.home, plan.name, d.offset, chunk, d.reason, d.line, seqs)
-    _replace(plan.path, kept)
+    atomic_write(plan.path, kept, log.home)
     return [f"moved {d.describe()} ({d.length} bytes)" for d in plan.bad]
-
-
-def _replace(path: Path, data: bytes) -> None:
-    atomic_write(path, data)

@@ -18,6 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from memlog import digests
+from memlog.errors import MemlogError
+from memlog.files import private_dir
 
 CLAIMS_DIR = ".hook-claims"
 #: a second run within this time of the first is a duplicate registration
@@ -41,11 +43,16 @@ def claim(home: Path, payload: dict[str, Any], now: float | None = None) -> bool
         return True
     folder = home / CLAIMS_DIR
     try:
-        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        private_dir(folder, home)
         return _claim(folder / key, now)
     except FileExistsError:
         raise
     except OSError:  # a home that cannot be written: nothing can be recorded twice either
+        return True
+    except MemlogError as exc:  # a link where the claims go: said, never followed
+        from memlog.hooks.session_start import log_error
+
+        log_error(home, f"SessionStart: {exc}")
         return True
 
 

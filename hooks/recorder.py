@@ -59,9 +59,9 @@ def hand_over(home: Path, handover: Handover) -> None:
 
 def mark(home: Path) -> str:
     """Make a recording's marker in ``.recording/`` and return its name."""
-    folder = home / MARKERS
-    home.mkdir(mode=0o700, parents=True, exist_ok=True)  # a first start may make the home
-    folder.mkdir(mode=0o700, exist_ok=True)
+    from memlog.files import private_dir
+
+    folder = private_dir(home / MARKERS, home)  # a first start may make the home
     name = f"{os.getpid()}-{time.time_ns()}"
     os.close(os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     return name

@@ -27,7 +27,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from memlog.errors import MemlogError
 from memlog.eventlog.snapshot import is_snapshot
+from memlog.files import append_private
 from memlog.home import HOOK_ERROR_LOG, resolve_home
 from memlog.hooks import notice
 from memlog.spawn import BLAS_PINNED
@@ -84,13 +86,11 @@ def log_error(home: Path, message: str, exc: BaseException | None = None) -> Non
         if is_snapshot(home):  # a snapshot is read, never written
             raise OSError("a snapshot")
         home.mkdir(mode=0o700, parents=True, exist_ok=True)
-        fd = os.open(home / HOOK_ERROR_LOG, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        try:
-            os.write(fd, text.encode("utf-8", "replace"))
-        finally:
-            os.close(fd)
+        append_private(home / HOOK_ERROR_LOG, text.encode("utf-8", "replace"))
     except OSError:
         sys.stderr.write(f"memlog hook: {message}\n")
+    except MemlogError as exc:  # a link where the log goes: said, never followed
+        sys.stderr.write(f"memlog hook: {exc}; {message}\n")
 
 
 def _work(payload: dict[str, Any], home: Path, started: float, box: dict[str, Any]) -> None:

@@ -124,8 +124,13 @@ def start_sweep(home: Path, now: float) -> bool:
             return False
     except FileNotFoundError:
         pass
-    stamp.touch(mode=0o600)
-    os.utime(stamp, (now, now))
+    from memlog.files import open_private
+
+    fd = open_private(stamp, os.O_WRONLY | os.O_CREAT)  # never through a link
+    try:
+        os.utime(fd, (now, now))
+    finally:
+        os.close(fd)
     start_extraction(home)
     return True
 

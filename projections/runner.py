@@ -26,6 +26,7 @@ from memlog.eventlog.events import Redacted
 from memlog.eventlog.ids import utc_now
 from memlog.eventlog.log import START, DamageHandler, EventLog, Record
 from memlog.eventlog.merged import Unfollowable, unread_bytes
+from memlog.files import alive, open_private
 from memlog.projections import markdown_sync
 from memlog.projections.fold import State, apply
 from memlog.projections.freshness import current_seq, db_path, stored_seq
@@ -246,18 +247,28 @@ def rebuild(
 
 def _build_database(folder: Path, state: State, space: Space, stored: store.Stored) -> None:
     _remove_stale_asides(folder)
-    aside = folder / f".{store.DB_NAME}.rebuild-{os.getpid()}"
-    _remove_db_files(aside)
+    aside = _new_aside(folder)
     ordered = sorted(state.entries.values(), key=lambda e: e.id)
-    with _preparing(folder):  # no sweep until the live view names the new files
-        with store.opened(aside) as db, store.transaction(db):
-            store.write_entries(db, ordered, space.key)
-            ledger.write(db, state, everything=True)
-            write_packed(db, folder / VECTOR_DIR, space)
-            indexes.rebuild(db, folder, space, ordered)
-            store.set_meta(db, {**_space_meta(space), **store.position_meta(stored)})
-        _switch_in(aside, db_path(folder))
+    try:
+        with _preparing(folder):  # no sweep until the live view names the new files
+            with store.opened(aside) as db, store.transaction(db):
+                store.write_entries(db, ordered, space.key)
+                ledger.write(db, state, everything=True)
+                write_packed(db, folder / VECTOR_DIR, space)
+                indexes.rebuild(db, folder, space, ordered)
+                store.set_meta(db, {**_space_meta(space), **store.position_meta(stored)})
+            _switch_in(aside, db_path(folder))
+    finally:
+        _remove_db_files(aside)  # a rebuild that failed leaves nothing the size of the view
     _sweep(folder, wait=True)
+
+
+def _new_aside(folder: Path) -> Path:
+    """A new, empty file for a database built aside: an unpredictable name (with the pid,
+    for ``_remove_stale_asides``), made here, so SQLite never opens a file planted there."""
+    aside = folder / f".{store.DB_NAME}.rebuild-{os.getpid()}-{os.urandom(6).hex()}"
+    os.close(open_private(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+    return aside
 
 
 @contextlib.contextmanager
@@ -282,8 +293,6 @@ def _switch_in(aside: Path, live_path: Path) -> None:
             raise ViewError(f"cannot replace {live_path}: {exc}") from None
         _remove_db_files(live_path)  # unreadable: no reader can be using it
         os.replace(aside, live_path)
-    else:
-        _remove_db_files(aside)
 
 
 def _backup_into(aside: Path, live_path: Path) -> None:
@@ -305,18 +314,8 @@ def _remove_stale_asides(folder: Path) -> None:
     """Asides left by a rebuild that was killed midway."""
     for path in folder.glob(f".{store.DB_NAME}.rebuild-*"):
         pid = path.name.split("rebuild-", 1)[1].split("-", 1)[0]
-        if pid.isdigit() and not _alive(int(pid)):
+        if pid.isdigit() and not alive(int(pid)):
             path.unlink(missing_ok=True)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def catch_up_in_background(home: Path) -> None:

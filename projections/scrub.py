@@ -61,7 +61,7 @@ def scrub_home(home: Path, texts: Iterable[str]) -> list[str]:
         data = path.read_bytes()
         cleaned = _replace(data, patterns)
         if cleaned != data:
-            atomic_write(path, cleaned)
+            atomic_write(path, cleaned, home)
             changed.append(str(path.relative_to(home)))
     return changed
 
@@ -83,7 +83,7 @@ def scrub_quarantine(home: Path, patterns: list[bytes]) -> bool:
         out.append(msgspec.json.encode(record) + b"\n")
     raw = path.read_bytes()
     if touched or _replace(raw, patterns) != raw:  # a torn record holding it is dropped too
-        atomic_write(path, b"".join(out))
+        atomic_write(path, b"".join(out), home)
         return True
     return False
 

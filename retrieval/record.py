@@ -72,9 +72,11 @@ def write(home: Path, recall: Recall, command: str) -> list[str]:
     except (MemlogError, OSError) as exc:
         notes.append(f"recall not recorded: {exc}")
     try:
-        atomic_write(home / LAST_INJECTION, recall.last_injection)
+        atomic_write(home / LAST_INJECTION, recall.last_injection, home)
     except OSError as exc:
         notes.append(f"{LAST_INJECTION} not written: {exc.strerror}")
+    except MemlogError as exc:  # a link where it goes
+        notes.append(f"{LAST_INJECTION} not written: {exc}")
     return notes
 
 

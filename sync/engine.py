@@ -178,7 +178,7 @@ def _write(
                 if path in changed:
                     _rewrite_own(git, log, ours, path, changed[path], outcome)
                 elif not (log.events_dir / path).exists():
-                    atomic_write(log.events_dir / path, git.blobs([oid])[oid])  # deleted here
+                    atomic_write(log.events_dir / path, git.blobs([oid])[oid], log.home)  # deleted
                 continue
             current = files.blob_id(path)
             if current == oid:
@@ -205,7 +205,7 @@ def _rewrite_own(
     if not current.startswith(offered):
         outcome.held.append(f"{path} changed here during sync; the next sync takes it")
         return
-    atomic_write(target, data + current[len(offered) :])
+    atomic_write(target, data + current[len(offered) :], log.home)
 
 
 def _replace_foreign(
@@ -221,7 +221,7 @@ def _replace_foreign(
     if not target.parent.is_dir():
         ensure_dir(target.parent)
         seg.fsync_dir(log.events_dir)
-    atomic_write(target, data)
+    atomic_write(target, data, log.home)
     return max(0, data.count(b"\n") - old.count(b"\n"))
 
 

@@ -57,4 +57,4 @@ def load_state(git_dir: Path) -> SyncState:
 
 
 def save_state(git_dir: Path, state: SyncState) -> None:
-    atomic_write(git_dir / STATE_NAME, msgspec.json.encode(state))
+    atomic_write(git_dir / STATE_NAME, msgspec.json.encode(state), git_dir.parent)

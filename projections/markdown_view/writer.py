@@ -18,7 +18,7 @@ from pathlib import Path
 import msgspec
 
 from memlog import digests
-from memlog.files import atomic_write
+from memlog.files import atomic_write, no_links, write_synced
 
 STATE_NAME = ".markdown-state.json"
 #: the version of the files' text: raised whenever the same entries render differently, so
@@ -50,16 +50,24 @@ def load_state(folder: Path) -> MarkdownState:
 
 def save_state(folder: Path, state: MarkdownState) -> None:
     state.files = dict(sorted(state.files.items()))  # the same files, the same bytes
-    atomic_write(folder / STATE_NAME, msgspec.json.encode(state))
+    atomic_write(folder / STATE_NAME, msgspec.json.encode(state), folder)
 
 
-def _backup(path: Path) -> Path:
+def _backup(path: Path, data: bytes) -> Path:
+    """A copy of ``data`` (the file's bytes as found) beside it, made new: never through a
+    link planted under its name."""
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%S%fZ")
     backup = path.with_name(f"{path.name}.edited-{stamp}.bak")
-    import shutil  # (bz2 and lzma behind it: only when a file is backed up)
-
-    shutil.copy2(path, backup)
+    write_synced(backup, data, exclusive=True)
     return backup
+
+
+def _current(folder: Path, rel: str) -> bytes | None:
+    """The bytes of a file of the view as it is (None when missing); a link is refused."""
+    try:
+        return no_links(folder / rel, folder).read_bytes()
+    except FileNotFoundError:
+        return None
 
 
 def write_files(folder: Path, files: dict[str, str], state: MarkdownState) -> list[str]:
@@ -68,10 +76,7 @@ def write_files(folder: Path, files: dict[str, str], state: MarkdownState) -> li
     interrupted, writes = state.pending, {}
     for rel, text in files.items():
         data = text.encode("utf-8")
-        try:
-            current: bytes | None = (folder / rel).read_bytes()
-        except FileNotFoundError:
-            current = None
+        current = _current(folder, rel)
         if current != data:
             writes[rel] = (current, data)
     if writes:  # recorded first: a write cut short is then known as memlog's own
@@ -82,8 +87,8 @@ def write_files(folder: Path, files: dict[str, str], state: MarkdownState) -> li
         ours = (state.files.get(rel), interrupted.get(rel))
         if current is not None and digest(current) not in ours:
             why = "was edited by hand" if rel in state.files else "was not written by memlog"
-            notes.append(f"{rel} {why}; kept a copy as {_backup(path).name}")
-        atomic_write(path, data)
+            notes.append(f"{rel} {why}; kept a copy as {_backup(path, current).name}")
+        atomic_write(path, data, folder)
     for rel, text in files.items():
         state.files[rel] = digest(text.encode("utf-8"))
     state.pending = {}
@@ -97,12 +102,9 @@ def remove_unplanned(folder: Path, planned: Iterable[str], state: MarkdownState)
     keep = set(planned)
     for rel in sorted(set(state.files) - keep):
         path = folder / rel
-        try:
-            current = path.read_bytes()
-        except FileNotFoundError:
-            current = None
+        current = _current(folder, rel)
         if current is not None and digest(current) != state.files[rel]:
-            notes.append(f"{rel} was edited by hand; kept a copy as {_backup(path).name}")
+            notes.append(f"{rel} was edited by hand; kept a copy as {_backup(path, current).name}")
         if current is not None:
             path.unlink()
         del state.files[rel]

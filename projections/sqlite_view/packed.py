@@ -37,7 +37,7 @@ import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from memlog.files import atomic_write, fsync_dir, write_all
+from memlog.files import atomic_write, fsync_dir, open_private, private_dir, write_all
 
 LOCK_NAME = ".packed.lock"
 _TMP_SUFFIX = ".tmp"
@@ -69,7 +69,7 @@ def write(folder: Path, data: bytes, suffix: str) -> str:
             return name  # the same name and size: the same bytes
     except FileNotFoundError:
         pass
-    atomic_write(path, data)
+    atomic_write(path, data, folder.parent)
     return name
 
 
@@ -80,7 +80,7 @@ def append(folder: Path, name: str, size: int, data: bytes) -> bool:
     caller writes a new file instead.  Call inside ``preparing``.
     """
     try:
-        fd = os.open(folder / name, os.O_WRONLY)
+        fd = open_private(folder / name, os.O_WRONLY)
     except FileNotFoundError:
         return False
     try:
@@ -140,8 +140,8 @@ def _remove_unreferenced(folder: Path, suffix: str | tuple[str, ...], keep: set[
 
 @contextlib.contextmanager
 def _lock(folder: Path, flags: int) -> Iterator[None]:
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    fd = os.open(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT, 0o600)
+    private_dir(folder, folder.parent)
+    fd = open_private(folder / LOCK_NAME, os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, flags)
         yield

@@ -17,12 +17,15 @@ from typing import Any
 import msgspec
 
 from memlog.eventlog.log import Position
+from memlog.files import is_link, refuse_link
 from memlog.home import ensure_dir
 from memlog.projections.fold import Entry, Vector, space_key
 from memlog.projections.sqlite_view.schema import migrate
 from memlog.vocabulary import Space
 
 DB_NAME = "memory.db"
+#: the files SQLite keeps beside a database
+SIDE_FILES = ("-wal", "-shm", "-journal")
 BUSY_TIMEOUT_MS = 5000
 
 _LIST_COLUMNS = (
@@ -51,7 +54,12 @@ _LIST = msgspec.json.Decoder(list[str])
 def connect(
     path: Path, readonly: bool = False, busy_ms: int = BUSY_TIMEOUT_MS
 ) -> sqlite3.Connection:
-    """Open ``memory.db`` (WAL, busy timeout, autocommit); writers also migrate it."""
+    """Open ``memory.db`` (WAL, busy timeout, autocommit); writers also migrate it.
+
+    Neither the database nor a file SQLite keeps beside it may be a link: SQLite
+    would follow it and write there (refused, naming it).
+    """
+    checked(path)
     if readonly:
         db = _connect_readonly(path)
     else:
@@ -83,6 +91,14 @@ def untouched() -> Iterator[None]:
         yield
     finally:
         _UNTOUCHED.reset(token)
+
+
+def checked(path: Path) -> Path:
+    """``path`` once neither it nor its ``-wal``, ``-shm`` or ``-journal`` is a link."""
+    for name in [str(path), *(f"{path}{suffix}" for suffix in SIDE_FILES)]:
+        if is_link(name):
+            raise refuse_link(name)
+    return path
 
 
 def _connect_readonly(path: Path) -> sqlite3.Connection:

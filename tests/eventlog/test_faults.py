@@ -182,18 +182,27 @@ def test_full_disk_while_a_torn_tail_waits(small_disk: Path, tmp_path: Path) -> 
     assert verify_log(EventLog(home)).clean
 
 
-def test_quarantine_on_a_full_device(memlog_home: Path, tmp_path: Path) -> None:
-    """``/dev/full`` as the quarantine file: cutting a torn tail cannot keep its bytes."""
+def test_a_quarantine_file_that_is_a_link_is_refused(memlog_home: Path, tmp_path: Path) -> None:
+    """A link where the quarantine file goes (to ``/dev/full``, or to a file outside the
+    home) is never written through: the append is refused in one line naming it, and the
+    log is left as it was.  (A full device for the quarantine: ``test_full_disk_while_a_
+    torn_tail_waits``.)"""
     (segment,) = seed(memlog_home).segments()
     with open(segment, "ab") as handle:
         handle.write(b'{"type":"entry.obs')
     before = snapshot(memlog_home)
-    (memlog_home / seg.QUARANTINE_NAME).symlink_to("/dev/full")
-
-    line = single_error(observe(memlog_home, tmp_path, size=200))
-    assert line.startswith("Error: cannot quarantine the torn tail of 00000000000000000001.jsonl")
-    assert "No space left on device" in line
-    assert snapshot(memlog_home) == before
+    outside = tmp_path / "outside.txt"
+    outside.write_text("not memlog's\n")
+    for target in ("/dev/full", str(outside)):
+        (memlog_home / seg.QUARANTINE_NAME).unlink(missing_ok=True)
+        (memlog_home / seg.QUARANTINE_NAME).symlink_to(target)
+        line = single_error(observe(memlog_home, tmp_path, size=200))
+        assert line == (
+            f"Error: {memlog_home / seg.QUARANTINE_NAME} is a symbolic link; memlog follows no "
+            "link inside its home (remove it, and memlog makes the file again)"
+        )
+        assert snapshot(memlog_home) == before
+    assert outside.read_text() == "not memlog's\n"
 
     (memlog_home / seg.QUARANTINE_NAME).unlink()
     assert observe(memlog_home, tmp_path, size=200).returncode == 0
