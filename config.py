@@ -77,6 +77,8 @@ class Config(msgspec.Struct, frozen=True):
     memory_claude_md: bool = False
     #: start ``memlog sync`` (detached) when a Claude Code session ends
     memory_sync_at_session_end: bool = False
+    #: seconds a writer waits for another one holding the log before it gives up
+    memory_lock_wait_seconds: int = 60
 
     @property
     def space(self) -> Space:
@@ -156,6 +158,7 @@ CHECKS: dict[str, tuple[Check, str]] = {
     "memory_extraction_max_input_tokens": (_is_int(1000), "tokens ≥ 1000"),
     "memory_claude_md": (_is_bool, "true or false"),
     "memory_sync_at_session_end": (_is_bool, "true or false"),
+    "memory_lock_wait_seconds": (_is_int(0), "seconds ≥ 0"),
 }
 
 

@@ -29,6 +29,10 @@ class LogWriteError(MemlogError):
     """An append could not be completed; the log was left as it was."""
 
 
+class LogBusy(LogWriteError):
+    """Another process held the log's lock past the wait allowed; nothing was written."""
+
+
 class LogCorruption(MemlogError):
     """A damaged line was found where a clean log was required."""
 

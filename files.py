@@ -223,3 +223,99 @@ def locked(path: Path) -> Iterator[None]:
         yield
     finally:
         os.close(fd)
+
+
+@contextlib.contextmanager
+def held(
+    path: Path,
+    wait: float,
+    busy: Callable[[str], Exception],
+    on_slow: Callable[[str], None] | None = None,
+    slow_after: float = 2.0,
+) -> Iterator[int]:
+    """Hold an exclusive ``flock`` on ``path`` (created 0600, never through a link) for a
+    ``with`` block.  Another holder is waited for at most ``wait`` seconds (0: not at
+    all); after ``slow_after`` seconds ``on_slow`` is told who holds it, and past ``wait``
+    ``busy(who)`` is raised.  ``who`` names the holder (``lock_holder``)."""
+    fd = open_private(path, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        if wait <= 0:
+            os.close(fd)
+            raise busy(lock_holder(path)) from None
+        if not _Waiter(fd).take(path, wait, on_slow, slow_after):
+            raise busy(lock_holder(path)) from None  # the waiter closes fd if it ever gets it
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+class _Waiter:
+    """Waits for a ``flock`` in a thread of its own, so the wait can end: given up, the
+    thread keeps the descriptor and closes it (letting the lock go) if it ever gets it."""
+
+    def __init__(self, fd: int) -> None:
+        import threading  # (only when a lock is contended)
+
+        self.fd = fd
+        self.got = threading.Event()
+        self.guard = threading.Lock()
+        self.abandoned = False
+        threading.Thread(target=self._run, name="memlog-lock", daemon=True).start()
+
+    def _run(self) -> None:
+        fcntl.flock(self.fd, fcntl.LOCK_EX)
+        with self.guard:
+            if self.abandoned:
+                os.close(self.fd)
+                return
+            self.got.set()
+
+    def take(
+        self, path: Path, wait: float, on_slow: Callable[[str], None] | None, slow_after: float
+    ) -> bool:
+        """Whether the lock was got within ``wait`` seconds (False: the descriptor is the
+        thread's now)."""
+        if self.got.wait(min(wait, slow_after)):
+            return True
+        if on_slow is not None and wait > slow_after:
+            on_slow(lock_holder(path))
+        if self.got.wait(max(0.0, wait - slow_after)):
+            return True
+        with self.guard:
+            self.abandoned = not self.got.is_set()
+            return not self.abandoned
+
+
+def lock_holder(path: Path) -> str:
+    """Who holds the ``flock`` on ``path``: ``pid N (its command)`` as ``/proc/locks`` says
+    (Linux), else ``another process``."""
+    try:
+        info = os.stat(path)
+        with open("/proc/locks", encoding="ascii", errors="replace") as handle:
+            text = handle.read()
+    except OSError:
+        return "another process"
+    key = f"{os.major(info.st_dev):02x}:{os.minor(info.st_dev):02x}:{info.st_ino}"
+    for line in text.splitlines():
+        parts = line.split()
+        if len(parts) > 5 and parts[1] == "FLOCK" and parts[5] == key and parts[4].isdigit():
+            return f"pid {parts[4]} ({command_of(int(parts[4]))})"
+    return "another process"
+
+
+def command_of(pid: int) -> str:
+    """A process's command line, short (``memlog observe …`` for memlog's own)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as handle:
+            args = [a.decode("utf-8", "replace") for a in handle.read().split(b"\0") if a]
+    except OSError:
+        return "gone"
+    if "memlog" in args:  # python -m memlog ARGS
+        args = args[args.index("memlog") :]
+    elif args:
+        args = [os.path.basename(args[0]), *args[1:]]
+    text = " ".join(" ".join(args).split()) or "unknown"  # one line, whatever it holds
+    return text if len(text) <= 60 else text[:59] + "…"

@@ -34,8 +34,11 @@ def spawn_memlog(
     home: Path,
     env: Mapping[str, str] | None = None,
     stdin: bytes | None = None,
+    project: str | Path | None = None,
 ) -> int:
-    """Start ``python -m memlog ARGS`` detached, for ``home``; return its pid."""
+    """Start ``python -m memlog ARGS`` detached, for ``home`` and (when given) the project
+    folder ``project``, whose configuration it then reads; return its pid.  The child
+    gets the caller's environment: it opens the workspace the caller works in."""
     if stdin is not None and len(stdin) > MAX_STDIN:
         raise ValueError(f"{len(stdin)} bytes for a child's stdin; at most {MAX_STDIN}")
     actions: list[tuple[int, ...] | tuple[int, int, str, int, int]] = [
@@ -51,7 +54,7 @@ def spawn_memlog(
     try:
         pid = os.posix_spawn(
             sys.executable,
-            [sys.executable, "-m", "memlog", *args],
+            [sys.executable, "-m", "memlog", *_in(project), *args],
             environ,
             file_actions=actions,
             setsid=True,
@@ -63,3 +66,8 @@ def spawn_memlog(
             if fd >= 0:
                 os.close(fd)
     return pid
+
+
+def _in(project: str | Path | None) -> list[str]:
+    """The option that starts a child in ``project`` (``memlog --project-dir DIR ...``)."""
+    return ["--project-dir", str(project)] if project else []

@@ -84,7 +84,8 @@ class Workspace(msgspec.Struct, frozen=True):
     def log(self, command: str = "", redact: bool = True) -> EventLog:
         from memlog.eventlog.log import EventLog
 
-        return EventLog(self.home, command=command, redact=redact)
+        wait = self.config.memory_lock_wait_seconds
+        return EventLog(self.home, command=command, redact=redact, lock_wait=wait)
 
     def catch_up(self, on_damage: DamageHandler | None = None) -> CatchUp:
         """Bring the views up to the end of the log before reading them."""

@@ -101,7 +101,7 @@ def _import(ws: Workspace, files: list[Path], settle: bool, meter: Meter | None)
         ws.log("adopt").append(events)
         notes = ws.refresh()
         if any(isinstance(e, Observed) for e in events):
-            spawn_memlog(["reembed"], ws.home)
+            spawn_memlog(["reembed"], ws.home, project=ws.root)
     names = [path.name for path in files]
     return Adopted(ws.home, names, plan.parsed, len(events), plan.warnings + notes)
 

@@ -121,7 +121,7 @@ def memorize(
     models = Models(environ)
     try:
         report = sweep.sweep(
-            ws.home, models, time.monotonic() + seconds, ids=ids, branch=branch,
+            ws, models, time.monotonic() + seconds, ids=ids, branch=branch,
             project=project, limit=limit, wait=wait, env=environ,
         )  # fmt: skip
     finally:

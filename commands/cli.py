@@ -90,13 +90,32 @@ class LazyGroup(click.Group):
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": HELP_OPTIONS})
 @click.version_option(__version__, prog_name="memlog")
-def cli() -> None:
+@click.option(
+    "--project-dir", type=click.Path(path_type=str), hidden=True,
+    help="Work as if started in this folder (how memlog starts its background processes).",
+)  # fmt: skip
+@click.pass_context
+def cli(ctx: click.Context, project_dir: str | None) -> None:
     """memlog: persistent engineering memory for Claude Code.
 
     Every change is an event appended to a checksummed log under
     $MEMLOG_HOME (default ~/.claude/iflow/memory); everything else is
     rebuilt from it.  `--json` prints JSON; `memlog COMMAND -h` explains each.
     """
+    if project_dir and os.path.isdir(project_dir):
+        os.chdir(project_dir)  # the workspace this process was started for, not the caller's
+    if ctx.invoked_subcommand not in QUIET:
+        from memlog.eventlog.log import on_lock_wait
+
+        on_lock_wait(_say_waiting)
+
+
+#: commands that never print a word about waiting (hooks, the MCP server's stdio)
+QUIET = frozenset({"hook", "serve-mcp"})
+
+
+def _say_waiting(message: str) -> None:
+    click.echo(f"memlog: {message}", err=True)
 
 
 def main() -> None:

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import fcntl
 import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -28,8 +27,8 @@ from typing import TypeVar
 import msgspec
 
 from memlog import __version__, files
-from memlog.errors import HomeError, LogWriteError
-from memlog.eventlog import clock, devices, snapshot
+from memlog.errors import HomeError, LogBusy, LogWriteError
+from memlog.eventlog import clock, devices, snapshot, spool
 from memlog.eventlog import segments as seg
 from memlog.eventlog.codec import encode_line
 from memlog.eventlog.events import EventBase, Writer
@@ -51,6 +50,28 @@ LOCK_NAME = ".lock"
 E = TypeVar("E", bound=EventBase)
 
 
+#: how long a writer waits for another holding the log (``memory_lock_wait_seconds``)
+DEFAULT_LOCK_WAIT = 60.0
+_NOTICES: list[Callable[[str], None]] = []
+
+
+def default_lock_wait() -> float:
+    """``MEMLOG_LOCK_WAIT_SECONDS``, else ``DEFAULT_LOCK_WAIT``."""
+    value = os.environ.get("MEMLOG_LOCK_WAIT_SECONDS", "").strip()
+    return float(value) if value.isdigit() else DEFAULT_LOCK_WAIT
+
+
+def on_lock_wait(notice: Callable[[str], None]) -> None:
+    """Have ``notice`` told, once a writer has waited two seconds for the log, who holds it
+    (the command line prints it; hooks and servers stay silent)."""
+    _NOTICES.append(notice)
+
+
+def _notice(holder: str) -> None:
+    for notice in _NOTICES:
+        notice(f"waiting for the log: {holder} holds its lock")
+
+
 def default_writer(command: str = "") -> Writer:
     host, pid = os.uname().nodename, os.getpid()  # (the host name without loading socket)
     return Writer(tool=f"memlog/{__version__}", command=command, host=host, pid=pid)
@@ -66,6 +87,7 @@ class EventLog:
         segment_bytes: int = DEFAULT_SEGMENT_BYTES,
         redact: bool = True,
         command: str = "",
+        lock_wait: float | None = None,
     ) -> None:
         self.home = home
         self.events_dir = home / "events"
@@ -73,7 +95,10 @@ class EventLog:
         self.segment_bytes = segment_bytes
         self.redact = redact
         self.writer = default_writer(command)
+        self.lock_wait = default_lock_wait() if lock_wait is None else lock_wait
         self._last_stamp: int | None = None  # of the tail, when the appender read it
+        self._folding = False  # folding what was spooled while the lock was held
+        self._lost: tuple[int, int] | None = None  # the tail's lost sequences, once recorded
 
     # -- appending -----------------------------------------------------------
 
@@ -81,27 +106,96 @@ class EventLog:
         """Append ``events`` atomically (all or none) and return them as stored."""
         if not events:
             return []
+        prepared = self._prepared(events)
+        with self._locked():
+            return self._append_locked(prepared)
+
+    def append_or_spool(self, events: Sequence[E]) -> bool:
+        """Append ``events`` when the log's lock is free, else spool them for the writer
+        holding it (``spool``), without waiting; whether they were appended now."""
+        if not events:
+            return True
+        prepared = [
+            msgspec.structs.replace(e, id=uuid7(), writer=self.writer)
+            for e in self._prepared(events)
+        ]
+        try:
+            with self._locked(wait=0):
+                self._append_locked(prepared, spooled=True)
+            return True
+        except LogBusy:
+            pass
+        spool.spool(self.events_dir, list(prepared))
+        self._fold_left_over()  # its holder may have let go before the file was there
+        return False
+
+    def fold(self) -> None:
+        """Fold in what hooks spooled (waiting for the lock as long as ``lock_wait``)."""
+        with self._locked():
+            pass  # taking the lock folds the spool
+
+    def _prepared(self, events: Sequence[E]) -> list[E]:
         if self.redact:  # the patterns load with the first append that needs them
             from memlog.eventlog.secrets import redact_batch
-        prepared = redact_batch(events) if self.redact else list(events)
-        with self._locked():
-            path, first = self._tail_segment()
-            stamped = self._stamp(prepared, first, self._last_stamp)
-            with self._high_water(first - 1) as mark:
-                self._write(path, b"".join(encode_line(e) for e in stamped))
-                mark(stamped[-1].seq)
+
+            return redact_batch(events)
+        return list(events)
+
+    def _append_locked(self, prepared: Sequence[E], spooled: bool = False) -> list[E]:
+        path, first = self._tail_segment()
+        stamped = self._stamp(prepared, first, self._last_stamp, spooled)
+        with self._high_water(first - 1) as mark:
+            self._write(path, b"".join(encode_line(e) for e in stamped))
+            mark(stamped[-1].seq)
         return stamped
 
-    def _stamp(self, events: Sequence[E], first: int, last_stamp: int | None = None) -> list[E]:
+    def _stamp(
+        self, events: Sequence[E], first: int, last_stamp: int | None = None, spooled: bool = False
+    ) -> list[E]:
+        """``events`` with their place in the log; spooled ones keep their ids and writer."""
         reading = clock.next_reading(self.append_dir, self.events_dir, last_stamp)
         times = [clock.iso(reading + i) for i in range(len(events))]
         end = first + len(events) - 1 if len(events) > 1 else 0
+        ids = [e.id if spooled else uuid7() for e in events]
+        writers = [e.writer if spooled else self.writer for e in events]
         return [
             msgspec.structs.replace(
-                e, seq=first + i, id=uuid7(), ts=times[i], writer=self.writer, batch_end=end
+                e, seq=first + i, id=ids[i], ts=times[i], writer=writers[i], batch_end=end
             )
             for i, e in enumerate(events)
         ]
+
+    def _fold_spool(self) -> None:
+        """Fold in what hooks spooled, in order, each file once (see ``spool``)."""
+        for path in spool.waiting(self.events_dir):
+            events = spool.load(path)
+            if events is None:
+                continue  # folded by another writer already
+            if not events:
+                spool.drop(self.home, path, "unreadable spooled file")
+                continue
+            self._tail_segment()  # a fold a crash cut short is cut off first: not in the log
+            tail = seg.list_segments(self.append_dir)[-2:]
+            if not spool.in_log_tail(tail, events):
+                self._append_locked(events, spooled=True)
+            spool.done(path)
+
+    def _fold_left_over(self) -> None:
+        """Fold what was spooled while the lock was held, unless another writer holds it
+        now (it folds them then)."""
+        if self._folding or not spool.waiting(self.events_dir):
+            return
+        self._folding = True
+        try:
+            for _ in range(10):  # more keep coming only while hooks keep spooling
+                if not spool.waiting(self.events_dir):
+                    break
+                with self._locked(wait=0):
+                    pass  # taking the lock folds them
+        except LogBusy:
+            pass
+        finally:
+            self._folding = False
 
     def _own_dir(self) -> Path:
         """``events/``, or this device's directory once the log is kept per device."""
@@ -111,26 +205,40 @@ class EventLog:
         return ensure_dir(files.no_links(own, self.home))
 
     @contextmanager
-    def _locked(self) -> Iterator[None]:
+    def _locked(self, wait: float | None = None) -> Iterator[None]:
+        """Hold the log's lock (waiting ``wait`` seconds at most, the log's ``lock_wait``
+        by default: ``LogBusy`` past it), with a committed rewrite finished and the spool
+        folded in; once it is let go, what was spooled meanwhile is folded too."""
         snapshot.refuse_writes(self.home, "append to the log of")
         ensure_dir(self.home)
         created = not self.events_dir.exists()
         ensure_dir(files.no_links(self.events_dir, self.home))
         if created:
             seg.fsync_dir(self.home)
-        try:
-            fd = files.open_private(self.events_dir / LOCK_NAME, os.O_RDWR | os.O_CREAT)
-        except OSError as exc:
-            raise HomeError(f"cannot write to {self.events_dir}: {exc.strerror}") from None
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+        patience = self.lock_wait if wait is None else wait
+        lock = files.held(self.events_dir / LOCK_NAME, patience, self._busy(patience), _notice)
+        with contextlib.ExitStack() as stack:
+            try:
+                stack.enter_context(lock)
+            except OSError as exc:
+                raise HomeError(f"cannot write to {self.events_dir}: {exc.strerror}") from None
             from memlog.eventlog import rewrite  # (it imports this module)
 
             rewrite.finish(self.events_dir)
             self.append_dir = self._own_dir()
+            self._fold_spool()
             yield
-        finally:
-            os.close(fd)
+        self._fold_left_over()
+
+    def _busy(self, wait: float) -> Callable[[str], Exception]:
+        def busy(holder: str) -> Exception:
+            waited = f"for {wait:g} s" if wait else "now"
+            return LogBusy(
+                f"the log {self.events_dir} is locked by {holder} {waited}: nothing was "
+                "written (memory_lock_wait_seconds sets how long to wait)"
+            )
+
+        return busy
 
     def _tail_segment(self) -> tuple[Path, int]:
         """The segment to append to (repaired, rolled if full) and the next sequence: past
@@ -145,7 +253,9 @@ class EventLog:
                 last = max(last, found)
                 break
         if written is not None and written > last:
-            self._acknowledge_lost_tail(last, written)
+            if self._lost != (last, written):  # recorded once, however often this runs
+                self._acknowledge_lost_tail(last, written)
+                self._lost = (last, written)
             last = written
         limit = self.segment_bytes if self.append_dir == self.events_dir else devices.ROLL_BYTES
         if not paths or paths[-1].stat().st_size >= min(limit, self.segment_bytes):

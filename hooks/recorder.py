@@ -87,7 +87,7 @@ def record(home: Path, handover: Handover) -> None:
             from memlog.retrieval.record import write
 
             command = "prompt" if handover.kind == "prompt" else "inject"
-            for note in write(home, handover.recall, command):
+            for note in write(home, handover.recall, command, wait=False):
                 log_error(home, note)
         if handover.kind == "start":
             _after_start(home, handover.payload)

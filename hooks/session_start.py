@@ -281,7 +281,7 @@ def leave(payload: dict[str, Any], home: Path, box: dict[str, Any]) -> None:
         if recall is not None:
             from memlog.retrieval.record import write
 
-            for note in write(home, recall, "inject"):
+            for note in write(home, recall, "inject", wait=False):
                 log_error(home, note)
         after_start(payload, home)
 

@@ -105,18 +105,21 @@ def record(payload: dict[str, Any], home: Path, hook: str) -> bool:
     event = pending_event(payload, hook)
     if event is None:
         return False
-    EventLog(home, command=f"hook {hook}").append([event])
+    EventLog(home, command=f"hook {hook}").append_or_spool([event])  # never waits for the lock
     return True
 
 
-def start_extraction(home: Path) -> None:
-    """``memlog memorize --background``, detached: nothing waits for it."""
+def start_extraction(home: Path, cwd: str = "") -> int:
+    """``memlog memorize --background``, detached, for the session's folder ``cwd`` (its
+    project's configuration) and this process's environment: nothing waits for it.
+    Returns its pid."""
     from memlog.spawn import spawn_memlog
 
-    spawn_memlog(["memorize", "--background"], home)
+    project = cwd if cwd and os.path.isdir(cwd) else None
+    return spawn_memlog(["memorize", "--background"], home, project=project)
 
 
-def start_sweep(home: Path, now: float) -> bool:
+def start_sweep(home: Path, now: float, cwd: str = "") -> bool:
     """Start the background sweep unless one started less than ``SWEEP_INTERVAL`` ago."""
     stamp = home / SWEEP_STAMP
     try:
@@ -131,7 +134,7 @@ def start_sweep(home: Path, now: float) -> bool:
         os.utime(fd, (now, now))
     finally:
         os.close(fd)
-    start_extraction(home)
+    start_extraction(home, cwd)
     return True
 
 
@@ -148,7 +151,7 @@ def record_start(payload: dict[str, Any], home: Path) -> None:
     if not start_wanted(payload, home):
         return
     record(payload, home, "SessionStart")
-    start_sweep(home, time.time())
+    start_sweep(home, time.time(), str(payload.get("cwd") or ""))
 
 
 def after_start(payload: dict[str, Any], home: Path) -> None:
@@ -180,7 +183,7 @@ def main(name: str) -> None:
         try:
             payload = read_payload()
             if record(payload, home, hook):
-                start_extraction(home)
+                start_extraction(home, str(payload.get("cwd") or os.getcwd()))
             if hook == "SessionEnd":
                 from memlog.hooks.sync_at_end import start_sync
 

@@ -19,8 +19,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
-from memlog.errors import ViewError
-from memlog.eventlog import rewrite, snapshot
+from memlog.errors import MemlogError, ViewError
+from memlog.eventlog import rewrite, snapshot, spool
 from memlog.eventlog.bounds import Bound, within
 from memlog.eventlog.events import Redacted
 from memlog.eventlog.ids import utc_now
@@ -84,6 +84,7 @@ def catch_up(
     """
     log = EventLog(home)
     rewrite.recover(log)  # a redaction a crash cut short is finished before anything reads
+    _fold_spool(log)
     if not log.segments() and not db_path(home).exists():
         return CatchUp(0, False, 0, [])
     if snapshot.is_snapshot(home):
@@ -101,6 +102,15 @@ def catch_up(
             raise ViewError(f"cannot update {db_path(home)}: {exc}") from None
     done = rebuild(home, space)
     return CatchUp(done.applied, True, done.seq, done.notes)
+
+
+def _fold_spool(log: EventLog) -> None:
+    """Fold in what hooks spooled, when no writer holds the log (else it does)."""
+    if not spool.waiting(log.events_dir) or snapshot.is_snapshot(log.home):
+        return
+    with contextlib.suppress(MemlogError, OSError):  # a read-only home reads the log as it is
+        with log._locked(wait=0):
+            pass  # taking the lock folds them
 
 
 def _incremental(
@@ -318,6 +328,7 @@ def _remove_stale_asides(folder: Path) -> None:
             path.unlink(missing_ok=True)
 
 
-def catch_up_in_background(home: Path) -> None:
-    """Start ``memlog catch-up`` detached; nothing waits for it."""
-    spawn_memlog(["catch-up"], home)
+def catch_up_in_background(home: Path, project: Path | None = None) -> None:
+    """Start ``memlog catch-up`` detached, for ``project``'s configuration (its embedding
+    space); nothing waits for it."""
+    spawn_memlog(["catch-up"], home, project=project)

@@ -54,8 +54,10 @@ def record(request: Request, result: Injection, session_id: str = "") -> list[st
     return write(request.home, recall, "inject") if recall is not None else []
 
 
-def write(home: Path, recall: Recall, command: str) -> list[str]:
-    """Record ``recall`` in ``home``'s log (as written by ``command``); notes of what failed."""
+def write(home: Path, recall: Recall, command: str, wait: bool = True) -> list[str]:
+    """Record ``recall`` in ``home``'s log (as written by ``command``); notes of what failed.
+    ``wait``: wait for another writer holding the log; else (the hook and its recorder)
+    spool the event for it."""
     from memlog.eventlog.log import EventLog
 
     try:
@@ -68,7 +70,8 @@ def write(home: Path, recall: Recall, command: str) -> list[str]:
         query=recall.query, mode=recall.mode, trigger=recall.trigger,
     )  # fmt: skip
     try:
-        EventLog(home, command=command).append([recalled])
+        log = EventLog(home, command=command)
+        log.append([recalled]) if wait else log.append_or_spool([recalled])
     except (MemlogError, OSError) as exc:
         notes.append(f"recall not recorded: {exc}")
     try:

@@ -157,7 +157,7 @@ class SemanticRun:
                 self.notes.append(
                     f"views are {behind} bytes behind the log; catching up in the background"
                 )
-                catch_up_in_background(home)
+                catch_up_in_background(home, self.request.ws.root)
                 return
             catch_up(home, self.space, lock_wait=self.request.lock_wait)
         except (MemlogError, OSError) as exc:

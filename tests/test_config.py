@@ -58,6 +58,7 @@ EVERY_FIELD = {
     "memory_extraction_max_input_tokens": 20000,
     "memory_claude_md": True,
     "memory_sync_at_session_end": True,
+    "memory_lock_wait_seconds": 5,
 }
 
 
@@ -101,6 +102,7 @@ BAD_VALUES = {
     "memory_neighbour_weight": "[1]",
     "memory_relevance_floor": "1.5",
     "memory_sync_at_session_end": "nightly",
+    "memory_lock_wait_seconds": -1,
 }
 
 

@@ -206,7 +206,7 @@ def process(
 
 
 def sweep(
-    home: Path,
+    ws: Workspace,
     chain_for: ChainFor,
     deadline: float,
     *,
@@ -217,12 +217,16 @@ def sweep(
     wait: float = 0.0,
     env: Mapping[str, str] | None = None,
 ) -> Report:
-    """Extract pending sessions under the lock; look again after letting it go."""
-    report = Report()
-    ws = Workspace.unconfigured(home)
+    """Extract pending sessions under the lock; look again after letting it go.
+
+    ``ws`` is the workspace the sweep was started for: the views are caught up in its
+    embedding space, never in a default one (each session is then extracted in the
+    workspace of its own project).
+    """
+    report, home = Report(), ws.home
     while len(report.outcomes) + len(report.deferred) < limit:
         with locked(home, wait):
-            report.notes += ws.refresh()
+            report.notes += fold_spool(ws) + ws.refresh()
             if not ids:
                 adopt(ws, stale_open(home, time.time()))
             done = {o.session_id for o in report.outcomes} | {d for d, _ in report.deferred}
@@ -233,6 +237,21 @@ def sweep(
             break
         wait = 0.0  # another extractor that took the lock meanwhile carries on
     return report
+
+
+def fold_spool(ws: Workspace) -> list[str]:
+    """Fold in the sessions hooks spooled while another writer held the log (waiting for
+    it: this runs in the background), so none is left out of this sweep."""
+    from memlog.errors import MemlogError
+    from memlog.eventlog import spool
+
+    if not spool.waiting(ws.home / "events"):
+        return []
+    try:
+        ws.log("memorize").fold()
+    except MemlogError as exc:
+        return [f"spooled sessions not folded in yet: {exc}"]
+    return []
 
 
 def _size(session: Session) -> int:

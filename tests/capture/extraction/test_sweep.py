@@ -52,7 +52,7 @@ def later() -> float:
 def test_one_extractor_at_a_time(ws: Workspace) -> None:
     with sweep.locked(ws.home):
         with pytest.raises(sweep.Busy, match="another extraction is running"):
-            sweep.sweep(ws.home, lambda _: chain(Scripted()), later())
+            sweep.sweep(ws, lambda _: chain(Scripted()), later())
 
 
 @pytest.mark.ac("004:max-branches-per-run")
@@ -60,7 +60,7 @@ def test_at_most_twenty_sessions_a_run_oldest_first(ws: Workspace) -> None:
     assert ws.root is not None
     for n, path in enumerate(transcripts(ws, 23, substantive=False)):
         pend(ws, f"s{n:02d}", path, ws.root)
-    report = sweep.sweep(ws.home, lambda _: chain(Scripted()), later())
+    report = sweep.sweep(ws, lambda _: chain(Scripted()), later())
     assert [o.session_id for o in report.outcomes] == [f"s{n:02d}" for n in range(20)]
     assert {o.status for o in report.outcomes} == {"skipped"}
     assert [s.id for s in sweep.select(ws.home)] == ["s20", "s21", "s22"]
@@ -71,7 +71,7 @@ def test_a_rate_limit_ends_the_run_and_the_rest_stay_pending(ws: Workspace) -> N
     for n, path in enumerate(transcripts(ws, 3)):
         pend(ws, f"s{n}", path, ws.root)
     model = Scripted(RateLimited("claude-cli: rate limited (429): slow down"))
-    report = sweep.sweep(ws.home, lambda _: chain(model), later())
+    report = sweep.sweep(ws, lambda _: chain(model), later())
     assert len(model.calls) == 1 and report.outcomes == []
     assert "rate limited" in report.stopped
     assert [sid for sid, _ in report.deferred] == ["s0", "s1", "s2"]
@@ -86,7 +86,7 @@ def test_a_session_that_never_ended_is_adopted_once_idle(ws: Workspace) -> None:
     old = time.time() - sweep.IDLE_SECONDS - 60
     os.utime(idle, (old, old))
     model = Scripted(extraction(item(ANSWER)))
-    report = sweep.sweep(ws.home, lambda _: chain(model), later())
+    report = sweep.sweep(ws, lambda _: chain(model), later())
     assert [(o.session_id, o.status) for o in report.outcomes] == [("idle", "extracted")]
     assert session_of(ws, "busy").status == "open"
     adopted = session_of(ws, "idle")
@@ -98,9 +98,9 @@ def test_a_finished_session_asked_for_again_without_news_changes_nothing(ws: Wor
     (path,) = transcripts(ws, 1)
     pend(ws, "s1", path, ws.root)
     model = Scripted(extraction(item(ANSWER)))
-    sweep.sweep(ws.home, lambda _: chain(model), later())
+    sweep.sweep(ws, lambda _: chain(model), later())
     count = sum(1 for _ in ws.log().read())
-    again = sweep.sweep(ws.home, lambda _: chain(model), later(), ids=["s1"])
+    again = sweep.sweep(ws, lambda _: chain(model), later(), ids=["s1"])
     assert [(o.status, o.reason) for o in again.outcomes] == [
         ("extracted", "nothing new since the last extraction")
     ]
@@ -119,7 +119,7 @@ def test_each_session_uses_its_own_projects_configuration(ws: Workspace, tmp_pat
     pend(ws, "mine", mine, ws.root)
     pend(ws, "theirs", theirs, other)
     model = Scripted(extraction(item(ANSWER)))
-    report = sweep.sweep(ws.home, lambda _: chain(model), later())
+    report = sweep.sweep(ws, lambda _: chain(model), later())
     assert [(o.session_id, o.status) for o in report.outcomes] == [("mine", "extracted")]
     assert [(sid, "daily budget" in why) for sid, why in report.deferred] == [("theirs", True)]
 
@@ -153,7 +153,7 @@ def test_a_session_whose_transcript_is_on_another_machine_is_left_to_it(
     (here,) = transcripts(ws, 1, substantive=False)
     pend(ws, "mine", here, ws.root)
     their_session(ws, tmp_path, "theirs")
-    report = sweep.sweep(ws.home, lambda _: chain(Scripted()), later())
+    report = sweep.sweep(ws, lambda _: chain(Scripted()), later())
     assert [o.session_id for o in report.outcomes] == ["mine"]
     assert session_of(ws, "theirs").status == "pending"
     assert sweep.select(ws.home, ids=["theirs"])  # asked for by name, it is still there
@@ -177,7 +177,7 @@ def test_a_session_of_this_machine_without_a_transcript_is_skipped(
     ws.log("test").append(
         [SessionPending(session_id="none", cwd=str(ws.root), trigger="SessionEnd")]
     )
-    report = sweep.sweep(ws.home, lambda _: chain(Scripted()), later())
+    report = sweep.sweep(ws, lambda _: chain(Scripted()), later())
     outcomes = {o.session_id: (o.status, o.reason) for o in report.outcomes}
     assert outcomes == {
         "gone": ("skipped", f"no transcript: {never} is not there (never written, or deleted)"),
@@ -196,5 +196,5 @@ def test_a_session_that_started_without_a_transcript_settles_once_idle(ws: Works
     late = time.time() + sweep.IDLE_SECONDS + 1
     (stale,) = sweep.stale_open(ws.home, late)
     sweep.adopt(ws, [stale])
-    report = sweep.sweep(ws.home, lambda _: chain(Scripted()), later())
+    report = sweep.sweep(ws, lambda _: chain(Scripted()), later())
     assert [(o.session_id, o.status) for o in report.outcomes] == [("started", "skipped")]
