@@ -49,6 +49,11 @@ class ViewError(MemlogError):
     """A projection could not be built or read."""
 
 
+class Unfinished(MemlogError):
+    """Work that changed something and then stopped: the message says what was done, what
+    failed and how to finish (``memlog redact`` exits 3 on it)."""
+
+
 class EntryNotFound(MemlogError):
     """No entry has the given id."""
 

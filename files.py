@@ -127,6 +127,19 @@ def sweep_temps(folder: Path, now: float | None = None) -> list[Path]:
     return removed
 
 
+#: below this many free bytes, a disk is taken for full (an I/O error there: no room)
+NEARLY_FULL = 1 << 20
+
+
+def nearly_full(folder: Path) -> bool:
+    """Whether the file system of ``folder`` has (almost) no room left."""
+    try:
+        found = os.statvfs(folder)
+    except OSError:
+        return False
+    return found.f_bavail * found.f_frsize < NEARLY_FULL
+
+
 def alive(pid: int) -> bool:
     """Whether a process ``pid`` exists (one of another user counts)."""
     try:
@@ -164,6 +177,10 @@ def write_synced(path: Path, data: bytes, exclusive: bool = False) -> None:
     try:
         write_all(fd, data)
         os.fsync(fd)
+    except OSError as exc:
+        if exc.filename is None:  # name the file in the one line a user sees
+            raise OSError(exc.errno, exc.strerror, str(path)) from None
+        raise
     finally:
         os.close(fd)
 

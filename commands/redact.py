@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import IO
 
 import click
@@ -9,7 +10,11 @@ import click
 from memlog.api import redacting
 from memlog.commands.base import InputError
 from memlog.commands.common import echo_json, open_workspace, warn
+from memlog.errors import Unfinished
 from memlog.eventlog.events import Redacted
+
+#: the exit status of a redaction that rewrote the log and stopped before the end
+UNFINISHED = 3
 
 
 @click.command()
@@ -34,22 +39,33 @@ def redact(
     hold it are rewritten in place (checksums recomputed, sequence numbers
     and ids kept) and one entry.redacted event records what was removed and
     why, never the text itself.
+
+    Exit 0 when everything was done; 3 when the log was rewritten but a later
+    step failed (run the same command again to finish it); 1 or 2 when
+    nothing was changed.
     """
     if match is not None and source is not None:
         raise InputError("give the text with --match or --from, not both")
     if source is not None:
         match = source.read().rstrip("\r\n")
-    done = redacting.redact(open_workspace(), entry_id, match, reason)
+    try:
+        done = redacting.redact(open_workspace(), entry_id, match, reason)
+    except Unfinished as exc:  # the log was rewritten: say so, and how to finish
+        click.echo(f"Error: {exc}", err=True)
+        sys.exit(UNFINISHED)
     warn(done.notes)
     if as_json:
         echo_json(_summary(done))
         return
     event = done.event
-    where = f"entries {', '.join(event.ids)}" if event.ids else "no entry text"
-    click.echo(
-        f"redacted {_count(event)} in {done.events} events ({where}) [seq {event.seq}]; "
-        "views rebuilt"
-    )
+    if event is None:
+        click.echo("the text was no longer in the log; removed the copies left in the home")
+    else:
+        where = f"entries {', '.join(event.ids)}" if event.ids else "no entry text"
+        click.echo(
+            f"redacted {_count(event)} in {done.events} events ({where}) [seq {event.seq}]; "
+            "views rebuilt"
+        )
     for name in done.files:
         click.echo(f"  also removed from {name}")
     if done.damaged:

@@ -29,6 +29,10 @@ MIN_MATCH = 4
 _FOLD = re.compile(r"[^a-z0-9]+")
 
 
+class NothingFound(InvalidInput):
+    """The text (or a secret the rules know) is nowhere in the events looked at."""
+
+
 class Target(NamedTuple):
     """What to remove: ``needle`` (or what the rules find when None), from the events of
     ``entry_id`` (or from every event when None)."""
@@ -69,7 +73,7 @@ def expunge(log: EventLog, target: Target, reason: str) -> Expunged:
 
     done = rewrite.rewrite(log, cutter.edit, lambda line: _scrub(line, target.needle), closing)
     if not done.appended:
-        raise InvalidInput(_nothing_found(target))
+        raise NothingFound(_nothing_found(target))
     (event,) = done.appended
     assert isinstance(event, Redacted)
     return Expunged(event, tuple(dict.fromkeys(cutter.texts)), len(done.events), done.scrubbed)

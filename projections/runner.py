@@ -26,8 +26,8 @@ from memlog.eventlog.events import Redacted
 from memlog.eventlog.ids import utc_now
 from memlog.eventlog.log import START, DamageHandler, EventLog, Record
 from memlog.eventlog.merged import Unfollowable, unread_bytes
-from memlog.files import alive, open_private
-from memlog.projections import markdown_sync
+from memlog.files import open_private
+from memlog.projections import leftovers, markdown_sync
 from memlog.projections.fold import State, apply
 from memlog.projections.freshness import current_seq, db_path, stored_seq
 from memlog.projections.markdown_view import render
@@ -92,14 +92,18 @@ def catch_up(
     current = current_seq(home, space)
     if current is not None:
         return CatchUp(0, False, current, [])
-    _remove_stale_asides(home)
+    leftovers.sweep(home)  # what a killed writer left
     try:
         return _incremental(home, log, space, on_damage, lock_wait)
     except _NeedsRebuild:
         pass
     except sqlite3.DatabaseError as exc:
         if not is_corrupt(exc):
-            raise ViewError(f"cannot update {db_path(home)}: {exc}") from None
+            raise leftovers.failure(exc, db_path(home)) or ViewError(
+                f"cannot update {db_path(home)}: {exc}"
+            ) from None
+    except OSError as exc:
+        raise leftovers.failure(exc, db_path(home)) or exc from None
     done = rebuild(home, space)
     return CatchUp(done.applied, True, done.seq, done.notes)
 
@@ -246,7 +250,10 @@ def rebuild(
     if target is not None:
         made = snapshot.Snapshot(str(home), stored.seq, until.text() if until else "", utc_now())
         snapshot.mark(target, made)
-    _build_database(folder, state, space, stored)
+    try:
+        _build_database(folder, state, space, stored)
+    except (sqlite3.Error, OSError) as exc:
+        raise leftovers.failure(exc, db_path(folder)) or exc from None
     with markdown_sync.locked(folder):
         files, written = render.plan(state.entries.values()), load_state(folder)
         notes = remove_unplanned(folder, files, written)
@@ -256,7 +263,7 @@ def rebuild(
 
 
 def _build_database(folder: Path, state: State, space: Space, stored: store.Stored) -> None:
-    _remove_stale_asides(folder)
+    leftovers.sweep(folder)
     aside = _new_aside(folder)
     ordered = sorted(state.entries.values(), key=lambda e: e.id)
     try:
@@ -275,7 +282,8 @@ def _build_database(folder: Path, state: State, space: Space, stored: store.Stor
 
 def _new_aside(folder: Path) -> Path:
     """A new, empty file for a database built aside: an unpredictable name (with the pid,
-    for ``_remove_stale_asides``), made here, so SQLite never opens a file planted there."""
+    for ``leftovers.remove_stale_asides``), made here, so SQLite never opens a file
+    planted there."""
     aside = folder / f".{store.DB_NAME}.rebuild-{os.getpid()}-{os.urandom(6).hex()}"
     os.close(open_private(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
     return aside
@@ -300,7 +308,8 @@ def _switch_in(aside: Path, live_path: Path) -> None:
         _backup_into(aside, live_path)
     except sqlite3.DatabaseError as exc:
         if not is_corrupt(exc):
-            raise ViewError(f"cannot replace {live_path}: {exc}") from None
+            said = leftovers.failure(exc, live_path)
+            raise said or ViewError(f"cannot replace {live_path}: {exc}") from None
         _remove_db_files(live_path)  # unreadable: no reader can be using it
         os.replace(aside, live_path)
 
@@ -318,14 +327,6 @@ def _remove_db_files(path: Path) -> None:
     for suffix in ("", "-wal", "-shm", "-journal"):
         with contextlib.suppress(FileNotFoundError):
             os.unlink(f"{path}{suffix}")
-
-
-def _remove_stale_asides(folder: Path) -> None:
-    """Asides left by a rebuild that was killed midway."""
-    for path in folder.glob(f".{store.DB_NAME}.rebuild-*"):
-        pid = path.name.split("rebuild-", 1)[1].split("-", 1)[0]
-        if pid.isdigit() and not alive(int(pid)):
-            path.unlink(missing_ok=True)
 
 
 def catch_up_in_background(home: Path, project: Path | None = None) -> None:

@@ -56,14 +56,41 @@ def scrub_home(home: Path, texts: Iterable[str]) -> list[str]:
     changed = ["quarantine.jsonl"] if scrub_quarantine(home, patterns) else []
     views = {home / rel for rel in load_state(home).files}  # rebuilt, not scrubbed
     for path in _files(home):
-        if path in views:
-            continue
-        data = path.read_bytes()
-        cleaned = _replace(data, patterns)
-        if cleaned != data:
-            atomic_write(path, cleaned, home)
+        if path not in views and _scrub_file(home, path, patterns):
             changed.append(str(path.relative_to(home)))
     return changed
+
+
+def _scrub_file(home: Path, path: Path, patterns: list[bytes]) -> bool:
+    """Whether ``path`` held the text and was rewritten without it.  A file that vanishes
+    meanwhile (a recorder's marker, a claim) is passed over, never made again."""
+    try:
+        data = path.read_bytes()
+    except (FileNotFoundError, NotADirectoryError, IsADirectoryError):
+        return False
+    cleaned = _replace(data, patterns)
+    if cleaned == data:
+        return False
+    if not path.exists():
+        return False
+    atomic_write(path, cleaned, home)
+    return True
+
+
+def views_hold(home: Path, texts: Iterable[str]) -> bool:
+    """Whether ``memory.db`` (with its write-ahead log) or a file of the markdown view
+    still holds any of ``texts``: a redaction that stopped before it rebuilt them."""
+    patterns = forms(texts)
+    views = [home / store.DB_NAME, home / f"{store.DB_NAME}-wal"]
+    views += [home / rel for rel in load_state(home).files]
+    for path in views:
+        try:
+            data = path.read_bytes()
+        except OSError:
+            continue
+        if any(p in data for p in patterns):
+            return True
+    return False
 
 
 def scrub_quarantine(home: Path, patterns: list[bytes]) -> bool:

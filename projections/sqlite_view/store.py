@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import sqlite3
 from collections.abc import Iterable, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
@@ -17,7 +17,7 @@ from typing import Any
 import msgspec
 
 from memlog.eventlog.log import Position
-from memlog.files import is_link, refuse_link
+from memlog.files import is_link, nearly_full, refuse_link
 from memlog.home import ensure_dir
 from memlog.projections.fold import Entry, Vector, space_key
 from memlog.projections.sqlite_view.schema import migrate
@@ -102,8 +102,9 @@ def checked(path: Path) -> Path:
 
 
 def _connect_readonly(path: Path) -> sqlite3.Connection:
-    """A read-only connection; on a read-only filesystem (no ``-shm`` can be made) the
-    file is opened as immutable, which is safe there because nothing can change it."""
+    """A read-only connection; on a read-only filesystem or a full disk (no ``-shm`` can be
+    made) the file is opened as immutable, which is safe there because nothing can
+    change it (a writer fails for want of room as well)."""
     if not path.exists():
         raise sqlite3.OperationalError(f"unable to open database file {path}")
     if _UNTOUCHED.get() and not path.with_name(path.name + "-wal").exists():
@@ -114,7 +115,7 @@ def _connect_readonly(path: Path) -> sqlite3.Connection:
         return db
     except sqlite3.OperationalError:
         db.close()
-        if os.access(path.parent, os.W_OK):
+        if os.access(path.parent, os.W_OK) and not nearly_full(path.parent):
             raise
     return sqlite3.connect(f"file:{path}?mode=ro&immutable=1", uri=True, isolation_level=None)
 
@@ -148,10 +149,12 @@ def transaction(db: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
     db.execute("BEGIN IMMEDIATE")
     try:
         yield db
+        db.execute("COMMIT")
     except BaseException:
-        db.execute("ROLLBACK")
+        if db.in_transaction:  # SQLite may have rolled back already (a full disk)
+            with suppress(sqlite3.Error):  # the error that stopped it is the one to report
+                db.execute("ROLLBACK")
         raise
-    db.execute("COMMIT")
 
 
 def get_meta(db: sqlite3.Connection, key: str, default: str = "") -> str:

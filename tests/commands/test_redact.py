@@ -170,3 +170,80 @@ def test_a_snapshot_cannot_be_redacted(leaked: Path, tmp_path: Path, monkeypatch
     result = CliRunner().invoke(cli, ["redact", "--match", SECRET, "--reason", "x"])
     assert result.exit_code == 1 and "is a snapshot" in result.stderr
     shutil.rmtree(snapshot)
+
+
+# -- redact finishes what it started ---------------------------------------------------------
+
+
+def test_a_file_vanishing_during_the_walk_is_passed_over(
+    leaked: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A recorder's marker removed while redact walks the home: redact goes on, exit 0,
+    and never makes the file again."""
+    from memlog.projections import scrub
+
+    markers = leaked / ".recording"
+    markers.mkdir()
+    (markers / "123-456").write_bytes(b"")
+    walk = scrub._files
+
+    def vanishing(home: Path):  # type: ignore[no-untyped-def]
+        for path in walk(home):
+            if path.parent == markers:
+                path.unlink()  # the recorder finished just then
+            yield path
+
+    monkeypatch.setattr(scrub, "_files", vanishing)
+    result = invoke("redact", "--match", SECRET, "--reason", "leak")
+    assert "views rebuilt" in result.stdout
+    assert holders(leaked) == [] and list(markers.iterdir()) == []
+
+
+def test_a_step_failing_after_the_rewrite_says_what_was_done_and_a_rerun_finishes(
+    leaked: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The disk fills once the rewrite has committed: exit 3 (not 1: the log was changed),
+    one line saying so; run again, redact finds every copy left (the views, the backup of
+    a hand-edited file) though the log no longer holds the text."""
+    import sqlite3
+
+    from memlog.projections import runner
+
+    def full(*args: object, **kw: object) -> None:
+        raise sqlite3.OperationalError("database or disk is full")
+
+    build = runner._build_database
+    monkeypatch.setattr(runner, "_build_database", full)
+    result = CliRunner().invoke(cli, ["redact", "--match", SECRET, "--reason", "leak"])
+    assert result.exit_code == 3, result.output
+    (line,) = result.stderr.splitlines()
+    assert line.startswith("Error: the text is out of the log (entry.redacted, seq ")
+    assert "rebuilding the views failed: no space left on device while writing memory.db; " in (
+        line
+    )
+    assert "nothing was lost" in line and line.endswith(
+        "run the same memlog redact again to finish"
+    )
+    assert not any(name.startswith("events/") for name in holders(leaked))
+    assert set(holders(leaked)) == {"memory.db", "projects/deploy-tools/patterns.md"}
+
+    monkeypatch.setattr(runner, "_build_database", build)  # the disk has room again
+    again = invoke("redact", "--match", SECRET, "--reason", "leak")
+    assert again.stdout.startswith("the text was no longer in the log; removed the copies")
+    assert "also removed from memory.db and the markdown view (rebuilt)" in again.stdout
+    assert holders(leaked) == [] and holders(leaked, SECRET.lower()) == []
+    assert "log: clean" in invoke("verify").stdout
+    nowhere = CliRunner().invoke(cli, ["redact", "--match", SECRET, "--reason", "leak"])
+    assert nowhere.exit_code == 2 and "nowhere in the log, the views or the other files" in (
+        nowhere.stderr
+    )
+
+
+def test_a_backup_left_by_a_run_that_stopped_is_found_by_the_next(leaked: Path) -> None:
+    """The secret in a backup only (``.edited-….bak``), the log long clean."""
+    invoke("redact", "--match", SECRET, "--reason", "leak")
+    backup = next(leaked.rglob("*.bak"))
+    backup.write_text(backup.read_text() + f"\nagain {SECRET}\n")
+    result = invoke("redact", "--match", SECRET, "--reason", "leak")
+    assert f"also removed from {backup.relative_to(leaked)}" in result.stdout
+    assert holders(leaked) == []

@@ -1,0 +1,79 @@
+"""What a killed process leaves in the home, swept by the next one; disk failures named.
+
+A writer killed mid-write leaves its temporary file (``.<name>.<pid>-<random>
+.tmp``, see ``files.temp_name``), and a rebuild killed or failed leaves its
+aside database (``.memory.db.rebuild-<pid>-…``), the size of the view: on a
+nearly full disk that alone keeps every later command failing.  ``sweep``
+removes those of processes that are gone (or older than a day), in every
+folder memlog writes.  ``failure`` turns a write that ran out of room (or met
+a disk error) into one line naming the cause and the file, and saying that
+nothing was lost: the log holds every event, and the views are rebuilt from it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import sqlite3
+from pathlib import Path
+
+from memlog.errors import ViewError
+from memlog.files import alive, nearly_full, sweep_temps
+
+#: SQLite's primary result codes for a full disk and an I/O error
+_SQLITE_FULL, _SQLITE_IOERR = 13, 10
+_ASIDE = ".memory.db.rebuild-"
+_AFTER_DISK = (
+    "nothing was lost: the log holds every event (run the command again once the disk has room)"
+)
+
+
+def sweep(home: Path) -> list[Path]:
+    """Remove the temporary files and aside databases of processes that are gone."""
+    removed = [p for folder in _folders(home) for p in sweep_temps(folder)]
+    return removed + remove_stale_asides(home)
+
+
+def remove_stale_asides(folder: Path) -> list[Path]:
+    """Aside databases (and their ``-wal``, ``-shm``) of rebuilds whose process is gone."""
+    removed = []
+    for path in folder.glob(f"{_ASIDE}*"):
+        pid = path.name[len(_ASIDE) :].split("-", 1)[0]
+        if pid.isdigit() and not alive(int(pid)):
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+                removed.append(path)
+    return removed
+
+
+def _folders(home: Path) -> list[Path]:
+    """Every folder memlog writes files in (the markdown view's: those it wrote)."""
+    events = home / "events"
+    found = [home, events, events / ".spool", home / "vectors", home / "index", home / "sync.git"]
+    with contextlib.suppress(OSError):
+        found += [p for p in events.iterdir() if p.is_dir() and not p.is_symlink()]
+    projects = home / "projects"
+    with contextlib.suppress(OSError):
+        for project in projects.iterdir():
+            if project.is_dir() and not project.is_symlink():
+                found += [project, project / "branches"]
+    return found
+
+
+def failure(exc: BaseException, path: Path) -> ViewError | None:
+    """One line for a write of ``path`` that met a full disk or a disk error (None for any
+    other failure)."""
+    if isinstance(exc, sqlite3.Error):
+        code = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF
+        full = code == _SQLITE_FULL or "database or disk is full" in str(exc)
+        io = code == _SQLITE_IOERR or "disk I/O error" in str(exc)
+        if full or (io and nearly_full(path.parent)):
+            return ViewError(f"no space left on device while writing {path.name}; {_AFTER_DISK}")
+        if io:
+            return ViewError(f"disk I/O error while writing {path.name} ({exc}); {_AFTER_DISK}")
+        return None
+    if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
+        where = Path(exc.filename).name if exc.filename else path.name
+        cause = "no space left on device" if exc.errno != errno.EIO else "disk I/O error"
+        return ViewError(f"{cause} while writing {where}; {_AFTER_DISK}")
+    return None
