@@ -4,14 +4,22 @@ from __future__ import annotations
 
 import tempfile
 from pathlib import Path
+from typing import NamedTuple
 
 import msgspec
 
 from memlog.eventlog.bounds import Bound
+from memlog.projections import markdown_sync
 from memlog.projections.freshness import db_path
-from memlog.projections.markdown_view.writer import markdown_files
+from memlog.projections.markdown_view.writer import load_state, markdown_files
 from memlog.projections.runner import catch_up, rebuild
-from memlog.projections.sqlite_view.digest import entry_digests, sqlite_digest
+from memlog.projections.sqlite_view import store
+from memlog.projections.sqlite_view.digest import (
+    digest_of,
+    entry_digests,
+    entry_digests_of,
+    sqlite_digest,
+)
 from memlog.vocabulary import Space
 
 
@@ -29,20 +37,51 @@ class Audit(msgspec.Struct):
 
 
 def audit(home: Path, space: Space) -> Audit:
-    """Compare the live views with views rebuilt from the log up to the same event."""
-    seq = catch_up(home, space).seq
+    """Compare the live views with views rebuilt from the log up to the same event.
+
+    Writers may run meanwhile (a loop of ``observe``): the database is read in one
+    read transaction, at the position stored with its rows, and the markdown files
+    under their lock, at the position their state records; each is compared with a
+    rebuild up to its own position, so what a writer adds is never taken for drift.
+    """
+    catch_up(home, space)
+    live = _live_database(home)
+    md_seq, md_live = _live_markdown(home)
     with tempfile.TemporaryDirectory(prefix="memlog-audit-") as tmp:
-        aside = Path(tmp)
-        rebuild(home, space, Bound(seq, None), aside)
-        live_db, aside_db = sqlite_digest(db_path(home)), sqlite_digest(db_path(aside))
-        drift = [] if live_db == aside_db else _entry_drift(home, aside)
-        md_live, md_aside = markdown_files(home), markdown_files(aside)
+        aside = Path(tmp) / "views"
+        rebuild(home, space, Bound(live.seq, None), aside)
+        aside_db = sqlite_digest(db_path(aside))
+        drift = [] if live.digest == aside_db else _entry_drift(live.entries, db_path(aside))
+        if md_seq != live.seq:
+            aside = Path(tmp) / "markdown"
+            rebuild(home, space, Bound(md_seq, None), aside)
+        md_aside = markdown_files(aside)
         drift += _file_drift(md_live, md_aside)
-    return Audit(seq, live_db, aside_db, md_live, md_aside, drift)
+    return Audit(live.seq, live.digest, aside_db, md_live, md_aside, drift)
 
 
-def _entry_drift(home: Path, aside: Path) -> list[str]:
-    live, rebuilt = entry_digests(db_path(home)), entry_digests(db_path(aside))
+class _Live(NamedTuple):
+    """The live database as one read transaction saw it."""
+
+    seq: int
+    digest: str
+    entries: dict[str, str]
+
+
+def _live_database(home: Path) -> _Live:
+    with store.opened(db_path(home), readonly=True) as db, store.snapshot(db):
+        seq = store.get_position(db).seq
+        return _Live(seq, digest_of(db), entry_digests_of(db))
+
+
+def _live_markdown(home: Path) -> tuple[int, dict[str, str]]:
+    """The markdown files as they are and the position they reflect (no writer between)."""
+    with markdown_sync.locked(home):
+        return load_state(home).seq, markdown_files(home)
+
+
+def _entry_drift(live: dict[str, str], aside: Path) -> list[str]:
+    rebuilt = entry_digests(aside)
     drift = []
     for entry_id in sorted(live.keys() | rebuilt.keys()):
         if entry_id not in rebuilt:

@@ -7,6 +7,7 @@ are left out (their names are not content).
 from __future__ import annotations
 
 import hashlib
+import sqlite3
 from pathlib import Path
 
 import msgspec
@@ -28,17 +29,26 @@ _TABLES = (
 
 def sqlite_digest(path: Path) -> str:
     """sha256 of the database's content in a canonical order (packed file names left out)."""
-    hasher = hashlib.sha256()
     with store.opened(path, readonly=True) as db:
-        for table, order in _TABLES:
-            columns = "provider, model, dimensions, count" if table == "vector_sets" else "*"
-            for row in db.execute(f"SELECT {columns} FROM {table} ORDER BY {order}"):
-                hasher.update(_ENC.encode(row))
+        return digest_of(db)
+
+
+def digest_of(db: sqlite3.Connection) -> str:
+    """``sqlite_digest`` of an open connection (inside a read transaction: one state)."""
+    hasher = hashlib.sha256()
+    for table, order in _TABLES:
+        columns = "provider, model, dimensions, count" if table == "vector_sets" else "*"
+        for row in db.execute(f"SELECT {columns} FROM {table} ORDER BY {order}"):
+            hasher.update(_ENC.encode(row))
     return hasher.hexdigest()
 
 
 def entry_digests(path: Path) -> dict[str, str]:
     """A digest per entry row (for naming which entries drifted)."""
     with store.opened(path, readonly=True) as db:
-        rows = db.execute(f"SELECT {store.QUOTED_COLUMNS} FROM entries ORDER BY id")
-        return {row[0]: hashlib.sha256(_ENC.encode(row)).hexdigest() for row in rows}
+        return entry_digests_of(db)
+
+
+def entry_digests_of(db: sqlite3.Connection) -> dict[str, str]:
+    rows = db.execute(f"SELECT {store.QUOTED_COLUMNS} FROM entries ORDER BY id")
+    return {row[0]: hashlib.sha256(_ENC.encode(row)).hexdigest() for row in rows}
