@@ -30,7 +30,7 @@ from memlog.eventlog.ids import utc_now
 from memlog.eventlog.log import EventLog
 from memlog.files import atomic_write, locked_within
 from memlog.home import ensure_dir
-from memlog.sync import local, views
+from memlog.sync import local, restore, views
 from memlog.sync.merge import Merged, merge
 from memlog.sync.repo import (
     BRANCH,
@@ -69,6 +69,8 @@ def sync(home: Path, space: Space, remote: str | None = None, init: bool = False
         migrated = _to_devices(log)  # for sync is left as it was
         outcome = Outcome(remote=url, device=own, migrated=len(migrated), swept=swept)
         state = load_state(git.git_dir)
+        restored = restore.take_back(git, log, own, _fetch(git, url))  # before it offers
+        outcome.notes += [restored] if restored else []
         files = local.Files(log.events_dir, state.cache)
         offered = local.offer(git, files, own)
         outcome.held = offered.problems

@@ -1,0 +1,95 @@
+"""A home restored from a backup takes its own events back from the remote.
+
+A home restored from a backup reused its sequences and never got back the
+events the remote still held of it; two homes then refused each other for
+good.  Now ``memlog sync`` notices (the remote holds sequences of its device
+it does not), takes those events back, puts what it wrote since after them,
+and says so in one line.  A tail lost at rest is taken back the same way.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from memlog.eventlog.events import Observed
+from memlog.eventlog.log import EventLog
+from memlog.eventlog.verify import verify_log
+from memlog.tests.sync.helpers import (
+    assert_same_views,
+    bare_remote,
+    device_of,
+    memlog,
+    memlog_ok,
+    observe,
+)
+
+
+def lessons(home: Path) -> list[tuple[int, str]]:
+    return [(r.event.seq, r.event.name) for r in EventLog(home).read()
+            if isinstance(r.event, Observed)]  # fmt: skip
+
+
+def own_seqs(home: Path) -> list[int]:
+    """This device's sequences, in its own order."""
+    own = device_of(home)
+    return sorted(r.event.seq for r in EventLog(home).read() if r.segment.startswith(own))
+
+
+def test_a_restored_home_takes_its_events_back_and_goes_on_past_them(tmp_path: Path) -> None:
+    remote = str(bare_remote(tmp_path / "remote.git"))
+    home, backup, other = tmp_path / "home", tmp_path / "backup", tmp_path / "other"
+    for i in range(3):
+        observe(home, f"Lesson {i} before the backup.", name=f"Before {i}")
+    memlog_ok(home, "sync", "--init", remote)
+    shutil.copytree(home, backup, symlinks=True)
+    for i in range(2):
+        observe(home, f"Lesson {i} after the backup.", name=f"After {i}")
+    memlog_ok(home, "sync")
+    lost = own_seqs(home)[-1]
+
+    shutil.rmtree(home)
+    shutil.copytree(backup, home, symlinks=True)  # the disk died; the backup comes back
+    observe(home, "A lesson written on the restored home.", name="Restored")
+    done = memlog(home, "sync")
+    assert done.exit_code == 0, done.output
+    said = [line for line in done.stderr.splitlines() if "restored from a backup" in line]
+    assert len(said) == 1 and "took back " in said[0] and "written here since now follow" in said[0]
+    assert "refused" not in done.output
+
+    names = [name for _, name in lessons(home)]
+    for wanted in ("Before 0", "Before 2", "After 0", "After 1", "Restored"):
+        assert names.count(wanted) == 1, names
+    seqs = own_seqs(home)
+    assert seqs == list(range(1, len(seqs) + 1)) and seqs[-1] > lost
+    assert verify_log(EventLog(home)).clean
+    observe(home, "The next lesson.", name="Next")
+    assert own_seqs(home)[len(seqs)] == seqs[-1] + 1  # never a sequence handed out before
+
+    memlog_ok(home, "sync")
+    memlog_ok(other, "sync", "--init", remote)
+    memlog_ok(home, "sync")
+    assert_same_views([home, other])
+    again = memlog_ok(home, "sync")
+    assert "restored" not in again.output
+
+
+def test_a_tail_lost_at_rest_is_taken_back_from_the_remote(tmp_path: Path) -> None:
+    """The last line of this device's segment cut after it was synced: the next write does
+    not hand its sequence out again, and the next sync brings the line back."""
+    remote = str(bare_remote(tmp_path / "remote.git"))
+    home = tmp_path / "home"
+    for i in range(3):
+        observe(home, f"Lesson {i}.", name=f"Lesson {i}")
+    memlog_ok(home, "sync", "--init", remote)
+    own = EventLog(home).segments()[-1]
+    data = own.read_bytes()
+    own.write_bytes(data[: data.rindex(b"\n", 0, len(data) - 1) + 1])  # the last line lost
+    observe(home, "A lesson after the loss.", name="After")
+    done = memlog(home, "sync")
+    assert done.exit_code == 0, done.output
+    assert "restored from a backup: took back 1 of its own events" in done.stderr
+    seqs = own_seqs(home)
+    assert seqs == list(range(1, len(seqs) + 1))
+    assert verify_log(EventLog(home)).clean
+    assert [n for _, n in lessons(home)].count("After") == 1
