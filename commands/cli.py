@@ -105,7 +105,7 @@ def cli(ctx: click.Context, project_dir: str | None) -> None:
     if project_dir and os.path.isdir(project_dir):
         os.chdir(project_dir)  # the workspace this process was started for, not the caller's
     if ctx.invoked_subcommand not in QUIET:
-        from memlog.eventlog.log import on_lock_wait
+        from memlog.eventlog.waiting import on_lock_wait
 
         on_lock_wait(_say_waiting)
 

@@ -28,7 +28,7 @@ import msgspec
 
 from memlog import __version__, files
 from memlog.errors import HomeError, LogBusy, LogWriteError
-from memlog.eventlog import clock, devices, snapshot, spool
+from memlog.eventlog import clock, devices, snapshot, spool, waiting
 from memlog.eventlog import segments as seg
 from memlog.eventlog.codec import encode_line
 from memlog.eventlog.events import EventBase, Writer
@@ -48,28 +48,6 @@ from memlog.home import ensure_dir
 DEFAULT_SEGMENT_BYTES = 64 << 20
 LOCK_NAME = ".lock"
 E = TypeVar("E", bound=EventBase)
-
-
-#: how long a writer waits for another holding the log (``memory_lock_wait_seconds``)
-DEFAULT_LOCK_WAIT = 60.0
-_NOTICES: list[Callable[[str], None]] = []
-
-
-def default_lock_wait() -> float:
-    """``MEMLOG_LOCK_WAIT_SECONDS``, else ``DEFAULT_LOCK_WAIT``."""
-    value = os.environ.get("MEMLOG_LOCK_WAIT_SECONDS", "").strip()
-    return float(value) if value.isdigit() else DEFAULT_LOCK_WAIT
-
-
-def on_lock_wait(notice: Callable[[str], None]) -> None:
-    """Have ``notice`` told, once a writer has waited two seconds for the log, who holds it
-    (the command line prints it; hooks and servers stay silent)."""
-    _NOTICES.append(notice)
-
-
-def _notice(holder: str) -> None:
-    for notice in _NOTICES:
-        notice(f"waiting for the log: {holder} holds its lock")
 
 
 def default_writer(command: str = "") -> Writer:
@@ -95,7 +73,7 @@ class EventLog:
         self.segment_bytes = segment_bytes
         self.redact = redact
         self.writer = default_writer(command)
-        self.lock_wait = default_lock_wait() if lock_wait is None else lock_wait
+        self.lock_wait = waiting.default_wait() if lock_wait is None else lock_wait
         self._last_stamp: int | None = None  # of the tail, when the appender read it
         self._folding = False  # folding what was spooled while the lock was held
         self._lost: tuple[int, int] | None = None  # the tail's lost sequences, once recorded
@@ -216,7 +194,12 @@ class EventLog:
         if created:
             seg.fsync_dir(self.home)
         patience = self.lock_wait if wait is None else wait
-        lock = files.held(self.events_dir / LOCK_NAME, patience, self._busy(patience), _notice)
+        lock = files.held(
+            self.events_dir / LOCK_NAME,
+            patience,
+            waiting.busy(self.events_dir, patience),
+            waiting.notice,
+        )
         with contextlib.ExitStack() as stack:
             try:
                 stack.enter_context(lock)
@@ -229,16 +212,6 @@ class EventLog:
             self._fold_spool()
             yield
         self._fold_left_over()
-
-    def _busy(self, wait: float) -> Callable[[str], Exception]:
-        def busy(holder: str) -> Exception:
-            waited = f"for {wait:g} s" if wait else "now"
-            return LogBusy(
-                f"the log {self.events_dir} is locked by {holder} {waited}: nothing was "
-                "written (memory_lock_wait_seconds sets how long to wait)"
-            )
-
-        return busy
 
     def _tail_segment(self) -> tuple[Path, int]:
         """The segment to append to (repaired, rolled if full) and the next sequence: past
