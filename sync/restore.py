@@ -6,7 +6,9 @@ home lacks, and the restored home, not knowing, hands their sequences out
 again to new events.  Before it offers anything, a sync looks at what the
 remote holds of this device: when it holds events this home lacks, and
 every event both hold agrees (same sequence, same id) but for events this
-home wrote that the remote never had, this home was restored: the remote's
+home wrote that the remote never had, this home was restored (or copied: a
+copy of a home writes as the same device, which no log tells apart from a
+restore; nothing is lost either way): the remote's
 lines become this device's again, byte for byte, and the events written
 here since go on past them, renumbered after the remote's last sequence
 (new checksums; ids, times and batches kept).  The switch is one journalled
@@ -114,8 +116,16 @@ def _renumbered(events: list[Event], last: int) -> list[Event]:
 
 
 def _said(missing: list[versions.Line], extra: list[Event], last: int) -> str:
-    took = f"took back {len(missing)} of its own events (seq {missing[0].seq}..{missing[-1].seq})"
+    held = (
+        f"the remote holds {_events(len(missing))} of this device that this home lacks "
+        f"(seq {missing[0].seq}..{missing[-1].seq}: restored from a backup, or a copy of this "
+        "home writing as it): took them back"
+    )
     if not extra:
-        return f"this home was restored from a backup: {took} from the remote"
+        return held
     moved = f"{len(extra)} written here since now follow them (seq {last + 1}..{last + len(extra)})"
-    return f"this home was restored from a backup: {took} from the remote; {moved}"
+    return f"{held}; {moved}"
+
+
+def _events(count: int) -> str:
+    return f"{count} event{'s' if count != 1 else ''}"

@@ -53,8 +53,14 @@ def test_a_restored_home_takes_its_events_back_and_goes_on_past_them(tmp_path: P
     observe(home, "A lesson written on the restored home.", name="Restored")
     done = memlog(home, "sync")
     assert done.exit_code == 0, done.output
-    said = [line for line in done.stderr.splitlines() if "restored from a backup" in line]
-    assert len(said) == 1 and "took back " in said[0] and "written here since now follow" in said[0]
+    said = [
+        line for line in done.stderr.splitlines() if "of this device that this home lacks" in line
+    ]
+    assert (
+        len(said) == 1
+        and "took them back" in said[0]
+        and "written here since now follow" in said[0]
+    )
     assert "refused" not in done.output
 
     names = [name for _, name in lessons(home)]
@@ -71,7 +77,7 @@ def test_a_restored_home_takes_its_events_back_and_goes_on_past_them(tmp_path: P
     memlog_ok(home, "sync")
     assert_same_views([home, other])
     again = memlog_ok(home, "sync")
-    assert "restored" not in again.output
+    assert "this home lacks" not in again.output
 
 
 def test_a_tail_lost_at_rest_is_taken_back_from_the_remote(tmp_path: Path) -> None:
@@ -88,7 +94,7 @@ def test_a_tail_lost_at_rest_is_taken_back_from_the_remote(tmp_path: Path) -> No
     observe(home, "A lesson after the loss.", name="After")
     done = memlog(home, "sync")
     assert done.exit_code == 0, done.output
-    assert "restored from a backup: took back 1 of its own events" in done.stderr
+    assert "the remote holds 1 event of this device that this home lacks" in done.stderr
     seqs = own_seqs(home)
     assert seqs == list(range(1, len(seqs) + 1))
     assert verify_log(EventLog(home)).clean
