@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+import sqlite3
 import tempfile
 from pathlib import Path
 from typing import NamedTuple
@@ -13,13 +15,15 @@ from memlog.projections import markdown_sync
 from memlog.projections.freshness import db_path
 from memlog.projections.markdown_view.writer import load_state, markdown_files
 from memlog.projections.runner import catch_up, rebuild
-from memlog.projections.sqlite_view import store
+from memlog.projections.sqlite_view import packsums, store
 from memlog.projections.sqlite_view.digest import (
     digest_of,
     entry_digests,
     entry_digests_of,
     sqlite_digest,
 )
+from memlog.projections.sqlite_view.index_files import INDEX_DIR
+from memlog.projections.sqlite_view.vectors import VECTOR_DIR
 from memlog.vocabulary import Space
 
 
@@ -57,21 +61,47 @@ def audit(home: Path, space: Space) -> Audit:
             rebuild(home, space, Bound(md_seq, None), aside)
         md_aside = markdown_files(aside)
         drift += _file_drift(md_live, md_aside)
+    drift += _packed_drift(home, live.packed)
     return Audit(live.seq, live.digest, aside_db, md_live, md_aside, drift)
 
 
 class _Live(NamedTuple):
-    """The live database as one read transaction saw it."""
+    """The live database as one read transaction saw it, and the packed files it names."""
 
     seq: int
     digest: str
     entries: dict[str, str]
+    packed: list[str]
 
 
 def _live_database(home: Path) -> _Live:
     with store.opened(db_path(home), readonly=True) as db, store.snapshot(db):
         seq = store.get_position(db).seq
-        return _Live(seq, digest_of(db), entry_digests_of(db))
+        return _Live(seq, digest_of(db), entry_digests_of(db), _named_files(db))
+
+
+#: the tables naming packed files, and the folder each kind lives in
+_POINTERS = (("packed_sets", INDEX_DIR), ("vector_sets", VECTOR_DIR))
+
+
+def _named_files(db: sqlite3.Connection) -> list[str]:
+    found = []
+    for table, folder in _POINTERS:
+        with contextlib.suppress(sqlite3.OperationalError):  # a table a schema lacks
+            found += [f"{folder}/{row[0]}" for row in db.execute(f"SELECT file FROM {table}")]
+    return sorted(found)
+
+
+def _packed_drift(home: Path, names: list[str]) -> list[str]:
+    """Every packed file the view names, checked block by block against its sums (its
+    content against a rebuild's: the index files' names, which are their content, are
+    in the database the rebuild is compared with)."""
+    drift = []
+    for rel in names:
+        reason = packsums.full(home / rel)
+        if reason is not None:
+            drift.append(f"{rel}: {reason} (memlog replay writes it again)")
+    return drift
 
 
 def _live_markdown(home: Path) -> tuple[int, dict[str, str]]:

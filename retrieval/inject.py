@@ -16,6 +16,7 @@ import msgspec
 from memlog.errors import MemlogError
 from memlog.eventlog.scan import has_events
 from memlog.projections.freshness import current_seq
+from memlog.projections.sqlite_view.packsums import noticed, refused
 from memlog.projections.sqlite_view.store import DB_NAME
 from memlog.retrieval import light
 from memlog.retrieval.request import Injection, Request
@@ -29,15 +30,32 @@ def build(request: Request) -> Injection:
     try:
         if request.catch_up and current_seq(request.home, request.ws.space) is not None:
             request = msgspec.structs.replace(request, catch_up=False)  # nothing to catch up
-        return light.run(request) or ranked_with_numpy(request)
+        found = _ranked(request)
     except (MemlogError, OSError, ValueError) as exc:
-        fallback = markdown_injection(request)
-        fallback.notes.append(f"semantic retrieval failed ({exc}); used markdown")
-        return fallback
+        found = markdown_injection(request)
+        found.notes.append(f"semantic retrieval failed ({exc}); used markdown")
     except Exception as exc:  # noqa: BLE001 - sqlite3 errors among others
-        fallback = markdown_injection(request)
-        fallback.notes.append(f"semantic retrieval failed ({type(exc).__name__}: {exc})")
-        return fallback
+        found = markdown_injection(request)
+        found.notes.append(f"semantic retrieval failed ({type(exc).__name__}: {exc})")
+    found.notes.extend(
+        f"{n}: ranked from the rows; memlog replay writes it again" for n in noticed()
+    )
+    return found
+
+
+def _ranked(request: Request) -> Injection:
+    """The ranking; one that fails on a packed file's bytes (damage its quick check could
+    not see) is made again from the rows, never left to inject nothing."""
+    try:
+        return light.run(request) or ranked_with_numpy(request)
+    except (IndexError, KeyError, ValueError, UnicodeDecodeError, OverflowError) as exc:
+        with refused():
+            found = ranked_with_numpy(request)
+        found.notes.append(
+            f"ranking failed ({type(exc).__name__}: {exc}), ranked from the rows instead: "
+            "memlog verify names a damaged packed file"
+        )
+        return found
 
 
 def caught_up(request: Request) -> tuple[Request, list[str]]:

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from memlog.projections.sqlite_view import packed, store
+from memlog.projections.sqlite_view import packed, packsums, store
 
 if TYPE_CHECKING:
     import numpy as np
@@ -88,8 +88,11 @@ def open_mapped(
 ) -> tuple[Counts, memoryview, memoryview] | None:
     """Map a packed file: its counts, its ids' bytes (16 per id, nothing decoded) and the
     bytes after them; None if unusable."""
+    path = folder / INDEX_DIR / name
+    if packsums.quick(path) is not None:
+        return None  # damaged: ranked without it (``packsums.noticed`` says so)
     try:
-        with open(folder / INDEX_DIR / name, "rb") as handle:
+        with open(path, "rb") as handle:
             raw = memoryview(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ))
     except (OSError, ValueError):  # gone (swept), or empty
         return None

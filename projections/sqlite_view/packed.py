@@ -38,6 +38,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from memlog.files import atomic_write, fsync_dir, open_private, private_dir, write_all
+from memlog.projections.sqlite_view import packsums
 
 LOCK_NAME = ".packed.lock"
 _TMP_SUFFIX = ".tmp"
@@ -65,11 +66,14 @@ def write(folder: Path, data: bytes, suffix: str) -> str:
     name = content_name(data, suffix)
     path = folder / name
     try:
-        if path.stat().st_size == len(data):
-            return name  # the same name and size: the same bytes
+        if path.stat().st_size == len(data) and packsums.full(path) is None:
+            if not packsums.sidecar(path).exists():  # written by an earlier version
+                packsums.record(path)
+            return name  # the same name and size, checked block by block: the same bytes
     except FileNotFoundError:
         pass
     atomic_write(path, data, folder.parent)
+    packsums.record(path)
     return name
 
 
@@ -90,6 +94,7 @@ def append(folder: Path, name: str, size: int, data: bytes) -> bool:
             os.lseek(fd, size, os.SEEK_SET)
             write_all(fd, data)
             os.fsync(fd)
+            packsums.record(folder / name, changed_from=size)
         except OSError:
             _truncate_quietly(fd, size)
             raise
@@ -125,11 +130,16 @@ def sweep(
 
 def _remove_unreferenced(folder: Path, suffix: str | tuple[str, ...], keep: set[str]) -> list[str]:
     removed = []
-    for name in _names(folder):
+    names = _names(folder)
+    for name in names:
         if name.endswith(suffix) and name not in keep:
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(folder / name)
+            packsums.remove(folder / name)
             removed.append(name)
+        elif name.endswith(packsums.SUFFIX) and name[: -len(packsums.SUFFIX)] not in names:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(folder / name)  # the sums of a file gone
         elif _is_tmp(name):
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(folder / name)  # left by a writer killed mid-write

@@ -20,7 +20,7 @@ from typing import Any, NamedTuple
 import numpy as np
 import numpy.typing as npt
 
-from memlog.projections.sqlite_view import lexicon, neighbours, ranks
+from memlog.projections.sqlite_view import lexicon, neighbours, packsums, ranks
 from memlog.projections.sqlite_view.plain import DAYS, View, decoded_ids
 from memlog.projections.sqlite_view.vectors import (
     ID_WIDTH,
@@ -214,6 +214,8 @@ def vector_scores(
 def _map(path: Path, count: int, dims: int) -> Matrix | None:
     """The first ``count`` rows of a packed file, mapped; None when it cannot be."""
     width = row_size(dims)
+    if packsums.quick(path) is not None:
+        return None  # damaged: the rows instead (``packsums.noticed`` says so)
     try:
         if count == 0:
             return Matrix([], np.zeros((0, dims), dtype=np.float32))

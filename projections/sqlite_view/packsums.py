@@ -1,0 +1,165 @@
+"""Checksums of the packed files, kept beside each one: damage found, never ranked on.
+
+A packed file (``vectors/*.vec``, ``index/*.lex``, ``.nbr``, ``.rnk``) is a
+projection of the log like ``memory.db``, but SQLite checks its own pages and
+nothing checked these: flipped bytes changed scores, made ranking fail, or
+left a start with nothing to inject.  Each file now has a sidecar,
+``<file>.sums``, that wraps it without touching its layout: the size it was
+written to and a CRC-32 of every 64 KiB block of it, written (and synced) by
+the writer after the file's bytes and before the transaction that names the
+file, so a reader that follows a committed pointer finds sums that cover it.
+
+* ``record`` after a write, a patch or an append: the sums of the blocks from
+  the first byte changed on (the others are kept).
+* ``quick`` when a reader opens a file: its size and the first and last block
+  of what the sums cover, ~0.1 ms whatever the file's size, so a start never
+  hashes a whole file; the sidecar is read before the file, so a file grown
+  by an append meanwhile still checks out.
+* ``full`` for ``memlog verify``: every block.
+
+Files written before the sums were kept have no sidecar: they pass ``quick``
+(nothing is known against them) and ``full`` names them (``memlog replay``
+writes them again, with sums).  Any damage found is also noted (``noticed``)
+for the hook's error log.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import struct
+import zlib
+from collections.abc import Iterable, Iterator
+from contextvars import ContextVar
+from pathlib import Path
+
+from memlog.files import atomic_write
+
+SUFFIX = ".sums"
+BLOCK = 1 << 16
+_MAGIC = b"MLSUMS01"
+_HEAD = struct.Struct("<8sIQ")  # magic, block size, the size the sums cover
+_noticed: list[str] = []
+_REFUSED: ContextVar[bool] = ContextVar("memlog_packed_refused", default=False)
+
+
+def sidecar(path: Path) -> Path:
+    return path.with_name(path.name + SUFFIX)
+
+
+def record(path: Path, changed_from: int = 0) -> None:
+    """Sum ``path`` as it is now, again from byte ``changed_from`` on (the blocks before
+    are kept from its sidecar when that covers them); write the sidecar, synced."""
+    kept = _read(path)
+    with open(path, "rb") as handle:
+        size = os.fstat(handle.fileno()).st_size
+        first = 0
+        if kept is not None and changed_from > 0:
+            first = min(changed_from, kept[0]) // BLOCK
+        sums = list(kept[1][:first]) if kept is not None else []
+        for block in range(first, (size + BLOCK - 1) // BLOCK):
+            sums.append(zlib.crc32(os.pread(handle.fileno(), BLOCK, block * BLOCK)))
+    body = _HEAD.pack(_MAGIC, BLOCK, size) + struct.pack(f"<{len(sums)}I", *sums)
+    atomic_write(sidecar(path), body, path.parent.parent)
+
+
+@contextlib.contextmanager
+def refused() -> Iterator[None]:
+    """Inside, every packed file is refused (``quick``): readers use the rows instead.
+    For a ranking that failed on a packed file whose damage ``quick`` could not see."""
+    token = _REFUSED.set(True)
+    try:
+        yield
+    finally:
+        _REFUSED.reset(token)
+
+
+def quick(path: Path) -> str | None:
+    """Why ``path`` cannot be read as it was written (None when it can, or nothing is known
+    against it): its size, and the first and last block its sums cover."""
+    if _REFUSED.get():
+        return "refused: ranking from the rows"
+    kept = _read(path)  # before the file: an append after it only adds bytes past its size
+    if kept is None:
+        return None if not sidecar(path).exists() else _note(path, "unreadable sums")
+    size, sums = kept
+    try:
+        with open(path, "rb") as handle:
+            if os.fstat(handle.fileno()).st_size < size:
+                return _note(path, f"shorter than the {size} bytes it was written with")
+            blocks = sorted({0, len(sums) - 1}) if sums else []
+            return _check(path, handle.fileno(), size, sums, blocks)
+    except FileNotFoundError:
+        return None  # swept: the reader goes without it
+
+
+def full(path: Path) -> str | None:
+    """Why ``path`` is not the file its sums were made of, checking every block (None when
+    it is).  A file without sums is checked against its name when that is its content's
+    sha256 (a whole file written by an earlier version), else taken as it is."""
+    kept = _read(path)
+    if kept is None:
+        return _against_name(path) if not sidecar(path).exists() else "unreadable sums"
+    size, sums = kept
+    try:
+        with open(path, "rb") as handle:
+            if os.fstat(handle.fileno()).st_size < size:
+                return f"shorter than the {size} bytes it was written with"
+            return _check(path, handle.fileno(), size, sums, range(len(sums)), note=False)
+    except FileNotFoundError:
+        return "missing"
+
+
+def _against_name(path: Path) -> str | None:
+    stem = path.name.split(".", 1)[0]
+    if len(stem) != 64 or not all(c in "0123456789abcdef" for c in stem):
+        return None  # not named by its content: nothing to check it against
+    import hashlib  # (only for verify, on a file of an earlier version)
+
+    try:
+        digest = hashlib.sha256(path.read_bytes()).hexdigest()
+    except FileNotFoundError:
+        return "missing"
+    return None if digest == stem else "its bytes no longer hash to its name"
+
+
+def noticed() -> list[str]:
+    """The damage ``quick`` found in this process since it was last asked (then forgotten)."""
+    found, _noticed[:] = list(_noticed), []
+    return found
+
+
+def remove(path: Path) -> None:
+    with contextlib.suppress(FileNotFoundError):
+        sidecar(path).unlink()
+
+
+def _check(
+    path: Path, fd: int, size: int, sums: tuple[int, ...], blocks: Iterable[int], note: bool = True
+) -> str | None:
+    for block in blocks:
+        length = min(BLOCK, size - block * BLOCK)
+        if zlib.crc32(os.pread(fd, length, block * BLOCK)) != sums[block]:
+            reason = f"block {block + 1} of {len(sums)} fails its checksum"
+            return _note(path, reason) if note else reason
+    return None
+
+
+def _note(path: Path, reason: str) -> str:
+    _noticed.append(f"{path.parent.name}/{path.name}: {reason}")
+    return reason
+
+
+def _read(path: Path) -> tuple[int, tuple[int, ...]] | None:
+    """The size and block sums kept for ``path`` (None when there are none, or unreadable)."""
+    try:
+        data = sidecar(path).read_bytes()
+    except OSError:
+        return None
+    if len(data) < _HEAD.size:
+        return None
+    magic, block, size = _HEAD.unpack_from(data)
+    count = (len(data) - _HEAD.size) // 4
+    if magic != _MAGIC or block != BLOCK or count != (size + BLOCK - 1) // BLOCK:
+        return None
+    return size, struct.unpack_from(f"<{count}I", data, _HEAD.size)
