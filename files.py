@@ -261,12 +261,82 @@ def held(
         if wait <= 0:
             os.close(fd)
             raise busy(lock_holder(path)) from None
-        if not _Waiter(fd).take(path, wait, on_slow, slow_after):
-            raise busy(lock_holder(path)) from None  # the waiter closes fd if it ever gets it
+        if not _take(fd, path, wait, on_slow, slow_after):
+            raise busy(lock_holder(path)) from None
     try:
         yield fd
     finally:
         os.close(fd)
+
+
+def _take(
+    fd: int, path: Path, wait: float, on_slow: Callable[[str], None] | None, slow_after: float
+) -> bool:
+    """Wait for the lock on ``fd`` at most ``wait`` seconds; False (``fd`` then closed, or
+    the waiting thread's) when it is not got.  In the main thread the ``flock`` itself
+    waits, cut short by a timer (the uncontended and the contended path cost what a
+    plain ``flock`` costs); elsewhere a thread of its own waits."""
+    try:
+        got = _AlarmedWait(fd).take(path, wait, on_slow, slow_after)
+    except ValueError:  # not the main thread: signals cannot be used here
+        return _Waiter(fd).take(path, wait, on_slow, slow_after)
+    if not got:
+        os.close(fd)
+    return got
+
+
+class _Late(Exception):
+    """The timer of ``_AlarmedWait`` went off."""
+
+
+class _AlarmedWait:
+    """A blocking ``flock`` in the main thread, interrupted by ``SIGALRM`` at each deadline;
+    a timer already set (the background worker's alarm) is put back as it was."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+
+    def take(
+        self, path: Path, wait: float, on_slow: Callable[[str], None] | None, slow_after: float
+    ) -> bool:
+        import signal
+
+        previous = signal.signal(signal.SIGALRM, _late)  # ValueError outside the main thread
+        pending = signal.setitimer(signal.ITIMER_REAL, 0)
+        started = time.monotonic()
+        try:
+            first = min(wait, slow_after)
+            if self._within(first):
+                return True
+            if on_slow is not None and wait > slow_after:
+                on_slow(lock_holder(path))
+            return wait > slow_after and self._within(wait - slow_after)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
+            if pending[0] > 0:
+                left = max(pending[0] - (time.monotonic() - started), 0.001)
+                signal.setitimer(signal.ITIMER_REAL, left, pending[1])
+
+    def _within(self, seconds: float) -> bool:
+        import signal
+
+        try:
+            signal.setitimer(signal.ITIMER_REAL, seconds)
+            fcntl.flock(self.fd, fcntl.LOCK_EX)
+            return True
+        except _Late:
+            try:  # the timer may have gone off just as the lock was got
+                fcntl.flock(self.fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                return True
+            except BlockingIOError:
+                return False
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
+
+def _late(signum: int, frame: object) -> None:
+    raise _Late
 
 
 class _Waiter:

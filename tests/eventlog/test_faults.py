@@ -8,6 +8,7 @@ mounting is not permitted the test says so and is skipped.
 from __future__ import annotations
 
 import base64
+import contextlib
 import errno
 import os
 import resource
@@ -115,16 +116,22 @@ def _umount(path: Path) -> None:
     subprocess.run(["umount", "-l", str(path)], check=True)
 
 
+@contextlib.contextmanager
+def tmpfs(where: Path, size: str) -> Iterator[Path]:
+    """A tmpfs of ``size`` (``64k``, ``8m``) mounted at ``where`` (made), for a ``with``."""
+    where.mkdir()
+    _mount(["-t", "tmpfs", "-o", f"size={size},mode=0700", "tmpfs", str(where)], "mount tmpfs")
+    try:
+        yield where
+    finally:
+        _umount(where)
+
+
 @pytest.fixture
 def small_disk(tmp_path: Path) -> Iterator[Path]:
     """A 64 KiB tmpfs."""
-    mount_point = tmp_path / "disk"
-    mount_point.mkdir()
-    _mount(["-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", str(mount_point)], "mount tmpfs")
-    try:
-        yield mount_point
-    finally:
-        _umount(mount_point)
+    with tmpfs(tmp_path / "disk", "64k") as disk:
+        yield disk
 
 
 def fill(disk: Path) -> Path:

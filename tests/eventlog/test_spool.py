@@ -151,6 +151,41 @@ def test_a_writer_gives_up_at_its_deadline_naming_the_holder(
     assert [r.event.seq for r in log.read()] == [1, 2]
 
 
+def test_a_writer_in_another_thread_gives_up_too(
+    memlog_home: Path, held: subprocess.Popen[str]
+) -> None:
+    """Off the main thread no timer can cut a wait short: a thread of its own waits."""
+    import threading
+
+    said: list[str] = []
+
+    def work() -> None:
+        try:
+            EventLog(memlog_home, lock_wait=0.5).append(
+                [Observed(name="B", description="next", category="facts")]
+            )
+        except LogBusy as exc:
+            said.append(str(exc))
+
+    worker = threading.Thread(target=work)
+    worker.start()
+    worker.join(30)
+    assert len(said) == 1 and f"is locked by pid {held.pid} (" in said[0]
+
+
+def test_a_timer_already_set_is_put_back(memlog_home: Path, held: subprocess.Popen[str]) -> None:
+    """The background worker's alarm (its deadline) survives a wait for the log."""
+    signal.setitimer(signal.ITIMER_REAL, 100)
+    try:
+        with pytest.raises(LogBusy):
+            EventLog(memlog_home, lock_wait=0.3).append(
+                [Observed(name="B", description="next", category="facts")]
+            )
+    finally:
+        left = signal.setitimer(signal.ITIMER_REAL, 0)[0]
+    assert 95 < left < 100
+
+
 @pytest.mark.slow
 def test_observe_says_who_holds_the_lock_and_gives_up(
     memlog_home: Path, tmp_path: Path, held: subprocess.Popen[str]

@@ -21,7 +21,7 @@ from click.testing import CliRunner, Result
 
 from memlog.commands.cli import cli
 from memlog.projections import leftovers, runner
-from memlog.tests.eventlog.test_faults import _mount, _umount, fill
+from memlog.tests.eventlog.test_faults import fill, tmpfs
 
 DEAD = 4_000_000  # above Linux's pid_max: never a live process
 
@@ -100,13 +100,8 @@ def test_disk_failures_name_the_cause_and_the_file(
 @pytest.fixture
 def disk(tmp_path: Path) -> Iterator[Path]:
     """An 8 MiB tmpfs."""
-    mount_point = tmp_path / "disk"
-    mount_point.mkdir()
-    _mount(["-t", "tmpfs", "-o", "size=8m,mode=0700", "tmpfs", str(mount_point)], "mount tmpfs")
-    try:
-        yield mount_point
-    finally:
-        _umount(mount_point)
+    with tmpfs(tmp_path / "disk", "8m") as mounted:
+        yield mounted
 
 
 def memlog(home: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -15,14 +15,8 @@ from pathlib import Path
 from memlog.eventlog.events import Observed
 from memlog.eventlog.log import EventLog
 from memlog.eventlog.verify import verify_log
-from memlog.tests.sync.helpers import (
-    assert_same_views,
-    bare_remote,
-    device_of,
-    memlog,
-    memlog_ok,
-    observe,
-)
+from memlog.tests.sync import helpers
+from memlog.tests.sync.helpers import bare_remote, memlog, memlog_ok, observe
 
 
 def lessons(home: Path) -> list[tuple[int, str]]:
@@ -32,7 +26,7 @@ def lessons(home: Path) -> list[tuple[int, str]]:
 
 def own_seqs(home: Path) -> list[int]:
     """This device's sequences, in its own order."""
-    own = device_of(home)
+    own = helpers.device_of(home)
     return sorted(r.event.seq for r in EventLog(home).read() if r.segment.startswith(own))
 
 
@@ -75,7 +69,7 @@ def test_a_restored_home_takes_its_events_back_and_goes_on_past_them(tmp_path: P
     memlog_ok(home, "sync")
     memlog_ok(other, "sync", "--init", remote)
     memlog_ok(home, "sync")
-    assert_same_views([home, other])
+    helpers.assert_same_views([home, other])
     again = memlog_ok(home, "sync")
     assert "this home lacks" not in again.output
 

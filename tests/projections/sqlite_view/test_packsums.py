@@ -20,22 +20,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner, Result
+from click.testing import CliRunner
 
 from memlog.commands.cli import cli
 from memlog.projections.sqlite_view import packsums
+from memlog.tests.test_links import invoke, ok
 
 TOPICS = ("retry", "cache", "schema", "deploy", "parser", "logging")
-
-
-def invoke(*args: str) -> Result:
-    return CliRunner().invoke(cli, list(args))
-
-
-def ok(*args: str) -> Result:
-    result = invoke(*args)
-    assert result.exit_code == 0, result.output
-    return result
 
 
 @pytest.fixture
