@@ -5,9 +5,10 @@ takes an exclusive ``flock`` on ``events/.lock``, repairs a torn tail a
 crashed writer left (the torn bytes, and the complete lines of a batch cut
 short, go to the quarantine file), assigns the next sequence numbers, writes
 the whole batch with one ``os.write`` on an ``O_APPEND`` descriptor and fsyncs
-before returning, then raises the device's high-water mark (``.seq`` beside
-its segments): the next sequence is always past it, so a tail that lost
-lines since never makes a sequence be handed out twice.  A write that cannot
+before returning, then raises the device's high-water mark (on the tail
+segment's inode, or in ``.seq`` beside the segments): the next sequence is
+always past it, so a tail that lost lines since never makes a sequence be
+handed out twice.  A write that cannot
 complete is truncated back, so the log is left exactly as it was.  Readers
 hold back the lines of a batch until it is known whole, so no one ever sees
 part of a batch a crash cut short; a batch written whole that lost a line at
@@ -19,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
@@ -122,9 +123,7 @@ class EventLog:
     def _append_locked(self, prepared: Sequence[E], spooled: bool = False) -> list[E]:
         path, first = self._tail_segment()
         stamped = self._stamp(prepared, first, self._last_stamp, spooled)
-        with self._high_water(first - 1) as mark:
-            self._write(path, b"".join(encode_line(e) for e in stamped))
-            mark(stamped[-1].seq)
+        self._write(path, b"".join(encode_line(e) for e in stamped), stamped[-1].seq)
         return stamped
 
     def _stamp(
@@ -240,25 +239,15 @@ class EventLog:
         a log written before the mark was kept)."""
         return written_in(self.events_dir, self.append_dir)
 
-    @contextmanager
-    def _high_water(self, last: int) -> Iterator[Callable[[int], None]]:
-        """Made before a write (so raising it after needs no room), raised after it."""
+    def raise_mark(self, seq: int) -> None:
+        """Raise this device's high-water mark to ``seq`` in ``.seq``, synced (a repair, a
+        rewrite, events taken back: whatever replaces segments' inodes).  Under the lock."""
         try:
-            fd = seg.open_high_water(self.append_dir, last)
+            seg.raise_high_water_file(self.append_dir, seq)
         except OSError as exc:
             raise LogWriteError(
-                f"cannot write {self.append_dir / seg.HIGH_WATER_NAME}: {exc.strerror}; "
-                "the log was left unchanged"
+                f"cannot write {self.append_dir / seg.HIGH_WATER_NAME}: {exc.strerror}"
             ) from None
-
-        def mark(seq: int) -> None:
-            with contextlib.suppress(OSError):  # written: the next append raises it
-                seg.raise_high_water(fd, seq)
-
-        try:
-            yield mark
-        finally:
-            os.close(fd)
 
     def _acknowledge_lost_tail(self, last: int, written: int) -> None:
         """Sequences handed out and acknowledged, gone from the end of the log since (the
@@ -318,12 +307,19 @@ class EventLog:
         except OSError as exc:
             raise HomeError(f"cannot open {path}: {exc.strerror}") from None
 
-    def _write(self, path: Path, data: bytes) -> None:
+    def _write(self, path: Path, data: bytes, last: int) -> None:
+        """Append ``data`` (the lines up to sequence ``last``), then raise the high-water
+        mark: on the segment's inode once the lines are synced (never ahead of them; the
+        file system's next commit, or the next append's fsync, makes it durable, with no
+        flush of its own), or, where a file system keeps no attributes, in ``.seq``."""
         fd = self._open(path, os.O_WRONLY | os.O_APPEND)
         start = os.fstat(fd).st_size
         try:
             seg.write_all(fd, data)
             os.fsync(fd)
+            if not seg.mark_segment(fd, last):
+                with contextlib.suppress(OSError):  # written: the next append raises it
+                    seg.raise_high_water_file(self.append_dir, last)
         except OSError as exc:
             _truncate_quietly(fd, start)
             reason = exc.strerror or errno.errorcode.get(exc.errno or 0, str(exc))

@@ -102,6 +102,7 @@ def written_in(events_dir: Path, folder: Path) -> int | None:
     if not is_own(events_dir, folder):
         return None
     marks = [seg.read_high_water(folder)]
+    marks += [seg.segment_mark(path) for path in seg.list_segments(folder)[-2:]]
     if folder != events_dir:  # the flat log it grew from was its own
         marks.append(seg.read_high_water(events_dir))
     found = [m for m in marks if m is not None]

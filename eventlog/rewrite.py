@@ -96,9 +96,8 @@ def rewrite(log: EventLog, edit: Edit, scrub: Scrub, closing: Closing) -> Rewrit
         if closing_events:
             done.appended = log._stamp(closing_events, first)
             staged[tail] = staged.pop(tail) + b"".join(encode_line(e) for e in done.appended)
-            with log._high_water(first - 1) as mark:
-                commit(log.events_dir, staged)
-                mark(done.appended[-1].seq)
+            commit(log.events_dir, staged)
+            log.raise_mark(done.appended[-1].seq)
     return done
 
 

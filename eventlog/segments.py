@@ -148,7 +148,40 @@ def _ends_batch(lines: list[bytes], at: int, seq: int) -> bool:
 
 #: the highest sequence a device's appender ever handed out, kept beside its segments
 HIGH_WATER_NAME = ".seq"
+#: the same, kept on the tail segment's own inode (an extended attribute), set once the
+#: lines are synced, so it is never ahead of them and costs no flush of its own; a tail cut
+#: or damaged later keeps it.  ``.seq`` keeps it where a file system has no such
+#: attributes, and through what replaces a segment's inode (a repair, a rewrite, a restore)
+HIGH_WATER_ATTR = "user.memlog.seq"
 _HIGH_WATER_WIDTH = 20
+
+
+def mark_segment(fd: int, seq: int) -> bool:
+    """Record ``seq`` on the segment open at ``fd``; False where the file system keeps no
+    extended attributes."""
+    try:
+        os.setxattr(fd, HIGH_WATER_ATTR, b"%d" % seq)
+    except (OSError, AttributeError):  # not supported here (or not on this platform)
+        return False
+    return True
+
+
+def segment_mark(path: Path) -> int | None:
+    """The sequence recorded on a segment by ``mark_segment`` (None when none is)."""
+    try:
+        value = os.getxattr(path, HIGH_WATER_ATTR, follow_symlinks=False)
+    except (OSError, AttributeError):
+        return None
+    return int(value) if value.isdigit() else None
+
+
+def raise_high_water_file(folder: Path, seq: int) -> None:
+    """Raise ``folder``'s ``.seq`` to ``seq`` (made when missing), synced."""
+    fd = open_high_water(folder, seq)
+    try:
+        raise_high_water(fd, seq)
+    finally:
+        os.close(fd)
 
 
 def read_high_water(folder: Path) -> int | None:

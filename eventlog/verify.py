@@ -8,7 +8,6 @@ file) under the append lock, so no writer races it.
 
 from __future__ import annotations
 
-import os
 import re
 from collections import Counter
 from pathlib import Path
@@ -189,11 +188,7 @@ def repair_log(log: EventLog) -> list[str]:
 
 
 def _raise_mark(folder: Path, seq: int) -> None:
-    fd = seg.open_high_water(folder, seq)
-    try:
-        seg.raise_high_water(fd, seq)
-    finally:
-        os.close(fd)
+    seg.raise_high_water_file(folder, seq)
 
 
 def _acknowledge_gaps(log: EventLog, device: str, paths: list[Path], top: int) -> None:

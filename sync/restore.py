@@ -66,9 +66,7 @@ def take_back(git: Git, log: EventLog, own: str, theirs: str | None) -> str | No
         rewrite.commit(log.events_dir, {**staged, **dict.fromkeys(others, b"")})
         for path in others:  # their lines are in the staged files now
             path.unlink(missing_ok=True)
-        top = renumbered[-1].seq if renumbered else last
-        with log._high_water(top) as mark:
-            mark(top)
+        log.raise_mark(renumbered[-1].seq if renumbered else last)
     return _said(missing, extra, last)
 
 

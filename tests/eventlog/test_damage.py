@@ -11,7 +11,9 @@ never makes the appender hand a sequence out again.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -22,7 +24,7 @@ from memlog.eventlog import devices
 from memlog.eventlog import segments as seg
 from memlog.eventlog.codec import encode_line
 from memlog.eventlog.events import Observed, Promoted
-from memlog.eventlog.log import Damage, EventLog
+from memlog.eventlog.log import Damage, EventLog, written_in
 from memlog.eventlog.verify import repair_log, verify_log
 
 BATCH = 50
@@ -166,7 +168,7 @@ def test_a_batch_a_crash_cut_short_still_goes_whole(memlog_home: Path) -> None:
     torn = [Observed(seq=s, batch_end=8, category="facts", **_texts(s)) for s in range(4, 9)]
     with open(path, "ab") as handle:
         handle.write(b"".join(encode_line(e) for e in torn[:3]) + encode_line(torn[3])[:40])
-    assert seg.read_high_water(log.events_dir) == 3
+    assert log.written() == 3
 
     assert [r.event.seq for r in log.read()] == [1, 2, 3]
     (added,) = log.append([Promoted(entry_id="0" * 16)])
@@ -183,7 +185,7 @@ def test_a_damaged_line_inside_a_torn_write_goes_with_it(memlog_home: Path) -> N
     torn = [Observed(seq=s, batch_end=5, category="facts", **_texts(s)) for s in (3, 4)]
     lines = [encode_line(e) for e in torn]
     zeroed = b"\0" * (len(lines[0]) - 1) + b"\n"
-    (path.parent / seg.HIGH_WATER_NAME).unlink()  # a log of an earlier version: no mark
+    forget_mark(log)  # a log of an earlier version: no mark
     with open(path, "ab") as handle:
         handle.write(zeroed + lines[1])
     assert [r.event.seq for r in log.read()] == [1, 2]
@@ -195,12 +197,12 @@ def test_a_log_of_an_earlier_version_keeps_a_batch_damaged_at_rest(memlog_home: 
     torn write leaves only good lines); the first append starts keeping the mark."""
     log = EventLog(memlog_home)
     stored = log.append([Observed(category="facts", **_texts(i)) for i in range(4)])
-    (log.events_dir / seg.HIGH_WATER_NAME).unlink()
+    forget_mark(log)
     path = segment_of(memlog_home)
     flip(path, -1)
     assert [r.event for r in log.read()] == stored[:3]
     (added,) = log.append([Promoted(entry_id="0" * 16)])
-    assert added.seq == 5 and seg.read_high_water(log.events_dir) == 5
+    assert added.seq == 5 and log.written() == 5
     assert [r.event.seq for r in log.read()] == [1, 2, 3, 5]
     repair_log(log)
     assert [r.event.seq for r in log.read()] == [1, 2, 3, 5] and verify_log(log).clean
@@ -251,10 +253,10 @@ def test_a_repaired_tail_never_lowers_the_mark(memlog_home: Path) -> None:
 
 def test_a_repair_of_a_log_without_a_mark_keeps_its_sequences(memlog_home: Path) -> None:
     log = three(memlog_home)
-    (log.events_dir / seg.HIGH_WATER_NAME).unlink()
+    forget_mark(log)
     flip(segment_of(memlog_home), 3, b"wrap the flaky")
     assert len(repair_log(log)) == 1
-    assert seg.read_high_water(log.events_dir) == 3
+    assert seg.read_high_water(log.events_dir) == 3  # repair keeps it in .seq, synced
     assert log.append([Promoted(entry_id="0" * 16)])[0].seq == 4
 
 
@@ -268,18 +270,59 @@ def test_each_device_keeps_its_own_mark(memlog_home: Path) -> None:
     path.write_bytes(data[: data.rindex(b"\n", 0, len(data) - 1) + 1])  # seq 3 gone
     (added,) = log.append([Promoted(entry_id="0" * 16)])
     assert added.seq == 4  # the flat log's mark was this device's
-    assert seg.read_high_water(own) == 4
+    assert written_in(log.events_dir, own) == 4
     assert verify_log(log).acknowledged_gaps == [3]
 
 
 def test_the_mark_is_raised_with_every_append_and_redaction(memlog_home: Path) -> None:
+    """On the tail segment's inode once its lines are synced (no flush of its own), and in
+    ``.seq`` when a rewrite replaces the segments' inodes."""
     from memlog.eventlog.expunge import Target, expunge
 
     log = three(memlog_home)
-    assert seg.read_high_water(log.events_dir) == 3
+    assert log.written() == 3 and seg.segment_mark(segment_of(memlog_home)) == 3
     log.append([Observed(category="facts", **_texts(i)) for i in range(5, 8)])
-    assert seg.read_high_water(log.events_dir) == 6
+    assert log.written() == 6 and seg.segment_mark(segment_of(memlog_home)) == 6
     expunge(log, Target(None, "entry 5"), "test")
-    assert seg.read_high_water(log.events_dir) == 7
+    assert log.written() == 7 and seg.read_high_water(log.events_dir) == 7
     mark = log.events_dir / seg.HIGH_WATER_NAME
     assert mark.stat().st_mode & 0o777 == 0o600 and mark.read_bytes() == b"%020d\n" % 7
+
+
+def test_without_extended_attributes_the_mark_is_kept_in_its_file(
+    memlog_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(seg, "mark_segment", lambda fd, seq: False)
+    log = three(memlog_home)
+    assert seg.read_high_water(log.events_dir) == 3 and log.written() == 3
+
+
+def forget_mark(log: EventLog) -> None:
+    """The log as an earlier version left it: no high-water mark anywhere."""
+    (log.events_dir / seg.HIGH_WATER_NAME).unlink(missing_ok=True)
+    for path in log.segments():
+        with contextlib.suppress(OSError):
+            os.removexattr(path, seg.HIGH_WATER_ATTR)
+
+
+@pytest.mark.slow
+def test_a_flipped_bit_in_the_last_line_of_an_import_loses_one_entry(memlog_home: Path) -> None:
+    """The 265 entries of a real knowledge bank, imported as one batch: a bit flipped in its
+    last line took all of them out of every view (270 live → 5)."""
+    from memlog.tests.support import FIXTURES
+
+    ok("import", str(FIXTURES / "knowledge-bank-08a38d02"))
+    live = len(listed())
+    assert live == 265
+    path = segment_of(memlog_home)
+    lines = path.read_bytes().splitlines(keepends=True)
+    last = max(i for i, line in enumerate(lines) if b'"type":"entry.observed"' in line) + 1
+    batch_end = json.loads(lines[last - 1])["batch_end"]
+    assert batch_end == json.loads(lines[last - 1])["seq"]  # the batch's last line
+    flip(path, last, b'"description":"')
+    ok("replay")
+    assert len(listed()) == live - 1
+    repaired = ok("verify", "--repair", "--log-only")
+    assert sum(line.startswith("moved ") for line in repaired.stdout.splitlines()) == 1
+    ok("replay")
+    assert len(listed()) == live - 1
