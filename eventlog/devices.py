@@ -69,15 +69,6 @@ def device_id(events_dir: Path) -> str:
     return made
 
 
-def own_id(events_dir: Path) -> str:
-    """This home's device id as kept, without making one ("" when there is none yet)."""
-    try:
-        found = (events_dir / DEVICE_FILE).read_text(encoding="ascii").strip()
-    except (OSError, UnicodeDecodeError):
-        return ""
-    return found if DEVICE_RE.match(found) else ""
-
-
 def flat_segments(events_dir: Path) -> list[Path]:
     """Segments lying directly in ``events/`` (the flat layout)."""
     return seg.list_segments(events_dir)

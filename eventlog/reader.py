@@ -93,7 +93,7 @@ DamageHandler = Callable[[Damage], None]
 
 def is_own(events_dir: Path, folder: Path) -> bool:
     """Whether ``folder`` holds this home's own segments (the flat log, or its device's)."""
-    return folder == events_dir or folder.name == devices.own_id(events_dir)
+    return folder == events_dir or folder.name == devices.known_device_id(events_dir)
 
 
 def written_in(events_dir: Path, folder: Path) -> int | None:
