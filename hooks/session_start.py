@@ -276,7 +276,7 @@ def leave(payload: dict[str, Any], home: Path, box: dict[str, Any]) -> None:
         return
     try:
         hand_over(home, Handover(payload=payload, marker="", recall=recall, space=space))
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, MemlogError) as exc:
         log_error(home, f"recorder not started ({exc}); recording in the hook")
         if recall is not None:
             from memlog.retrieval.record import write

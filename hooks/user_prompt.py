@@ -107,6 +107,7 @@ def main() -> None:
 
 def leave(payload: dict[str, Any], home: Path, box: dict[str, Any]) -> None:
     """After the output: hand the recall to the recorder (or write it here)."""
+    from memlog.errors import MemlogError
     from memlog.eventlog.snapshot import is_snapshot
     from memlog.hooks.recorder import Handover, hand_over
 
@@ -117,9 +118,9 @@ def leave(payload: dict[str, Any], home: Path, box: dict[str, Any]) -> None:
     handover = Handover(payload=payload, marker="", recall=recall, space=space, kind="prompt")
     try:
         hand_over(home, handover)
-    except (OSError, ValueError) as exc:
+    except (OSError, ValueError, MemlogError) as exc:
         log_error(home, f"recorder not started ({exc}); recording in the hook")
         from memlog.retrieval.record import write
 
-        for note in write(home, recall, "prompt"):
+        for note in write(home, recall, "prompt", wait=False):
             log_error(home, note)
