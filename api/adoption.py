@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from memlog.errors import MemlogError
-from memlog.files import locked
 from memlog.home import ensure_dir
+from memlog.locking import locked
 
 if TYPE_CHECKING:
     from memlog.capture.pipeline import Meter

@@ -27,7 +27,7 @@ from typing import TypeVar
 
 import msgspec
 
-from memlog import __version__, files
+from memlog import __version__, files, locking
 from memlog.errors import HomeError, LogBusy, LogWriteError
 from memlog.eventlog import clock, devices, snapshot, spool, waiting
 from memlog.eventlog import segments as seg
@@ -193,7 +193,7 @@ class EventLog:
         if created:
             seg.fsync_dir(self.home)
         patience = self.lock_wait if wait is None else wait
-        lock = files.held(
+        lock = locking.held(
             self.events_dir / LOCK_NAME,
             patience,
             waiting.busy(self.events_dir, patience),
@@ -208,6 +208,7 @@ class EventLog:
 
             rewrite.finish(self.events_dir)
             self.append_dir = self._own_dir()
+            files.no_links(self.append_dir / seg.HIGH_WATER_NAME, self.home)  # before any write
             self._fold_spool()
             yield
         self._fold_left_over()

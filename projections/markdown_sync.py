@@ -14,7 +14,7 @@ import contextlib
 import sqlite3
 from pathlib import Path
 
-from memlog import files
+from memlog import locking
 from memlog.projections.fold import Entry
 from memlog.projections.markdown_view import branch, render
 from memlog.projections.markdown_view.writer import (
@@ -32,7 +32,7 @@ Signature = tuple[tuple[str, ...], str]
 
 
 def locked(folder: Path) -> contextlib.AbstractContextManager[None]:
-    return files.locked(folder / LOCK_NAME)
+    return locking.locked(folder / LOCK_NAME)
 
 
 def changed_files(touched: list[Entry], before: dict[str, Signature]) -> dict[str, set[str]]:

@@ -28,8 +28,9 @@ from memlog.eventlog import clock, devices
 from memlog.eventlog import segments as seg
 from memlog.eventlog.ids import utc_now
 from memlog.eventlog.log import EventLog
-from memlog.files import atomic_write, locked_within
+from memlog.files import atomic_write
 from memlog.home import ensure_dir
+from memlog.locking import locked_within
 from memlog.sync import local, restore, views
 from memlog.sync.merge import Merged, merge
 from memlog.sync.repo import (

@@ -26,6 +26,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
         "foundations",
         (
             "memlog.errors", "memlog.config", "memlog.home", "memlog.project", "memlog.files",
+            "memlog.locking",
             "memlog.git", "memlog.vocabulary", "memlog.spawn", "memlog.digests",
             "memlog.claude_files",
         ),

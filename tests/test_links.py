@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
-from memlog import files
+from memlog import files, locking
 from memlog.commands.cli import cli
 from memlog.errors import HomeError
 from memlog.eventlog.events import Observed
@@ -178,7 +178,7 @@ def test_locks_are_never_taken_through_a_link(memlog_home: Path, tmp_path: Path,
     memlog_home.mkdir()
     (memlog_home / lock).symlink_to(tmp_path / "target")
     with pytest.raises(HomeError, match=REFUSED):
-        with files.locked(memlog_home / lock):
+        with locking.locked(memlog_home / lock):
             pass
     assert not (tmp_path / "target").exists()
 

@@ -37,9 +37,9 @@ from memlog.capture.extraction.session import Budget, Deferred, Off, Outcome, Ru
 from memlog.capture.extraction.whose import recorded_here, split_here, transcript_stat
 from memlog.eventlog.bounds import utc_moment
 from memlog.eventlog.events import SessionPending
-from memlog.files import locked_within
 from memlog.home import ensure_dir
 from memlog.llm.base import Chain
+from memlog.locking import locked_within
 from memlog.projections.fold import Entry, Session
 from memlog.projections.sqlite_view import ledger
 from memlog.workspace import Workspace
