@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -15,7 +16,7 @@ from memlog.projections import markdown_sync
 from memlog.projections.freshness import db_path
 from memlog.projections.markdown_view.writer import load_state, markdown_files
 from memlog.projections.runner import catch_up, rebuild
-from memlog.projections.sqlite_view import packsums, store
+from memlog.projections.sqlite_view import index_files, packed, packsums, store
 from memlog.projections.sqlite_view.digest import (
     digest_of,
     entry_digests,
@@ -49,7 +50,9 @@ def audit(home: Path, space: Space) -> Audit:
     rebuild up to its own position, so what a writer adds is never taken for drift.
     """
     catch_up(home, space)
-    live = _live_database(home)
+    with _unswept(home):  # the packed files the snapshot names stay while they are checked
+        live = _live_database(home)
+        packed_drift = _packed_drift(home, live.packed)
     md_seq, md_live = _live_markdown(home)
     with tempfile.TemporaryDirectory(prefix="memlog-audit-") as tmp:
         aside = Path(tmp) / "views"
@@ -61,7 +64,7 @@ def audit(home: Path, space: Space) -> Audit:
             rebuild(home, space, Bound(md_seq, None), aside)
         md_aside = markdown_files(aside)
         drift += _file_drift(md_live, md_aside)
-    drift += _packed_drift(home, live.packed)
+    drift += packed_drift
     return Audit(live.seq, live.digest, aside_db, md_live, md_aside, drift)
 
 
@@ -102,6 +105,13 @@ def _packed_drift(home: Path, names: list[str]) -> list[str]:
         if reason is not None:
             drift.append(f"{rel}: {reason} (memlog replay writes it again)")
     return drift
+
+
+@contextlib.contextmanager
+def _unswept(home: Path) -> Iterator[None]:
+    """Hold off sweeps of the packed files (as a writer preparing files does)."""
+    with packed.preparing(home / VECTOR_DIR), index_files.preparing(home):
+        yield
 
 
 def _live_markdown(home: Path) -> tuple[int, dict[str, str]]:

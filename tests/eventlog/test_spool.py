@@ -225,13 +225,13 @@ def kill_at(name):
     if step == name and calls[name] == at:
         os.kill(os.getpid(), signal.SIGKILL)
 
-def write(self, path, data):
+def write(self, path, data, last):
     kill_at("write")  # before the batch is written
     if step == "torn" and calls["write"] == at:
         with open(path, "ab") as handle:
             handle.write(data[: len(data) // 2])
         os.kill(os.getpid(), signal.SIGKILL)
-    real_write(self, path, data)
+    real_write(self, path, data, last)
     kill_at("written")  # written and synced, the file not removed yet
 
 def done(path):
