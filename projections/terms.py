@@ -15,6 +15,16 @@ and a query (when it is scored) into terms, so both sides always agree:
   ``migrating`` → ``migrat``), the algorithm SQLite's FTS5 ``porter``
   tokenizer uses, here from the Snowball project's C implementation
   (PyStemmer), which stems a hundred words in a few microseconds.
+
+A query is read in units (``query_units``): a word gives one term; an
+identifier (``legacy_id``, ``InvoiceSerializer``, ``test_count_active``)
+gives its terms as one unit, which an entry matches only when it holds all
+of them: the parts of an identifier are one piece of evidence, not several
+(``InvoiceSerializer`` alone would otherwise match every entry that says
+"invoice").  A unit found ``n`` times in the query counts
+``(K3 + 1)·n / (K3 + n)`` times (BM25's query-term saturation): a long
+spec that names its subject ten times weighs it twice, not ten times, as
+much as a word it says once.
 """
 
 from __future__ import annotations
@@ -23,11 +33,15 @@ import re
 from collections import Counter
 from collections.abc import Iterable
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 from memlog import digests
 
 _WORD = re.compile(r"[A-Za-z0-9]+")
+#: a query's words and identifiers: runs of letters, digits and underscores
+_IDENTIFIER = re.compile(r"[A-Za-z0-9_]+")
+#: BM25's k3: how much repeating a query unit adds (1: at most twice the weight of once)
+QUERY_K3 = 1.0
 #: a word breaks where a lower-case letter meets a capital, and between letters and digits
 _BREAK = re.compile(r"(?<=[a-z])(?=[A-Z])|(?<=[A-Za-z])(?=[0-9])|(?<=[0-9])(?=[A-Za-z])")
 
@@ -78,6 +92,24 @@ def term_counts(fields: Iterable[str]) -> Counter[str]:
         if text:
             counts.update(terms(text))
     return counts
+
+
+class Unit(NamedTuple):
+    """A unit of a lexical query: terms an entry must all hold, and how much it counts."""
+
+    terms: tuple[str, ...]
+    weight: float
+
+
+def query_units(text: str) -> list[Unit]:
+    """The units of a query, in the order they first occur: each word's term, each
+    identifier's terms together; repeats saturated (``QUERY_K3``)."""
+    found: Counter[tuple[str, ...]] = Counter()
+    for token in _IDENTIFIER.findall(text):
+        stems = tuple(dict.fromkeys(terms(token)))
+        if stems:
+            found[stems] += 1
+    return [Unit(t, (QUERY_K3 + 1.0) * n / (QUERY_K3 + n)) for t, n in found.items()]
 
 
 def term_hash(term: str) -> int:

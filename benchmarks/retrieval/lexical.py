@@ -138,6 +138,11 @@ def variants() -> dict[str, Callable[[Case], np.ndarray]]:
         "boilerplate: metadata lines left out": replace(base, fields="no-metadata"),
         "boilerplate: metadata keys left out": replace(base, fields="metadata-values"),
         "boilerplate: bookkeeping words dropped": replace(base, bookkeeping=True),
+        "query: identifiers' words apart (as before)": replace(base, groups=False),
+        "query: repeats counted in full (as before)": replace(base, query_counts="repeats"),
+        "query: both, the lexical signal as before": replace(
+            base, groups=False, query_counts="repeats"
+        ),
         "query: each term counted once": replace(base, query_counts="once"),
         "query: first 64 distinct terms (as FTS5 takes)": replace(base, first_words=64),
         "query: first 64 distinct terms, each once": replace(
@@ -153,7 +158,7 @@ def variants() -> dict[str, Callable[[Case], np.ndarray]]:
             if (k1, b) != (1.2, 0.75):
                 recipe = replace(base, k1=k1, b=b)
                 found[f"bm25: k1 {k1}, b {b}"] = lambda c, r=recipe: bm25(
-                    c.corpus, hook_query(c.query), r
+                    c.corpus.listed, hook_query(c.query), r
                 )  # type: ignore[misc]
     return found
 
@@ -215,6 +220,27 @@ def report(name: str, cases: list[Case], per_query: bool) -> dict[str, object]:
     return out
 
 
+def short(name: str) -> str:
+    """``s1-iflow-08a38d02 (s1-reading)`` → ``s1 reading``; a set's pooled labels: its name."""
+    kind = name.split(" (")[-1].rstrip(")").split("-", 1)[-1]
+    return name.split("-")[0] + ("" if kind == "pooled" else f" {kind}")
+
+
+def summary(out: dict[str, dict[str, object]]) -> None:
+    """Every variant on every set at once: its nDCG@10 minus the shipped signal's."""
+    names = list(out)
+    print("\nevery set: nDCG@10 of the variant minus the shipped signal's (shipped: its own)")
+    print(f"{'variant':<58}" + "".join(f"{short(n):>12}" for n in names))
+    shipped = {n: out[n]["shipped: packed index"]["ndcg@10"] for n in names}  # type: ignore[index]
+    for label in next(iter(out.values())):
+        cells = []
+        for n in names:
+            value = out[n][label]["ndcg@10"]  # type: ignore[index]
+            cells.append(value if label.startswith("shipped") else value - shipped[n])  # type: ignore[operator]
+        row = "".join(f"{c:12.3f}" if label.startswith("shipped") else f"{c:+12.3f}" for c in cells)
+        print(f"{label[:57]:<58}{row}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", nargs="*", help="set names (default: every set with labels)")
@@ -235,6 +261,7 @@ def main() -> None:
         print("no set has labels yet: nothing to compare")
         return
     out = {name: report(name, found, args.per_query) for name, found in cases.items()}
+    summary(out)
     if args.json:
         args.json.write_text(json.dumps(out, indent=1, default=float) + "\n")
 

@@ -17,14 +17,15 @@ are tokenised again.  From those rows the packed file
 
 A query is scored by looking its term hashes up with a binary search and
 adding the postings of those terms only, so the cost follows the query's
-terms, never the number of entries that match.
+terms, never the number of entries that match; an identifier's terms
+(``terms.query_units``) count in the entries that hold all of them.
 """
 
 from __future__ import annotations
 
 import sqlite3
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,7 +36,7 @@ from memlog.projections.fold import Entry
 from memlog.projections.sqlite_view import index_files
 from memlog.projections.sqlite_view.indexes import indexed_text
 from memlog.projections.sqlite_view.plain import LEXICON, lexicon_parts
-from memlog.projections.terms import term_counts, term_hash
+from memlog.projections.terms import Unit, term_counts, term_hash
 
 KIND, MAGIC = LEXICON
 K1 = 1.2
@@ -116,20 +117,38 @@ class Lexicon:
     docs: npt.NDArray[np.uint32]
     weights: npt.NDArray[np.float32]
 
-    def score(self, query: Counter[str]) -> Floats:
-        """BM25 of every document for the query terms (each counted as often as it occurs)."""
+    def score(self, units: Sequence[Unit]) -> Floats:
+        """BM25 of every document for a query's units (``terms.query_units``): a unit of
+        several terms adds their weights in the documents that hold all of them."""
         scores = np.zeros(len(self.ids), dtype=np.float64)
-        if not query or not len(self.hashes):
+        if not units or not len(self.hashes):
             return scores
-        wanted = np.array([term_hash(t) for t in query], dtype=np.uint64)
-        times = np.array(list(query.values()), dtype=np.float64)
-        at = np.minimum(np.searchsorted(self.hashes, wanted), len(self.hashes) - 1)
-        found = self.hashes[at] == wanted
-        for index, repeat in zip(at[found].tolist(), times[found].tolist(), strict=True):
-            begin, end = int(self.starts[index]), int(self.starts[index + 1])
-            # docs unique; float64 products, as ``plain.View.lexical_list`` adds them
-            scores[self.docs[begin:end]] += repeat * self.weights[begin:end].astype(np.float64)
+        for unit in units:
+            found = [self.postings(term) for term in unit.terms]
+            if any(p is None for p in found):
+                continue
+            if len(found) == 1:
+                docs, weights = found[0]  # type: ignore[misc]
+                # docs unique; float64 products, as ``plain.View.lexical_list`` adds them
+                scores[docs] += unit.weight * weights.astype(np.float64)
+                continue
+            part = np.zeros(len(self.ids), dtype=np.float64)
+            held = np.zeros(len(self.ids), dtype=np.int64)
+            for docs, weights in found:  # type: ignore[misc]
+                part[docs] += weights.astype(np.float64)
+                held[docs] += 1
+            every = held == len(found)
+            scores[every] += unit.weight * part[every]
         return scores
+
+    def postings(self, term: str) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float32]] | None:
+        """The documents holding ``term`` and its weight in each; None if none does."""
+        wanted = term_hash(term)
+        at = int(np.searchsorted(self.hashes, np.uint64(wanted)))
+        if at >= len(self.hashes) or int(self.hashes[at]) != wanted:
+            return None
+        begin, end = int(self.starts[at]), int(self.starts[at + 1])
+        return self.docs[begin:end], self.weights[begin:end]
 
 
 def load(db: sqlite3.Connection, folder: Path) -> Lexicon | None:

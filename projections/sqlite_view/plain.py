@@ -22,7 +22,7 @@ from typing import Any, NamedTuple, Self
 from memlog.errors import ViewError
 from memlog.projections.fold import Entry
 from memlog.projections.sqlite_view import index_files, ranks, store
-from memlog.projections.terms import term_counts, term_hash
+from memlog.projections.terms import query_units, term_hash
 from memlog.vocabulary import CATEGORIES, Space
 
 LEXICON = ("lex", b"MLLEX001")
@@ -139,25 +139,24 @@ class View:
         return store.load_ids(self.db, ids, vectors)
 
     def lexical_list(self, query: str, ids: Sequence[str]) -> list[float] | None:
-        """BM25 of the packed lexical index for each of ``ids``; None without an index."""
+        """BM25 of the packed lexical index for each of ``ids``; None without an index.
+        The same sums, in the same order, as ``lexicon.Lexicon.score``."""
         found = index_files.load_plain(self.db, self.folder, *LEXICON, lexicon_parts)
         if found is None:
             return None
         (documents, terms, _), names, (hashes, starts, docs, weights) = found
-        sums = [0.0] * documents
-        for term, repeat in term_counts([query]).items():
+
+        def postings(term: str) -> list[tuple[int, float]] | None:
             wanted = term_hash(term)
             at = bisect.bisect_left(hashes, wanted)
             if at >= terms or hashes[at] != wanted:
-                continue
+                return None
             begin, end = starts[at], starts[at + 1]
-            postings = zip(docs[begin:end].tolist(), weights[begin:end].tolist(), strict=True)
-            if repeat == 1:
-                for doc, weight in postings:
-                    sums[doc] += weight
-            else:
-                for doc, weight in postings:
-                    sums[doc] += float(repeat) * weight
+            return list(zip(docs[begin:end].tolist(), weights[begin:end].tolist(), strict=True))
+
+        sums = [0.0] * documents
+        for unit in query_units(query):
+            _add_unit(sums, unit.weight, [postings(term) for term in unit.terms])
         where = _where(decoded_ids(names, documents))
         return [sums[where[i]] if i in where else 0.0 for i in ids]
 
@@ -229,6 +228,28 @@ def decoded_ids(names: memoryview, count: int) -> list[str]:
     text = bytes(names).decode("ascii")
     width = index_files.ID_WIDTH
     return [text[i * width : i * width + width] for i in range(count)]
+
+
+def _add_unit(
+    sums: list[float], weight: float, found: list[list[tuple[int, float]] | None]
+) -> None:
+    """Add a query unit's weight times its terms' BM25 weights to ``sums``, in the documents
+    that hold every one of its terms (term by term, the order ``lexicon`` adds in)."""
+    if not found or any(p is None for p in found):
+        return
+    if len(found) == 1:
+        for doc, value in found[0]:  # type: ignore[union-attr]
+            sums[doc] += value if weight == 1.0 else weight * value
+        return
+    part: dict[int, float] = {}
+    held: dict[int, int] = {}
+    for postings in found:
+        for doc, value in postings:  # type: ignore[union-attr]
+            part[doc] = part.get(doc, 0.0) + value
+            held[doc] = held.get(doc, 0) + 1
+    for doc, total in part.items():
+        if held[doc] == len(found):
+            sums[doc] += weight * total
 
 
 def _where(ids: Sequence[str]) -> dict[str, int]:

@@ -30,7 +30,7 @@ from memlog.projections.sqlite_view.vectors import (
     row_size,
     space_rows,
 )
-from memlog.projections.terms import term_counts
+from memlog.projections.terms import query_units
 from memlog.vocabulary import CATEGORIES, Space
 
 __all__ = ["DAYS", "Candidates", "Snapshot", "View", "fts_query"]
@@ -161,7 +161,7 @@ class Snapshot(View):
         if index is None:
             return None
         where = align(index.ids, np.asarray(ids, dtype="S16"))
-        scores = index.score(term_counts([query]))
+        scores = index.score(query_units(query))
         return np.where(where >= 0, scores[np.maximum(where, 0)], 0.0)
 
     def neighbours(self, ids: Sequence[str]) -> npt.NDArray[np.int64] | None:

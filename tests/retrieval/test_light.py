@@ -181,6 +181,10 @@ def test_select_equals_numpy(limit: int, balanced: bool) -> None:
     assert plain.select(categories, final, limit, balanced) == ranking.select(
         categories, np.array(final), limit, balanced
     )
+    then = [rng.choice((0.0, 0.5, rng.random())) for _ in range(n)]  # ties within ties too
+    assert plain.select(categories, final, limit, balanced, then=then) == ranking.select(
+        categories, np.array(final), limit, balanced, then=np.array(then)
+    )
 
 
 # -- the real corpus ---------------------------------------------------------------------------
@@ -248,7 +252,15 @@ def test_hook_choice_equals_numpy_on_real_contexts(
     assert len(ours.chosen) == PLAIN.memory_injection_limit
 
 
-@pytest.mark.parametrize("query", ["retry provider timeouts", "hook", "zzz-nothing-matches"])
+QUERIES = [
+    "retry provider timeouts",
+    "hook",
+    "zzz-nothing-matches",
+    "why does get_phase disagree with current_phase in EntityDatabase? retry, retry",
+]
+
+
+@pytest.mark.parametrize("query", QUERIES)
 def test_search_equals_numpy(bank_home: Path, query: str) -> None:
     request = Request.interactive(Workspace(bank_home, None, PLAIN), limit=15, query=query)
     ours, theirs = both(request)

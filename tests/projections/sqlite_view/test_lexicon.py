@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +13,7 @@ from memlog.eventlog.log import EventLog
 from memlog.projections.runner import catch_up, rebuild
 from memlog.projections.sqlite_view import index_files, lexicon, store
 from memlog.projections.sqlite_view.lexicon import _TERM, K1, B, encode, term_hash
+from memlog.projections.terms import Unit
 from memlog.vocabulary import DEFAULT_SPACE
 
 
@@ -41,10 +41,14 @@ def test_bm25_by_hand(tmp_path: Path) -> None:
     def weight(tf: float, length: float, df: int) -> float:
         return idf[df] * tf * (K1 + 1) / (tf + K1 * (1 - B + B * length / average))
 
-    scores = index.score(Counter({"lock": 1, "retri": 2}))
+    scores = index.score([Unit(("lock",), 1.0), Unit(("retri",), 2.0)])
     expected = [weight(2, 3, 2) + 2 * weight(1, 3, 1), weight(1, 1, 2), 0.0]
     assert scores.tolist() == pytest.approx(expected, rel=1e-6)
-    assert index.score(Counter({"unknown": 1})).tolist() == [0.0, 0.0, 0.0]
+    assert index.score([Unit(("unknown",), 1.0)]).tolist() == [0.0, 0.0, 0.0]
+    # an identifier's terms count only where all of them are: "lock" alone is in b
+    together = index.score([Unit(("lock", "retri"), 1.5)])
+    assert together.tolist() == pytest.approx([1.5 * (weight(2, 3, 2) + weight(1, 3, 1)), 0, 0])
+    assert index.score([Unit(("lock", "unknown"), 1.0)]).tolist() == [0.0, 0.0, 0.0]
     assert [i.decode() for i in index.ids.tolist()] == ["a" * 16, "b" * 16, "c" * 16]
 
 
@@ -63,7 +67,7 @@ def test_index_follows_the_entries_and_equals_a_rebuild(memlog_home: Path) -> No
         after = index_files.pointer(db, lexicon.KIND)
         index = lexicon.load(db, memlog_home)
     assert after is not None and after[1] == 1 and after != before
-    assert index is not None and index.score(Counter({"lock": 1})).tolist() == [0.0]
+    assert index is not None and index.score([Unit(("lock",), 1.0)]).tolist() == [0.0]
     rebuild(memlog_home, DEFAULT_SPACE)
     with store.opened(memlog_home / store.DB_NAME) as db:
         assert index_files.pointer(db, lexicon.KIND) == after  # same content, same name
