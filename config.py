@@ -60,12 +60,12 @@ class Config(msgspec.Struct, frozen=True):
     #: ``fused`` (z-scored signals and neighbours, retrieval/fusion.py) or ``d3`` (spec #024)
     memory_ranking: str = "fused"
     memory_fusion_lexical_weight: float = 1.0
-    memory_fusion_vector_weight: float = 0.25
-    memory_fusion_prominence_weight: float = 0.05
+    memory_fusion_vector_weight: float = 1.0
+    memory_fusion_prominence_weight: float = 0.0
     memory_neighbour_weight: float = 1.0
     #: the least relevance (retrieval/relevance.py, a chance in [0, 1]) an entry recalled
     #: for a prompt must have
-    memory_relevance_floor: float = 0.2
+    memory_relevance_floor: float = 0.5
     #: recall at the prompt (the UserPromptSubmit hook): a few entries that pass the floor
     memory_prompt_recall: bool = True
     #: the prompt hook's deadline

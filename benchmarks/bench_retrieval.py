@@ -55,8 +55,8 @@ DEFAULT_CACHE = Path.home() / ".cache" / "memlog-bench-retrieval"
 GRID = {
     "vector": (0.25, 0.5, 0.75, 1.0, 1.5, 2.0),
     "prominence": (0.0, 0.05),
-    "neighbours": (0.0, 0.5, 1.0),
-    "lexical_signal": ("lexical", "fts5", "lexical, metadata keys left out"),
+    "neighbours": (0.0, 0.5, 1.0, 1.5),
+    "lexical_signal": ("lexical", rankers.BEFORE, "fts5"),
 }
 FOLDS = 6
 BASELINE = "d3"
@@ -164,11 +164,14 @@ def describe(point: Point) -> str:
     return f"lexical({signal}) 1, vector {vector}, prominence {prominence}, neighbours {neighbours}"
 
 
-def plainness(point: Point) -> tuple[bool, bool, bool, float]:
-    """How far a grid point is from the plain 1:1 recipe (smaller is plainer): the shipped
-    lexical signal, no prominence, no neighbours, then the vector weight nearest 1."""
+def plainness(point: Point) -> tuple[bool, int, bool, float, float]:
+    """How far a grid point is from a plain recipe (smaller is plainer): the shipped lexical
+    signal; fewest weights tuned (neither 0 nor the lexical weight, 1); no prominence;
+    then the vector and neighbour weights nearest 1."""
     vector, prominence, neighbours, signal = point
-    return (signal != "lexical", prominence != 0, neighbours != 0, abs(math.log(vector)))
+    tuned = sum(w not in (0.0, 1.0) for w in (vector, prominence, neighbours))
+    return (signal != "lexical", tuned, prominence != 0, abs(math.log(vector)),
+            abs(neighbours - 1.0))  # fmt: skip
 
 
 def scores(judged: Judged, points: list[Point]) -> np.ndarray:
@@ -178,18 +181,28 @@ def scores(judged: Judged, points: list[Point]) -> np.ndarray:
     )
 
 
-def choose(train: list[np.ndarray], points: list[Point], plateau: float) -> int:
+def choose(train: list[np.ndarray], points: list[Point], plateau: float | str) -> int:
     """The grid point best on the training folds, each fold weighing the same; with a
-    plateau, the plainest within it of the best."""
+    plateau, the plainest within it of the best (``width``)."""
     means = np.mean([t.mean(axis=1) for t in train], axis=0)
     best = int(np.argmax(means))
-    if plateau <= 0:
+    if plateau == 0:
         return best
-    near = [i for i in range(len(points)) if means[i] >= means[best] - plateau]
+    low = means[best] - width(train, best, plateau)
+    near = [i for i in range(len(points)) if means[i] >= low]
     return min(near, key=lambda i: (plainness(points[i]), -means[i]))
 
 
-def leave_one_set_out(chosen: list[Judged], plateau: float) -> dict[str, object]:
+def width(train: list[np.ndarray], best: int, plateau: float | str) -> float:
+    """How far below the best a point may be and still be on the plateau: a number, or
+    one standard error of the best point's mean (the sets weighing the same)."""
+    if plateau != "se":
+        return float(plateau)
+    variances = [np.var(t[best], ddof=1) / t.shape[1] if t.shape[1] > 1 else 0.0 for t in train]
+    return float(np.sqrt(np.sum(variances)) / len(train))
+
+
+def leave_one_set_out(chosen: list[Judged], plateau: float | str) -> dict[str, object]:
     points = grid()
     tables = [scores(j, points) for j in chosen]
     out: dict[str, object] = {}
@@ -215,6 +228,10 @@ def leave_one_set_out(chosen: list[Judged], plateau: float) -> dict[str, object]
     best = describe(points[int(np.argmax(everywhere))])
     print(f"  on all sets at once (not cross-validated): best {best} {everywhere.max():.3f}; "
           f"plain 1:1 {everywhere[plain]:.3f}")  # fmt: skip
+    pick = choose(tables, points, plateau)
+    print(f"  chosen on all sets with this plateau (the default): {describe(points[pick])} "
+          f"{everywhere[pick]:.3f}")  # fmt: skip
+    out["on all sets"] = {"point": describe(points[pick]), "ndcg@10": everywhere[pick]}
     return out
 
 
@@ -226,7 +243,7 @@ def folds_of(queries: list[labelsets.Query]) -> list[np.ndarray]:
     return [fold for fold in np.array_split(order, FOLDS) if fold.size]
 
 
-def within_set(judged: Judged, plateau: float) -> dict[str, object]:
+def within_set(judged: Judged, plateau: float | str) -> dict[str, object]:
     points = grid()
     table_ = scores(judged, points)
     folds = folds_of(judged.queries)
@@ -264,12 +281,17 @@ def calibrate(found: list[Judged]) -> dict[str, object]:
     return calibration.report(found)
 
 
+def plateau_of(text: str) -> float | str:
+    return text if text == "se" else float(text)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sets", nargs="*", help="set names (default: every set)")
     parser.add_argument("--cache", type=Path, default=DEFAULT_CACHE)
     parser.add_argument("--json", type=Path, help="also write the figures here")
-    parser.add_argument("--plateau", type=float, default=0.0)
+    parser.add_argument("--plateau", type=plateau_of, default="se",
+                        help="a width in nDCG@10, or 'se' (one standard error)")  # fmt: skip
     parser.add_argument("--calibrate", action="store_true")
     args = parser.parse_args()
     sets = ([labelsets.load_set(labelsets.SETS / s) for s in args.sets] if args.sets

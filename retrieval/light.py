@@ -52,7 +52,9 @@ def run(request: Request) -> Injection | None:
         scores = plain.fuse(lexical, plain.prominence(parts), around, weights, reference)
         limit, balanced = request.effective_limit, request.categories is None
         shown = request.shown(found.categories, found.ids)
-        picked = plain.select(found.categories, scores.final, limit, balanced, shown)
+        picked = plain.select(
+            found.categories, scores.final, limit, balanced, shown, scores.prominence_raw
+        )
         ids = [found.ids[i] for i in picked]
         entries = view.entries(ids)
         timings["rank_ms"] = _ms(started)

@@ -176,11 +176,15 @@ def select(
     limit: int,
     balanced: bool = True,
     shown: Sequence[bool] | None = None,
+    then: Sequence[float] | None = None,
 ) -> list[int]:
     """Indices chosen, as ``ranking.select``: at least 3 per non-empty category when the
-    limit allows, then by score; ties by candidate order; grouped by category; only
-    candidates ``shown`` (all by default)."""
-    order = sorted(range(len(final)), key=final.__getitem__, reverse=True)  # stable
+    limit allows, then by score; ties by ``then`` (higher first), then by candidate order;
+    grouped by category; only candidates ``shown`` (all by default)."""
+    if then is None:
+        order = sorted(range(len(final)), key=final.__getitem__, reverse=True)  # stable
+    else:
+        order = sorted(range(len(final)), key=lambda i: (final[i], then[i]), reverse=True)
     if shown is not None:
         order = [i for i in order if shown[i]]
     if limit == 0:

@@ -131,15 +131,20 @@ def select(
     limit: int,
     balanced: bool = True,
     shown: Sequence[bool] | None = None,
+    then: Floats | None = None,
 ) -> list[int]:
     """Indices chosen: min 3 per non-empty category when the limit allows, then by score.
 
-    Ties break by candidate order (ids), so selection is deterministic.
+    Ties break by ``then`` (higher first: the fused recipe's prominence, which orders what
+    relevance cannot tell apart), then by candidate order (ids), so selection is
+    deterministic.
     Returned grouped by category (anti-patterns, heuristics, patterns,
     facts), best first within each; unbalanced, simply best first.  Only
     candidates ``shown`` are chosen (all by default).
     """
-    order = np.argsort(-final, kind="stable")
+    order = (
+        np.argsort(-final, kind="stable") if then is None else np.lexsort((-then, -final))
+    )  # both stable: equal keys keep candidate order
     if shown is not None:
         order = order[np.asarray(shown, dtype=bool)[order]]
     if limit == 0:

@@ -187,7 +187,8 @@ class SemanticRun:
         balanced = self.request.categories is None
         limit = self.request.effective_limit
         shown = self.request.shown(found.categories, found.ids)
-        picked = ranking.select(found.categories, scores.final, limit, balanced, shown)
+        then = None if isinstance(scores, ranking.Scores) else scores.prominence_raw
+        picked = ranking.select(found.categories, scores.final, limit, balanced, shown, then)
         ids = [found.ids[i] for i in picked]
         entries = view.entries(ids)
         self.timings["rank_ms"] = _ms(started)

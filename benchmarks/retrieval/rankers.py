@@ -5,8 +5,9 @@ A corpus is imported into a memlog home with the configured embedding model
 otherwise).  Every query's signals are read through memlog's own view, over
 every live entry of the injected categories (the hook's candidates):
 
-- ``lexical``: the packed BM25 index (stemmed, identifier-split) of the query
-  the hook asks for its text (``query_of``);
+- ``lexical``: the packed BM25 index (stemmed, identifier-split; a query's
+  identifiers read whole, its repeats saturated) of the query the hook asks
+  for its text (``query_of``);
 - ``vector``: cosine of that query's embedding with each entry's;
 - ``fts5``: FTS5 bm25 (``porter unicode61``, memory.db's own table) of the same query;
 - ``fts5_plain``: FTS5 bm25 with ``unicode61`` and no stemmer, built aside from the
@@ -213,14 +214,20 @@ def d3(corpus: Corpus, s: Signals) -> Floats:
 
 
 def fused(
-    lexical: float = 1.0,
-    vector: float = 0.25,
-    prominence: float = 0.05,
-    neighbours: float = 1.0,
+    lexical: float | None = None,
+    vector: float | None = None,
+    prominence: float | None = None,
+    neighbours: float | None = None,
     lexical_signal: str = "lexical",
 ) -> Ranker:
-    """The fused recipe with these weights (the shipped ones by default)."""
-    weights = fusion.FusionWeights(lexical, vector, prominence, neighbours)
+    """The fused recipe with these weights (the configured defaults for those not given)."""
+    shipped = fusion.weights_of(Config())
+    weights = fusion.FusionWeights(
+        shipped.lexical if lexical is None else lexical,
+        shipped.vector if vector is None else vector,
+        shipped.prominence if prominence is None else prominence,
+        shipped.neighbours if neighbours is None else neighbours,
+    )
 
     def rank(corpus: Corpus, s: Signals) -> Floats:
         lex = (
@@ -241,16 +248,23 @@ def variant(name: str) -> Ranker:
     return lambda corpus, s: s.variants[name]
 
 
+#: the lexical signal before a query's identifiers were read whole and its repeats saturated
+BEFORE = "lexical as before (words apart, repeats)"
+
 #: lexical signals varied one part at a time (``lexical.py``) whose first 20 are pooled too
 LEXICAL_VARIANTS = {
     "lexical, metadata keys left out": Recipe(fields="metadata-values"),
     "lexical, query terms once": Recipe(query_counts="once"),
     "lexical, no stemming": Recipe(stem=False),
     "lexical, identifiers not split": Recipe(split=False),
+    "lexical, identifier words apart": Recipe(groups=False),
+    "lexical, repeats counted": Recipe(query_counts="repeats"),
+    BEFORE: Recipe(groups=False, query_counts="repeats"),
 }
 
 
-#: the candidates compared on every set; each one's top 20 is pooled for judging
+#: the candidates compared on every set; each one's top 20 was pooled for judging (those
+#: added since, below, only where ``pool.py --extra`` pooled them)
 CANDIDATES: dict[str, Ranker] = {
     "d3": d3,
     "fused": fused(),
@@ -258,9 +272,11 @@ CANDIDATES: dict[str, Ranker] = {
     "vector": alone("vector"),
     "fts5": alone("fts5"),
     "fts5-plain": alone("fts5_plain"),
+    "fused as before (vector 0.25, prominence 0.05)": fused(1.0, 0.25, 0.05, 1.0, BEFORE),
     "z-1:1": fused(1.0, 1.0, 0.0, 0.0),
     "z-1:1+neighbours": fused(1.0, 1.0, 0.0, 1.0),
-    "fused, vector 1": fused(1.0, 1.0, 0.05, 1.0),
+    "z-1:1+neighbours, lexical as before": fused(1.0, 1.0, 0.0, 1.0, BEFORE),
+    "fused, vector 1, prominence 0.05": fused(1.0, 1.0, 0.05, 1.0),
     "z-1:1 fts5+neighbours": fused(1.0, 1.0, 0.0, 1.0, "fts5"),
     **{name: variant(name) for name in LEXICAL_VARIANTS},
 }

@@ -15,10 +15,12 @@ from memlog.tests.retrieval.test_context import commit, git
 from memlog.tests.support import REPO
 
 sys.path.insert(0, str(REPO / "benchmarks" / "retrieval"))
+import calibration  # noqa: E402
 import labels  # noqa: E402
 import labelsets  # noqa: E402
 import pool  # noqa: E402
 import rankers  # noqa: E402
+from bm25 import Recipe, bm25  # noqa: E402
 
 sys.path.insert(0, str(REPO / "benchmarks"))
 import bench_retrieval  # noqa: E402
@@ -205,6 +207,53 @@ def test_a_plateau_prefers_the_plain_recipe() -> None:
     assert [f.tolist() for f in folds] == [[0, 1], [2, 3], [4]]
 
 
+def test_one_standard_error_is_the_plateau_of_the_best() -> None:
+    points = [(0.25, 0.05, 1.0, "lexical"), (1.0, 0.0, 1.0, "lexical")]
+    first = np.array([[0.6, 0.8, 0.7], [0.5, 0.8, 0.6]])  # best: point 0, mean 0.7
+    second = np.array([[0.4, 0.6], [0.36, 0.56]])
+    # each set's variance of the best's mean, added, square-rooted, over the two sets
+    se = np.sqrt(np.var([0.6, 0.8, 0.7], ddof=1) / 3 + np.var([0.4, 0.6], ddof=1) / 2) / 2
+    assert bench_retrieval.width([first, second], 0, "se") == pytest.approx(se)
+    assert bench_retrieval.width([first, second], 0, 0.02) == 0.02
+    # point 1 is 0.053 below the best: outside a plateau of 0.02, inside one of se (0.058)
+    assert bench_retrieval.choose([first, second], points, 0.02) == 0
+    assert bench_retrieval.choose([first, second], points, "se") == 1
+    assert bench_retrieval.plateau_of("se") == "se" and bench_retrieval.plateau_of("0.01") == 0.01
+
+
+def test_a_prompts_recall_by_hand() -> None:
+    beta = np.array([0.0, 0.0, 1.0])  # relevance = logistic(coverage): 0.5 at coverage 0
+    rows = [
+        [(0.1, 1.0, 2), (0.1, 1.0, 0), (0.1, -1.0, 1), (0.1, 1.0, 1), (0.1, 1.0, 2)],
+        [(0.1, -1.0, 1), (0.1, -2.0, 0)],
+    ]
+    shown = calibration.shown_at(rows, beta, [0, 1], 0.5)
+    # the first query shows its first three passing (grades 2, 0, 1), the second nothing;
+    # 4 relevant entries were among the first ten of the first and 1 of the second
+    assert shown == {"shown": 3, "prompts": 1, "precision": 2 / 3, "precision_2": 1 / 3,
+                     "recall": 2 / 5}  # fmt: skip
+
+
+def test_the_benchmarks_own_bm25_is_the_packed_index(tmp_path: Path) -> None:
+    labelset = make_set(tmp_path, "c", "context", [CONTEXT])
+    corpus = rankers.prepare(labelset, tmp_path / "cache")
+    from memlog.projections.sqlite_view.reading import Snapshot
+
+    texts = [
+        "Parsing invoice files: parse_invoice_file before validating, retry_upload retry",
+        "UnboundedRetry loops, retrying uploads forever",
+        "flaky shared test database",
+    ]
+    with Snapshot(corpus.home) as view:
+        for text in texts:
+            packed = view.lexical(text, corpus.ids)
+            assert packed is not None and packed.any()
+            ours = bm25(corpus.listed, text, Recipe())
+            assert ours.tolist() == pytest.approx(packed.tolist(), rel=1e-5)
+    apart = bm25(corpus.listed, texts[0], Recipe(groups=False, query_counts="repeats"))
+    assert apart.tolist() != pytest.approx(bm25(corpus.listed, texts[0], Recipe()).tolist())
+
+
 def test_every_set_is_reported_and_weights_are_chosen_across_sets(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -235,12 +284,12 @@ def test_every_set_is_reported_and_weights_are_chosen_across_sets(
     d3 = figures["d3"]
     assert d3["vs_d3"] == 0.0 and d3["wins"] == d3["losses"] == 0  # type: ignore[index]
     assert 0.0 <= figures["fused"]["ndcg@10"] <= 1.0  # type: ignore[index]
-    chosen = bench_retrieval.leave_one_set_out(found, plateau=0.01)
-    assert set(chosen) == {"a (a-pooled)", "b (b-pooled)"}
+    chosen = bench_retrieval.leave_one_set_out(found, plateau="se")
+    assert set(chosen) == {"a (a-pooled)", "b (b-pooled)", "on all sets"}
     inside = bench_retrieval.within_set(found[0], plateau=0.0)
     assert len(inside["picks"]) == 2  # type: ignore[arg-type]  # one per topic
     floor = bench_retrieval.calibrate(found)
-    assert set(floor) == {"context", "prompt"}
+    assert set(floor) == {"context", "prompt", "prompt recall"}
     out = capsys.readouterr().out
     assert "c: 1 prompt queries, no labels yet: not pooled yet" in out
     assert "leave one set out" in out and "leave one topic out" in out

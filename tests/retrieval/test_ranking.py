@@ -103,6 +103,13 @@ def test_no_query_means_prominence_only() -> None:
     assert ranking.select(["patterns"] * 4, scores.final, -1, balanced=False) == [0, 3, 1, 2]
 
 
+def test_ties_are_broken_by_then_then_by_candidate_order() -> None:
+    final = np.array([1.0, 2.0, 1.0, 1.0, 2.0])
+    then = np.array([0.1, 0.0, 0.9, 0.1, 0.5])
+    assert ranking.select(["patterns"] * 5, final, -1, balanced=False) == [1, 4, 0, 2, 3]
+    assert ranking.select(["patterns"] * 5, final, -1, False, then=then) == [4, 1, 2, 0, 3]
+
+
 def test_zero_weights_everywhere_fall_back_to_prominence() -> None:
     scores = run(VECTOR, KEYWORD, ranking.Weights(0.0, 0.0, 0.0))
     assert scores.weights == (0.0, 0.0, 1.0)

@@ -47,12 +47,12 @@ def test_passes_reads_the_relevance_component() -> None:
 
 
 def test_the_floor_is_configured(tmp_path: Path) -> None:
-    assert relevance.floor_of(Config()) == Config().memory_relevance_floor == 0.2
+    assert relevance.floor_of(Config()) == Config().memory_relevance_floor == 0.5
     config, warnings = load_config(None, env={"MEMLOG_RELEVANCE_FLOOR": "0.45"})
     assert warnings == [] and relevance.floor_of(config) == 0.45
 
 
-@pytest.mark.parametrize("vector_weight", [0.25, 0.0])
+@pytest.mark.parametrize("vector_weight", [1.0, 0.0])
 def test_a_search_gives_every_pick_its_evidence(memlog_home: Path, vector_weight: float) -> None:
     seed(memlog_home, entry("Parser error handling", PARSER), filler(8, "patterns"))
     config = msgspec.structs.replace(HASHING, memory_fusion_vector_weight=vector_weight)
