@@ -18,8 +18,13 @@ everyone's neighbour, the mean would otherwise cancel the scores out):
 
     final = fused + wn · max(0, mean(fused[neighbours]))
 
-Ties keep candidate (id) order, as in D3.  The weights' defaults were
-chosen on the retrieval benchmark by cross-validation (README).
+Entries whose final scores tie are ordered by prominence, then by
+candidate (id) order (``ranking.select``'s ``then``): prominence has no
+weight by default, since it does not help find what is relevant, but it
+orders what the signals cannot tell apart (a start without a query, the
+entries nothing matched).  The weights' defaults (lexical 1, vector 1,
+prominence 0, neighbours 1) were chosen across the retrieval benchmark's
+blind label sets by leaving one set out (README).
 
 The means, deviations and neighbour scores are taken over the *reference*
 candidates only (all of them by default): the categories the hook ranks.
