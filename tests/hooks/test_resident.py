@@ -133,8 +133,11 @@ def test_a_resident_answers_as_the_hook_itself_would(
 
 
 def test_a_prompt_is_recalled_by_the_resident_as_the_hook_would(
-    home: Path, runtime: Path, project: Path
+    home: Path, runtime: Path, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # the tests' hashing vectors say little, so no entry would reach the shipped floor:
+    # a low one (for the resident and the hook alike) makes this prompt recall something
+    monkeypatch.setenv("MEMLOG_RELEVANCE_FLOOR", "0.05")
     words = "How do I keep the entity registry and the markdown files in sync?"
     prompt = {"session_id": "s-1", "cwd": str(project), "prompt": words}
 
