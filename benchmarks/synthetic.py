@@ -29,7 +29,7 @@ import uuid
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
 import msgspec
 import numpy as np
@@ -432,9 +432,9 @@ class SyntheticLog(EventLog):
         self._ids = random.Random(f"ids-{seed}")
         self._step = SPAN / max(total, 1)
 
-    def _stamp(self, events: Sequence[E], first: int) -> list[E]:
+    def _stamp(self, events: Sequence[E], first: int, *args: Any, **kwargs: Any) -> list[E]:
         """The log's own stamps (sequence, batch, …) with the time and id made reproducible."""
-        return [self._restamped(e) for e in super()._stamp(events, first)]
+        return [self._restamped(e) for e in super()._stamp(events, first, *args, **kwargs)]
 
     def _restamped(self, event: E) -> E:
         when = START_TIME + self._step * event.seq

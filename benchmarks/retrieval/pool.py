@@ -1,6 +1,6 @@
 """Pools a label set's queries for blind judging: a judge's file and a key.
 
-    python benchmarks/retrieval/pool.py SET [SET …] [--out /work/team/pools] [--cache DIR]
+    python benchmarks/retrieval/pool.py SET [SET …] [--out build/retrieval-pools] [--cache DIR]
                                         [--depth 20] [--seed 2108]
 
 For each query, the first ``--depth`` entries of every candidate ranking
@@ -31,7 +31,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import labelsets  # noqa: E402
 import rankers  # noqa: E402
 
-DEFAULT_OUT = Path("/work/team/pools")
+# The judges' files are written outside the repository's tracked tree: judges read
+# them and nothing else (the key stays in the set's folder).
+DEFAULT_OUT = Path(__file__).resolve().parents[2] / "build" / "retrieval-pools"
 DEFAULT_CACHE = Path.home() / ".cache" / "memlog-bench-retrieval"
 SEED = 2108
 KINDS = {"anti-patterns": "anti-pattern", "heuristics": "heuristic", "patterns": "pattern"}
@@ -69,7 +71,7 @@ One line per item, `QUERY ITEM GRADE`, separated by spaces, for example:
     Q01 8 0
 
 Every item of every query gets exactly one line, with grade 0, 1 or 2; blank lines and lines
-starting with `#` are ignored.  Write them to `/work/team/labels/{name}.<your-name>.txt`.
+starting with `#` are ignored.  Write them to `grades/{name}.<your-name>.txt` beside this file.
 Check the file with `python benchmarks/retrieval/labels.py check {name} FILE` (run in a
 memlog checkout; it reads the key, you do not).
 """
