@@ -26,6 +26,7 @@ from memlog.eventlog.events import (
     Usage,
     content_hash,
 )
+from memlog.config import Config
 from memlog.eventlog.log import EventLog
 from memlog.tests.support import REPO
 
@@ -198,7 +199,13 @@ def test_the_next_session_view(page: Any, served: str) -> None:
     field.send_keys(str(DEMO))
     submit(page, css(page, ".filters button")[0], "dir=")
     headings = [th.text for th in css(page, "table.ranking th.signal")]
-    assert headings == ["lexical ×1.00", "vector ×0.25", "prominence ×0.05", "neighbours ×1.00"]
+    shipped = Config()  # the weights the page shows are the configured ones
+    assert headings == [
+        f"lexical ×{shipped.memory_fusion_lexical_weight:.2f}",
+        f"vector ×{shipped.memory_fusion_vector_weight:.2f}",
+        f"prominence ×{shipped.memory_fusion_prominence_weight:.2f}",
+        f"neighbours ×{shipped.memory_neighbour_weight:.2f}",
+    ]
     scores = [float(td.text) for td in css(page, "table.ranking td.score")]
     assert scores and scores == sorted(scores, reverse=True)  # best first
     assert len(css(page, "table.ranking span.bar")) == 4 * len(scores)
