@@ -28,10 +28,18 @@ TEMP_STALE_SECONDS = 24 * 3600
 
 
 def refuse_link(path: Path | str) -> HomeError:
-    """The error for a link found where memlog writes (raise it)."""
+    """The error for a link found where memlog writes (raise it).  The advice differs for
+    the log (``events/``, its folders and files), the one thing memlog cannot make again:
+    a link there may lead to the user's own log, moved elsewhere."""
+    in_log = "events" in Path(path).parts[-3:]
+    advice = (
+        "if it leads to this log's own file, move that file back in its place: memlog "
+        "cannot make the log again; else remove it"
+        if in_log
+        else "remove it, and memlog makes the file again"
+    )
     return HomeError(
-        f"{path} is a symbolic link; memlog follows no link inside its home "
-        "(remove it, and memlog makes the file again)"
+        f"{path} is a symbolic link; memlog follows no link inside its home ({advice})"
     )
 
 

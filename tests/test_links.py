@@ -110,6 +110,19 @@ def test_a_link_where_memlog_writes_is_refused(home: Path, tmp_path: Path, rel: 
     untouched(outside, before)
 
 
+@pytest.mark.parametrize("rel", ["events", "events/00000000000000000001.jsonl"])
+def test_a_link_in_the_log_is_not_answered_with_advice_that_loses_it(
+    home: Path, tmp_path: Path, rel: str
+) -> None:
+    """A log moved elsewhere and linked back (a synced folder, a second disk) is refused
+    like any link, but the line never tells the user to remove it so that memlog makes
+    it again: that would leave an empty log (a view's may be: ``test_faults``)."""
+    plant(home, rel, tmp_path / "outside")
+    line = invoke(*WRITERS[rel]).stderr
+    assert "memlog makes the file again" not in line
+    assert "move that file back in its place" in line and "cannot make the log again" in line
+
+
 def test_a_linked_database_of_another_application_is_never_overwritten(
     home: Path, tmp_path: Path
 ) -> None:
