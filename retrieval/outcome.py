@@ -97,9 +97,8 @@ def injection(
     )  # fmt: skip
     if request.floor is not None:
         result.chosen = passing(result.chosen, request.floor)
-    if request.received:  # a resumed session: what it received keeps its place, unrepeated
-        result.chosen = [c for c in result.chosen if c.id not in request.received]
     if request.max_chars is None:
+        result.chosen = unreceived(result.chosen, request.received)
         result.text = render_semantic([by_id[c.id] for c in result.chosen], result)
         return result
     floor = request.floor
@@ -109,8 +108,17 @@ def injection(
         framing = (BLOCK_HEADER, diagnostic)
     balanced = budget.balanced(request.effective_limit, request.query is not None)
     fit_into(result, by_id, request.max_chars, balanced, framing)
+    if request.received:  # a resumed session: what a fresh start gives now, less what it has
+        result.chosen = unreceived(result.chosen, request.received)
+        fit_into(result, by_id, request.max_chars, balanced, framing)
     result.more = more(ranked, {c.id for c in result.chosen}, query is not None)
     return result
+
+
+def unreceived(chosen: list[Chosen], received: frozenset[str]) -> list[Chosen]:
+    """What a resumed session has not received: the rest keep their places, unrepeated
+    (a fresh start's picks, not the next-best ones: its transcript holds what it got)."""
+    return [c for c in chosen if c.id not in received]
 
 
 def passing(chosen: list[Chosen], floor: float) -> list[Chosen]:

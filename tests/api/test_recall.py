@@ -105,6 +105,26 @@ def test_a_resumed_session_is_not_given_what_it_received(shop: Path, memlog_home
     assert PIN in other.text
 
 
+def test_a_resumed_session_is_not_given_what_the_budget_left_out_of_its_start(
+    tmp_path: Path, memlog_home: Path
+) -> None:
+    """The limit chose more than the budget holds: a fresh start gives what fits, and a
+    resume, less what the session received, gives nothing (not the entries the budget
+    left out at the start, which no fresh start would give either)."""
+    root = tmp_path / "project"
+    (root / ".claude").mkdir(parents=True)
+    (root / ".claude" / "iflow-dev.local.md").write_text(
+        "---\nmemory_injection_max_chars: 1500\nmemory_injection_limit: 20\n---\n"
+    )
+    seed(memlog_home, filler(10, "patterns"), filler(10, "heuristics"))
+    first = start(root, memlog_home, "s1")
+    assert first.chosen and any(o.reason == recall.NO_ROOM for o in first.left_out)
+    resumed = start(root, memlog_home, "s1", "resume")
+    assert resumed.text == "" and not resumed.chosen
+    fresh = start(root, memlog_home, "s2")
+    assert {c.id for c in fresh.chosen} == {c.id for c in first.chosen}
+
+
 def test_the_auto_memory_claude_code_loads_is_not_given_again(
     shop: Path, memlog_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
