@@ -1,4 +1,4 @@
-"""Every test runs against a temporary memlog home, never the real one."""
+"""Every test runs against a temporary memlog home and HOME, never the real ones."""
 
 from __future__ import annotations
 
@@ -12,8 +12,50 @@ from pathlib import Path
 
 import pytest
 
+from memlog.tests import real_home
+
 SHARED = Path(__file__).resolve().parents[2] / "shared"
 FIXTURES = SHARED / "fixtures"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def away_from_the_real_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """The run's HOME is a folder of its own, every process of the run with it; writes
+    under the real ``~/.claude`` are refused, and the run fails if it made the real
+    ``~/.claude`` or memlog home (``real_home``).  The real test caches stay in use."""
+    before = {path: path.exists() for path in real_home.NOT_CREATED}
+    names = ("HOME", "MEMLOG_TEST_CACHE", "npm_config_userconfig", "npm_config_cache")
+    kept = {name: os.environ.get(name) for name in names}
+    os.environ.setdefault("MEMLOG_TEST_CACHE", str(real_home.TEST_CACHE))
+    npmrc = real_home.REAL_HOME / ".npmrc"  # the user's registry, for the CLI's first install
+    if npmrc.exists():
+        os.environ.setdefault("npm_config_userconfig", str(npmrc))
+    os.environ.setdefault("npm_config_cache", str(real_home.REAL_HOME / ".npm"))
+    home = tmp_path_factory.mktemp("user-home")
+    os.environ["HOME"] = str(home)
+    real_home.watch()
+    yield home
+    real_home.unwatch()
+    for name, value in kept.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+    made = real_home.created(before)
+    if made or real_home.touched:
+        pytest.fail(f"the run wrote into the real home: {made or real_home.touched}")
+
+
+@pytest.fixture(autouse=True)
+def real_home_untouched() -> Iterator[None]:
+    """The test fails, loudly, when it tried to write into the real home, even if the
+    code under test swallowed the refusal."""
+    before = len(real_home.touched)
+    yield
+    if len(real_home.touched) > before:
+        tried = real_home.touched[before:]
+        del real_home.touched[before:]  # this test's fault: reported here, once
+        pytest.fail(f"this test tried to write into the real home: {tried}")
 
 
 @pytest.fixture(scope="session", autouse=True)

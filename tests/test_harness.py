@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import sqlite3
 from pathlib import Path
 
 import httpx
 import pytest
 
+from memlog.tests import claude_code, real_home
 from memlog.tests.claude_code import ClaudeCode, claude_binary
 from memlog.tests.messages_api import MessagesAPI
 
@@ -68,3 +71,39 @@ def test_claude_print_with_a_json_schema_against_the_loopback_api(tmp_path: Path
     sent = api.messages[-1]
     assert "StructuredOutput" in {t["name"] for t in sent["tools"]}
     assert sent["model"].startswith("claude-haiku")
+
+
+# -- the real home stays out of reach (conftest.py, real_home.py) -------------------------------
+
+
+def test_the_run_has_a_home_of_its_own() -> None:
+    assert Path.home() != real_home.REAL_HOME and os.path.expanduser("~") == str(Path.home())
+    assert not claude_code.cache_dir().is_relative_to(Path.home())  # the CLI's cache is kept
+
+
+def test_a_write_into_the_real_claude_folder_is_refused_before_it_happens() -> None:
+    assert real_home.watching()
+    probe = real_home.REAL_HOME / ".claude" / "memlog-guard-probe"
+    existed = probe.parent.exists()
+    before = len(real_home.touched)
+    try:
+        with pytest.raises(real_home.RealHomeTouched, match="memlog-guard-probe"):
+            probe.mkdir(parents=True)
+        with pytest.raises(real_home.RealHomeTouched):
+            sqlite3.connect(real_home.REAL_HOME / ".claude" / "iflow" / "memory" / "memory.db")
+        with pytest.raises(real_home.RealHomeTouched):
+            (real_home.REAL_HOME / ".claude.json").open("a")
+        with open(os.devnull, "w"):  # a write outside the guarded paths passes
+            pass
+    finally:
+        assert not probe.exists() and probe.parent.exists() == existed
+        assert len(real_home.touched) == before + 3
+        del real_home.touched[before:]  # expected here: the test passes
+
+
+def test_what_is_guarded() -> None:
+    claude = real_home.REAL_HOME / ".claude"
+    assert real_home.guarded(claude) and real_home.guarded(str(claude / "settings.json"))
+    assert real_home.guarded(os.fsencode(claude / "iflow" / "memory" / "events"))
+    assert not real_home.guarded(real_home.REAL_HOME / ".claude-other")
+    assert not real_home.guarded(real_home.TEST_CACHE / "claude-code") and not real_home.guarded(3)
