@@ -109,8 +109,8 @@ def _work(payload: dict[str, Any], home: Path, started: float, box: dict[str, An
     if not _wanted(payload, config.memory_injection_enabled, config.memory_inject_on_compact):
         return
     adopted = adopt(ws, settle=False)  # an iflow store in the home, before the first write
-    for note in adopted.notes if adopted is not None else []:
-        log_error(home, note)
+    if adopted is not None:
+        box["adopted"] = adopted  # told to the user with the output (``adoption_said``)
     budget = config.memory_hook_budget_ms / 1000
     box["budget"] = str(budget)
     deadline = started + budget - MARGIN - RANK_RESERVE
@@ -178,7 +178,7 @@ def run(
     if told is not None:
         told(_budget(box))
     kept = {} if kept is None else kept
-    for name in ("space", "resident"):  # the views are caught up even after a failure
+    for name in ("space", "resident", "adopted"):  # kept even after a failure
         if name in box:
             kept[name] = box[name]
     if worker.is_alive():
@@ -219,7 +219,8 @@ def main() -> None:
             told = notice.first_time(payload, home)
     except BaseException as exc:  # noqa: BLE001 - the hook must never fail
         log_error(home, f"failed: {type(exc).__name__}: {exc}", exc)
-    sys.stdout.write(envelope(context, told) + "\n")
+    said = "\n".join(part for part in (adoption_said(box), told) if part)
+    sys.stdout.write(envelope(context, said) + "\n")
     sys.stdout.flush()
     try:
         if told:
@@ -230,6 +231,15 @@ def main() -> None:
     except BaseException as exc:  # noqa: BLE001 - the hook must never fail
         log_error(home, f"failed after the output: {type(exc).__name__}: {exc}", exc)
     os._exit(0)  # a late worker thread must not hold the exit
+
+
+def adoption_said(box: dict[str, Any]) -> str:
+    """What adopting an iflow store at this start tells the user, as the CLI says it on
+    stderr (the hook's stderr reaches no one): the store adopted, the backups kept."""
+    adopted = box.get("adopted")
+    if adopted is None:
+        return ""
+    return "\n".join(f"memlog: {line}" for line in (adopted.line, *adopted.notes))
 
 
 def from_resident(

@@ -160,13 +160,21 @@ def test_the_hook_adopts_then_injects(
 ) -> None:
     project = tmp_path / "project"
     (project / ".git").mkdir(parents=True)
+    with (memlog_home / "patterns.md").open("a") as kept:
+        kept.write("\n<!-- my own note -->\n")  # rewritten: the original is kept as a backup
     payload = {"session_id": "s-1", "cwd": str(project), "source": "startup"}
     env = {**os.environ, "MEMLOG_HOME": str(memlog_home)}
     done = subprocess.run(
         [sys.executable, "-m", "memlog", "hook", "session-start"], input=json.dumps(payload),
         capture_output=True, text=True, env=env, cwd=project, timeout=60, check=True,
     )  # fmt: skip
-    context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    output = json.loads(done.stdout)
+    context = output["hookSpecificOutput"]["additionalContext"]
+    # the user is told, as the CLI tells it on stderr; a backup kept is no hook error
+    told = output["systemMessage"]
+    assert f"memlog: adopted the iflow global store in {memlog_home}" in told
+    assert "patterns.md was not written by memlog; kept a copy as patterns.md.edited-" in told
+    assert not (memlog_home / "hook-errors.log").exists()
     assert settled(memlog_home)
     assert "## Engineering Memory" in context
     injected = [ln[4:].split(": ", 1)[-1] for ln in context.splitlines() if ln.startswith("### ")]
