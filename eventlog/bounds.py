@@ -1,4 +1,10 @@
-"""Parsing ``--since`` / ``--until`` bounds: an ISO time or a sequence number."""
+"""What memlog takes in: the largest event, and ``--since`` / ``--until`` bounds.
+
+``MAX_EVENT_BYTES`` is the one limit on the size of anything that becomes an
+event, whatever the door (the command line, ``--from`` input, an import, the
+MCP server's tools, a sync, the resident's socket): a memory entry is a few
+KB, so an event of more is refused with one line before anything is stored.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +12,48 @@ from datetime import UTC, datetime
 from typing import NamedTuple
 
 from memlog.errors import InvalidInput
+
+#: the largest event memlog stores or accepts, as one encoded log line (its JSON and
+#: checksum): the largest real memory entries are a few KB, their events with a vector
+#: under 3 KB; 64 KiB leaves room for long texts and 4096-dimension vectors
+MAX_EVENT_BYTES = 64 * 1024
+
+
+def too_large(size: int) -> bool:
+    """Whether ``size`` bytes are more than one event may hold."""
+    return size > MAX_EVENT_BYTES
+
+
+def size_note(size: int) -> str:
+    """``65.5 KiB, more than the 64 KiB an event may hold`` (for a one-line refusal)."""
+    return f"{_kib(size)}, more than the {_kib(MAX_EVENT_BYTES)} an event may hold"
+
+
+def check_payload(payload: object, what: str = "the input") -> None:
+    """InvalidInput when ``payload`` (text, bytes, or anything JSON encodes, measured as
+    its JSON) is larger than one event may be: called by every door before it builds or
+    stores anything."""
+    size = payload_size(payload)
+    if too_large(size):
+        raise InvalidInput(f"{what} is {size_note(size)}; nothing was stored")
+
+
+def payload_size(payload: object) -> int:
+    """The bytes of ``payload``: UTF-8 of a text, length of bytes, else its JSON."""
+    if isinstance(payload, bytes | bytearray | memoryview):
+        return len(payload)
+    if isinstance(payload, str):
+        return len(payload.encode("utf-8", "surrogatepass"))
+    import msgspec
+
+    try:
+        return len(msgspec.json.encode(payload))
+    except (TypeError, msgspec.EncodeError, OverflowError):
+        return len(repr(payload).encode("utf-8", "replace"))
+
+
+def _kib(size: int) -> str:
+    return f"{size / 1024:.0f} KiB" if size % 1024 == 0 else f"{size / 1024:.1f} KiB"
 
 
 class Bound(NamedTuple):

@@ -42,3 +42,25 @@ def test_within_is_inclusive_at_both_ends_by_time() -> None:
     assert [t[:10] for t in stamps if within(0, t, since, until)] == [
         "2026-01-02", "2026-01-03", "2026-01-04",
     ]  # fmt: skip
+
+
+def test_the_largest_event_is_a_few_kb_entry_many_times_over() -> None:
+    from memlog.eventlog.bounds import MAX_EVENT_BYTES, check_payload, payload_size, too_large
+
+    assert 16 * 1024 <= MAX_EVENT_BYTES <= 256 * 1024
+    assert not too_large(MAX_EVENT_BYTES) and too_large(MAX_EVENT_BYTES + 1)
+    check_payload("x" * MAX_EVENT_BYTES)  # exactly the limit passes
+    assert payload_size("é") == 2 and payload_size(b"ab") == 2
+    assert payload_size({"a": "b"}) == len(b'{"a":"b"}')
+
+
+@pytest.mark.parametrize(
+    "payload",
+    ["x" * (64 * 1024 + 1), b"\0" * (1 << 20), {"description": "é" * 40_000}, ["a" * 70_000]],
+)
+def test_a_payload_past_the_limit_is_one_line_of_bad_input(payload: object) -> None:
+    from memlog.eventlog.bounds import check_payload
+
+    with pytest.raises(InvalidInput, match=r"^the description is [\d.]+ KiB, more than the "
+                       r"64 KiB an event may hold; nothing was stored$"):  # fmt: skip
+        check_payload(payload, "the description")
