@@ -145,6 +145,8 @@ def decode_checked(decoder: msgspec.json.Decoder[T], raw: bytes, where: str) -> 
         raise InvalidInput(f"{where}: {exc}") from None
     except msgspec.DecodeError as exc:
         raise InvalidInput(f"{where}: malformed JSON ({exc})") from None
+    except UnicodeDecodeError:
+        raise InvalidInput(f"{where}: not UTF-8") from None
 
 
 def with_references(event: Observed, references: Iterable[str]) -> Observed:

@@ -143,7 +143,7 @@ def decode_or_none(content: bytes, kind: type[T]) -> T | None:
     """``content`` decoded as ``kind``, or ``None`` when it is not that shape."""
     try:
         return msgspec.json.decode(content, type=kind)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeDecodeError):
         return None
 
 
@@ -216,7 +216,7 @@ class HttpEmbeddingProvider(EmbeddingProvider):
     def _decode(self, content: bytes, kind: type[T]) -> T:
         try:
             return msgspec.json.decode(content, type=kind)
-        except msgspec.DecodeError as exc:
+        except (msgspec.DecodeError, UnicodeDecodeError) as exc:
             raise ProviderError(f"{self.name}: malformed answer: {exc}") from None
 
     def _rows(self, texts: Sequence[str], rows: list[list[float]]) -> list[list[float]]:

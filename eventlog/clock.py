@@ -13,6 +13,12 @@ Readers order all devices' events by ``(stamp, id)``, where ``stamp`` is
 previous stamp (logs written before the clock, whose batches share one
 ``ts``): a pure function of each device's own events, so every machine
 holding the same events puts them in the same order.
+
+The clock is bounded, as hybrid logical clocks are: sync refuses an event
+dated more than ``MAX_AHEAD`` after this machine's clock, a line dated
+outside 1970-9000 is damage (``codec``) and never read as a stamp, and a
+reading never passes ``LATEST``: however a far date got into a log, no
+later write fails for it.
 """
 
 from __future__ import annotations
@@ -28,6 +34,10 @@ from memlog.eventlog.codec import BadLine, decode_line
 from memlog.files import atomic_write
 
 FLOOR_FILE = ".clock"
+#: how far ahead of this machine's clock an event received, or a stamp followed, may be
+MAX_AHEAD = 24 * 3600 * 1_000_000
+#: the latest stamp ``iso`` writes (the year 9000: far past any clock, far from overflow)
+LATEST = 221_845_392_000_000_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _TAIL = 1 << 16
 
@@ -43,7 +53,7 @@ def micros(ts: str) -> int:
 
 def iso(value: int) -> str:
     """The ``ts`` text of a clock reading (ISO 8601, microseconds, ``Z``)."""
-    seconds, rest = divmod(value, 1_000_000)
+    seconds, rest = divmod(min(max(value, 0), LATEST), 1_000_000)
     moment = datetime.fromtimestamp(seconds, UTC).replace(microsecond=rest)
     return moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
@@ -62,7 +72,7 @@ def next_reading(append_dir: Path, events_dir: Path, last: int | None = None) ->
     ``last``: the stamp of its last line, when the caller already read it."""
     if last is None:
         last = last_stamp(seg.list_segments(append_dir))
-    return max(now_micros(), last + 1, read_floor(events_dir) + 1)
+    return min(max(now_micros(), last + 1, read_floor(events_dir) + 1), LATEST)
 
 
 def last_stamp(paths: list[Path]) -> int:
@@ -88,7 +98,8 @@ def last_stamp(paths: list[Path]) -> int:
 def read_floor(events_dir: Path) -> int:
     """The newest stamp received from other devices (0 when none was recorded)."""
     try:
-        return int((events_dir / FLOOR_FILE).read_text(encoding="ascii").strip() or 0)
+        found = int((events_dir / FLOOR_FILE).read_text(encoding="ascii").strip() or 0)
+        return min(max(found, 0), LATEST)
     except (OSError, ValueError):
         return 0
 

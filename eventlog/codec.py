@@ -2,16 +2,22 @@
 
 A line is ``{...event fields...,"sum":"<16 hex>"}\\n`` where ``sum`` is a
 BLAKE2b-64 digest of the line's bytes up to (not including) ``,"sum":``.
-A torn, glued or edited line fails the check and is never decoded.
+A torn, glued or edited line fails the check and is never decoded.  A line
+longer than ``bounds.MAX_EVENT_BYTES`` is refused before it is checked, and an
+event whose time cannot be read or lies outside 1970-9000 is refused after it
+is decoded: every time memlog computes with stays in range.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 
 import msgspec
 
 from memlog import digests
+from memlog.errors import InvalidInput
+from memlog.eventlog.bounds import MAX_EVENT_BYTES, size_note, too_large, utc_moment
 from memlog.eventlog.events import Event, EventBase
 
 SUM_KEY = b',"sum":"'
@@ -46,6 +52,19 @@ def encode_line(event: EventBase) -> bytes:
     return body + SUM_KEY + checksum(body) + b'"}\n'
 
 
+def bounded_line(event: EventBase) -> bytes:
+    """The line of ``event``; InvalidInput (nothing written) past the largest event: every
+    writer of the log encodes through here."""
+    line = encode_line(event)
+    if too_large(len(line) - 1):
+        tag = type(event).__struct_config__.tag
+        name = getattr(event, "name", "")
+        what = f"{tag} {name[:60]!r}" if isinstance(name, str) and name else tag
+        raise InvalidInput(f"{what} would be {size_note(len(line) - 1)} "
+                           "(a memory entry is a few KB); nothing was stored")  # fmt: skip
+    return line
+
+
 def check_line(line: bytes) -> bytes:
     """Return the checksummed body of ``line`` (without newline) or raise BadLine."""
     if line.endswith(b"\n"):
@@ -61,13 +80,35 @@ def check_line(line: bytes) -> bytes:
 
 def decode_line(line: bytes) -> Event:
     """Check and decode one line; raise BadLine naming what is wrong."""
+    if len(line) > MAX_EVENT_BYTES + 1:
+        raise BadLine(f"too long: {size_note(len(line))}")
     body = check_line(line)
     try:
-        return decoder().decode(body + b"}")
+        event = decoder().decode(body + b"}")
     except msgspec.ValidationError as exc:
         raise BadLine(f"invalid event: {exc}") from None
     except msgspec.DecodeError as exc:
         raise BadLine(f"malformed JSON: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise BadLine(f"not UTF-8 (byte {exc.start} of its text)") from None
+    if not _TIME.match(event.ts) and not _in_range(event.ts):
+        raise BadLine(f"time out of range: {event.ts[:40]!r} (1970 to 9000)")
+    return event
+
+
+#: the form every writer stamps, in the years memlog takes (the common case, checked fast)
+_TIME = re.compile(
+    r"(?:19[7-9]\d|[2-8]\d{3})-(?:0[1-9]|1[0-2])-(?:0[1-9]|[12]\d|3[01])"
+    r"T(?:[01]\d|2[0-3]):[0-5]\d:[0-5]\d\.\d{6}Z\Z"
+)
+
+
+def _in_range(ts: str) -> bool:
+    """Whether ``ts`` is empty (an event not stamped) or a time in 1970-9000."""
+    if not ts:
+        return True
+    moment = utc_moment(ts)
+    return moment is not None and 1970 <= moment.year < 9000
 
 
 #: where an event line starts: a good line glued behind a torn prefix is found by it

@@ -31,7 +31,7 @@ from memlog import __version__, files, locking
 from memlog.errors import HomeError, LogBusy, LogWriteError
 from memlog.eventlog import clock, devices, snapshot, spool, waiting
 from memlog.eventlog import segments as seg
-from memlog.eventlog.codec import encode_line
+from memlog.eventlog.codec import bounded_line
 from memlog.eventlog.events import EventBase, Writer
 from memlog.eventlog.ids import uuid7
 from memlog.eventlog.reader import START as START
@@ -123,7 +123,7 @@ class EventLog:
     def _append_locked(self, prepared: Sequence[E], spooled: bool = False) -> list[E]:
         path, first = self._tail_segment()
         stamped = self._stamp(prepared, first, self._last_stamp, spooled)
-        self._write(path, b"".join(encode_line(e) for e in stamped), stamped[-1].seq)
+        self._write(path, b"".join(bounded_line(e) for e in stamped), stamped[-1].seq)
         return stamped
 
     def _stamp(

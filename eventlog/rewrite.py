@@ -173,7 +173,10 @@ def _read(path: Path) -> Journal | None:
         return msgspec.json.decode(path.read_bytes(), type=Journal)
     except FileNotFoundError:
         return None
-    except msgspec.DecodeError:  # torn while written: what it named is found by looking
+    except (
+        msgspec.DecodeError,
+        UnicodeDecodeError,
+    ):  # torn while written: what it named is found by looking
         return Journal([])
 
 

@@ -330,7 +330,7 @@ def read_quarantine(home: Path) -> list[QuarantineRecord]:
     for line in raw.splitlines():
         try:
             records.append(decoder.decode(line))
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, UnicodeDecodeError):
             continue
     return records
 

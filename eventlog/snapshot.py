@@ -42,7 +42,7 @@ def read(folder: Path) -> Snapshot | None:
         return None
     try:
         return msgspec.json.decode(data, type=Snapshot)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeDecodeError):
         return Snapshot(source="?", seq=0)  # a damaged marker still marks a snapshot
 
 

@@ -91,9 +91,14 @@ class _SeqCheck:
             )
 
     def _covered(self, first: int, stop: int) -> bool:
-        missing = set(range(first, stop))
-        if missing and missing <= self.acknowledged | self.damaged:
-            self.gaps.extend(sorted(missing & self.acknowledged - self.damaged))
+        """Whether every number of ``first..stop-1`` was acknowledged or damaged (looked at
+        only when there can be that many: a gap of 10^18 costs nothing)."""
+        known = self.acknowledged | self.damaged
+        if not 0 < stop - first <= len(known):
+            return False
+        missing = range(first, stop)
+        if all(s in known for s in missing):
+            self.gaps.extend(s for s in missing if s in self.acknowledged - self.damaged)
             return True
         return False
 
@@ -183,19 +188,33 @@ def repair_log(log: EventLog) -> list[str]:
                 _raise_mark(folder, top)
             for plan in plans:
                 moved += _move(log, plan)
-            _acknowledge_gaps(log, device, paths, top)
+            _acknowledge_gaps(log, device, paths, top, _most_lost(plans))
     return moved
+
+
+def _most_lost(plans: list[_Plan]) -> int:
+    """The most sequence numbers the damage of ``plans`` can have taken with it (a line
+    takes at least 16 bytes): a gap longer than that was made by no repair."""
+    return sum(d.length // 16 + 1 + len(d.seqs) for plan in plans for d in plan.bad)
 
 
 def _raise_mark(folder: Path, seq: int) -> None:
     seg.raise_high_water_file(folder, seq)
 
 
-def _acknowledge_gaps(log: EventLog, device: str, paths: list[Path], top: int) -> None:
-    """Record the sequence numbers a repair left missing, so verify can name them."""
-    present = {r.event.seq for path in paths for r in read_segment(path)}
+def _acknowledge_gaps(
+    log: EventLog, device: str, paths: list[Path], top: int, most: int
+) -> None:
+    """Record the sequence numbers a repair left missing, so verify can name them: those
+    of gaps no longer than the damage could hold (``most``; a line claiming seq 10^18
+    leaves a gap no repair made, and no range of that size is ever walked)."""
+    present = sorted({r.event.seq for path in paths for r in read_segment(path)})
     known = acknowledged_seqs(log.home, device)
-    lost = tuple(s for s in range(1, top + 1) if s not in present and s not in known)
+    found: list[int] = []
+    for before, after in zip([0, *present], [*present, top + 1], strict=True):
+        if 1 < after - before <= most + 1:
+            found += [s for s in range(before + 1, after) if s not in known]
+    lost = tuple(found)
     if lost:
         reason = "sequence numbers lost with quarantined lines"
         seg.quarantine(log.home, f"{device}/" if device else "", 0, b"", reason, None, lost)

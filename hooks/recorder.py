@@ -156,7 +156,7 @@ def main() -> None:
     home = resolve_home()
     try:
         handover = msgspec.json.decode(sys.stdin.buffer.read(), type=Handover)
-    except (OSError, msgspec.DecodeError) as exc:
+    except (OSError, msgspec.DecodeError, UnicodeDecodeError) as exc:
         log_error(home, f"recorder: no handover ({exc})")
         sys.exit(0)
     try:

@@ -52,7 +52,7 @@ class SyncState(msgspec.Struct, kw_only=True):
 def load_state(git_dir: Path) -> SyncState:
     try:
         return msgspec.json.decode((git_dir / STATE_NAME).read_bytes(), type=SyncState)
-    except (OSError, msgspec.DecodeError):
+    except (OSError, msgspec.DecodeError, UnicodeDecodeError):
         return SyncState()
 
 

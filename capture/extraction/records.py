@@ -82,7 +82,7 @@ def read_complete(path: Path, offset: int) -> tuple[bytes, int]:
 def _whole(tail: bytes) -> bool:
     try:
         return isinstance(msgspec.json.decode(tail), dict)
-    except msgspec.DecodeError:
+    except (msgspec.DecodeError, UnicodeDecodeError):
         return False
 
 
@@ -93,7 +93,7 @@ def decoded_lines(data: bytes) -> Iterator[Line]:
             continue
         try:
             line = DECODER.decode(raw)
-        except msgspec.DecodeError:
+        except (msgspec.DecodeError, UnicodeDecodeError):
             continue  # a torn, foreign or malformed line
         if line.uuid:
             if line.uuid in seen:

@@ -44,7 +44,7 @@ def digest(data: bytes) -> str:
 def load_state(folder: Path) -> MarkdownState:
     try:
         return msgspec.json.decode((folder / STATE_NAME).read_bytes(), type=MarkdownState)
-    except (OSError, msgspec.DecodeError):
+    except (OSError, msgspec.DecodeError, UnicodeDecodeError):
         return MarkdownState()
 
 

@@ -62,7 +62,14 @@ def test_lines_written_before_revival_was_a_choice_keep_their_meaning(memlog_hom
     log = EventLog(memlog_home)
     log.append([Observed(name="n", description=TEXT, category="patterns", revive=False)])
     log.append([Retired(entry_id=ENTRY, reason="gone")])
-    old = Observed(name="n", description=TEXT, category="patterns", seq=3, id="old", ts="t")
+    old = Observed(
+        name="n",
+        description=TEXT,
+        category="patterns",
+        seq=3,
+        id="old",
+        ts="2026-01-01T00:00:00.000000Z",
+    )
     body = encode_line(old).split(SUM_KEY)[0].replace(b',"stable_id":"","revive":null', b"")
     assert b"revive" not in body
     with open(log.segments()[-1], "ab") as segment:  # as an earlier version wrote it

@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 from collections.abc import Iterator
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 from unittest import mock
@@ -78,7 +79,14 @@ def struct_strategy(cls: type[msgspec.Struct]) -> st.SearchStrategy[Any]:
     info = mi.type_info(cls)
     assert isinstance(info, mi.StructType)
     fields = {f.name: strategy_for(f.type) for f in info.fields}
+    if issubclass(cls, EventBase):  # the log reads times of 1970-9000 only (or none)
+        fields["ts"] = st.one_of(st.just(""), TIMES)
     return st.fixed_dictionaries(fields).map(lambda kwargs: cls(**kwargs))
+
+
+TIMES = st.datetimes(datetime(1970, 1, 1), datetime(8999, 12, 31)).map(
+    lambda moment: moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+)
 
 
 @pytest.mark.parametrize("cls", EVENT_TYPES, ids=lambda c: c.__name__)
