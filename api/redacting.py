@@ -67,8 +67,9 @@ def _after(ws: Workspace, done: Expunged) -> Redaction:
     notes += _step(said, "embedding the entries again", lambda: settle(ws, done.event.ids))
     if (ws.home / GIT_DIR).is_dir():
         notes.append(
-            f"the old text stays in the history of {GIT_DIR} and of its remote: memlog sync "
-            "carries the rewritten segments, rewriting git history is yours to do"
+            f"the old text stays in the history of {GIT_DIR} and of its remote, sealed (only "
+            "the sync key opens it): memlog sync carries the rewritten segments, rewriting "
+            "git history is yours to do"
         )
     return Redaction(done.event, done.events, done.scrubbed, files, notes)
 

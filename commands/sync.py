@@ -16,6 +16,12 @@ from memlog.sync.status import Status
 @click.command()
 @click.argument("remote", required=False)
 @click.option("--init", is_flag=True, help="Make REMOTE (a git URL or path) this home's remote.")
+@click.option(
+    "--key",
+    metavar="KEY",
+    help="With --init: the sync key of a remote that has data (else MEMLOG_SYNC_KEY).",
+)
+@click.option("--print-key", is_flag=True, help="Print this home's sync key on one line.")
 @click.option("--status", "show_status", is_flag=True, help="What sync knows; no network.")
 @json_option("Print the outcome as JSON.")
 @click.option(
@@ -25,6 +31,8 @@ from memlog.sync.status import Status
 def sync(
     remote: str | None,
     init: bool,
+    key: str | None,
+    print_key: bool,
     show_status: bool,
     as_json: bool,
     at_session_end: bool,
@@ -33,16 +41,25 @@ def sync(
     """Sync events/ with a git remote: send this machine's new events, take every other
     machine's, and rebuild the views so every machine shows the same memory.
 
-    Only events/ travels; each segment is checked (checksums, sequence, secrets) before it
-    is committed, and a remote version that fails is quarantined, never applied."""
+    Only events/ travels, every line sealed with a key kept on your machines (--init makes
+    it; --print-key shows it, for --init --key on the next machine): the remote can neither
+    read nor change it.  A line from the remote that fails its checks is quarantined, never
+    applied, and named (exit 1)."""
     if init and not remote:
         raise click.UsageError("--init needs REMOTE (a git URL or path)")
+    if key is not None and not init:
+        raise click.UsageError("--key goes with --init REMOTE (it joins a remote)")
     ws = open_workspace(project_dir if project_dir is not None and project_dir.is_dir() else None)
+    if print_key:
+        click.echo(syncing.sync_key(ws))
+        return
     if show_status:
         found = syncing.sync_status(ws)
         emit(as_json, found, lambda: _print_status(found))
         return
-    done = syncing.sync_at_session_end(ws) if at_session_end else syncing.sync(ws, remote, init)
+    done = (
+        syncing.sync_at_session_end(ws) if at_session_end else syncing.sync(ws, remote, init, key)
+    )
     if done is None:
         return  # not asked for at session end
     emit(as_json, done, lambda: _print(done))
@@ -53,9 +70,11 @@ def sync(
 def _print(done: Outcome) -> None:
     if done.migrated:
         click.echo(f"moved {done.migrated} segments into events/{done.device}/ (bytes unchanged)")
+    if done.key_made:
+        click.echo(done.notes[0])
     click.echo(f"sent {done.sent} events, received {done.received} ({done.devices} devices)")
     click.echo(f"views: {done.views}")
-    warn(done.notes)
+    warn(done.notes[1:] if done.key_made else done.notes)
     for line in done.refused:
         click.echo(f"refused and quarantined: {line}", err=True)
     for line in done.held:
@@ -67,6 +86,8 @@ def _print_status(found: Status) -> None:
         click.echo("sync is not set up here (memlog sync --init REMOTE)")
         return
     click.echo(f"remote: {found.remote}")
+    if found.plain:
+        click.echo("set up by an earlier memlog that sent plain text: memlog sync --init NEW_URL")
     for device in found.devices:
         mark = " (this home)" if device.this_home else ""
         click.echo(

@@ -2,11 +2,14 @@
 
 One sync, under a lock of its own:
 
+0. the key is found (``--init`` makes one for a remote without memlog data,
+   or takes the one given for a remote that has some: ``setup``);
 1. the log moves to one directory per device if it was flat (``devices``);
-2. this device's new whole batches are checked and committed (``local``);
-3. the remote's branch is fetched and joined with ours (``merge``), the
-   files that changed are written into ``events/`` under the append lock,
-   and the local branch moves to the join;
+2. this device's new whole batches are checked, sealed and committed
+   (``local``);
+3. the remote's branch is fetched, its format and key checked, and joined
+   with ours (``merge``), the files that changed are written into
+   ``events/`` under the append lock, and the local branch moves to the join;
 4. the join is pushed (if someone pushed meanwhile, back to 3);
 5. the clock floor is raised past every event received, and the views are
    rebuilt unless they already are exactly what a replay would make, so
@@ -19,19 +22,20 @@ at exists, and the next sync starts from what is on disk.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NamedTuple
 
 from memlog.eventlog import clock, devices
 from memlog.eventlog import segments as seg
+from memlog.eventlog.bounds import MAX_EVENT_BYTES
 from memlog.eventlog.ids import utc_now
 from memlog.eventlog.log import EventLog
 from memlog.files import atomic_write
 from memlog.home import ensure_dir
 from memlog.locking import locked_within
-from memlog.sync import local, restore, views
+from memlog.sync import local, restore, setup, views
 from memlog.sync.merge import Merged, merge
 from memlog.sync.repo import (
     BRANCH,
@@ -42,6 +46,8 @@ from memlog.sync.repo import (
     SyncError,
     first_line,
 )
+from memlog.sync.sealed import SUFFIX
+from memlog.sync.sealing import Sealer, event_path
 from memlog.sync.state import Outcome, SyncState, load_state, save_state
 from memlog.vocabulary import Space
 
@@ -59,23 +65,31 @@ def sync_lock(home: Path, wait: float = LOCK_WAIT) -> Iterator[int]:
         yield fd
 
 
-def sync(home: Path, space: Space, remote: str | None = None, init: bool = False) -> Outcome:
-    """Sync ``home`` with ``remote`` (the configured one by default); see the module."""
+def sync(
+    home: Path, space: Space, remote: str | None = None, init: bool = False,
+    key: str | None = None,
+) -> Outcome:  # fmt: skip
+    """Sync ``home`` with ``remote`` (the configured one by default); see the module.
+    ``key``: the sync key given to join a remote (else ``MEMLOG_SYNC_KEY``)."""
     with sync_lock(home) as fd:
         log = EventLog(home, command="sync")
         own = devices.device_id(log.events_dir)
         git = Git(home, own, fd)
         swept = git.sweep_stale_locks()
-        url = _remote(git, remote, init)  # before the layout changes: a home never set up
-        migrated = _to_devices(log)  # for sync is left as it was
-        outcome = Outcome(remote=url, device=own, migrated=len(migrated), swept=swept)
+        ready = setup.ready(git, home, remote, init, key)  # before the layout changes: a
+        migrated = _to_devices(log)  # home never set up for sync is left as it was
+        outcome = Outcome(remote=ready.url, device=own, migrated=len(migrated), swept=swept)
+        outcome.key_made, outcome.notes = ready.made, list(ready.notes)
         state = load_state(git.git_dir)
-        restored = restore.take_back(git, log, own, _fetch(git, url))  # before it offers
+        sealer = Sealer(ready.key, git, state.sealed)
+        theirs = setup.fetch(git, ready.url)
+        setup.check_remote(git, sealer, ready.url, theirs)
+        restored = restore.take_back(git, log, own, theirs, sealer)  # before it offers
         outcome.notes += [restored] if restored else []
         files = local.Files(log.events_dir, state.cache)
-        offered = local.offer(git, files, own)
+        offered = local.offer(git, files, own, sealer)
         outcome.held = offered.problems
-        _exchange(git, log, files, own, url, state, outcome)
+        _exchange(Exchange(git, log, files, sealer, own, ready.url, state, outcome))
         outcome.notes += _raise_floor(log.events_dir, own)
         git.tidy()
         outcome.views = views.settle(home, space, state)  # a failure there is a note
@@ -91,71 +105,88 @@ def _to_devices(log: EventLog) -> list[str]:
         return devices.to_devices(log.events_dir)
 
 
-def _remote(git: Git, remote: str | None, init: bool) -> str:
-    if not git.exists():
-        if not (init or remote):
-            raise SyncError("sync is not set up here: memlog sync --init REMOTE")
-        git.init()
-    if remote and (init or not git.remote_url()):
-        git.set_remote(remote)
-    url = remote or git.remote_url()
-    if not url:
-        raise SyncError("no remote to sync with: memlog sync --init REMOTE")
-    return url
+class Exchange(NamedTuple):
+    """Everything one exchange with the remote works with."""
+
+    git: Git
+    log: EventLog
+    files: local.Files
+    sealer: Sealer
+    own: str
+    url: str
+    state: SyncState
+    outcome: Outcome
 
 
-def _exchange(
-    git: Git, log: EventLog, files: local.Files, own: str, url: str, state: SyncState,
-    outcome: Outcome,
-) -> None:  # fmt: skip
+def _exchange(job: Exchange) -> None:
     """Fetch, join, write, push; again while someone else's push got in first."""
+    git, files = job.git, job.files
     seen = {rel: files.blob_id(rel) for rel in files.paths()}
     for _ in range(PUSH_ATTEMPTS):
-        theirs = _fetch(git, url)
+        before = git.ref(REMOTE_REF)
+        theirs = setup.fetch(git, job.url)
+        setup.check_remote(git, job.sealer, job.url, theirs)
+        job.outcome.refused += _went_back(git, before, theirs)
         ours = git.ref(LOCAL_REF)
-        joined = _join(git, log.home, own, ours, theirs, state, outcome)
-        _write(git, log, files, own, ours, joined, seen, outcome)
+        joined = _join(job, ours, theirs)
+        _write(job, ours, joined, seen)
         head = git.ref(LOCAL_REF)
         if head is None or head == theirs:
             return
-        sent = _sent(git, log.events_dir, own, head, theirs)
-        if _push(git, url, head):
-            outcome.sent += sent
+        sent = _sent(job, head, theirs)
+        if _push(git, job.url, head):
+            job.outcome.sent += sent
             return
     raise SyncError(f"the remote kept moving; {PUSH_ATTEMPTS} pushes were refused")
 
 
-def _fetch(git: Git, url: str) -> str | None:
-    refspec = f"+refs/heads/{BRANCH}:{REMOTE_REF}"
-    done = git.call("fetch", "--no-tags", "--quiet", url, refspec, timeout=NETWORK_TIMEOUT)
-    if done.returncode == 0:
-        return git.ref(REMOTE_REF)
-    if b"couldn't find remote ref" in done.stderr:
-        return None  # nothing pushed there yet
-    raise SyncError(f"cannot fetch from {url}: {first_line(done.stderr, done.returncode)}")
+def _went_back(git: Git, before: str | None, theirs: str | None) -> list[str]:
+    """The remote's branch moved back since this home last saw it (sync never does that:
+    someone rewound or replaced it); this home's events stand and are pushed again."""
+    if (
+        before is None
+        or before == theirs
+        or (theirs is not None and git.is_ancestor(before, theirs))
+    ):
+        return []
+    now = theirs[:12] if theirs is not None else "nothing"
+    return [f"the remote's branch went back from {before[:12]} to {now} (rewound or replaced "
+            "by someone else): this home's events stand and are sent again"]  # fmt: skip
 
 
-def _join(
-    git: Git, home: Path, own: str, ours: str | None, theirs: str | None, state: SyncState,
-    outcome: Outcome,
-) -> Merged | None:  # fmt: skip
+def _join(job: Exchange, ours: str | None, theirs: str | None) -> Merged | None:
     """Join ``theirs`` into the local branch (which moves); None when there is nothing to join."""
+    git, state = job.git, job.state
     if theirs is None or theirs == ours or (ours is not None and git.is_ancestor(theirs, ours)):
         return None
-    joined = merge(git, own, ours, theirs, state.refused)
+    joined = merge(git, job.sealer, job.own, ours, theirs, state.refused, state.heads)
     for refusal in joined.refused:
-        outcome.refused.append(f"{refusal.path}: {refusal.reason}")
-        state.refused.append(refusal.blob)
-        seg.quarantine(home, refusal.path, 0, _bytes_of(git, refusal.blob), f"from the remote: "
-                       f"{refusal.reason} (object {refusal.blob})")  # fmt: skip
+        job.outcome.refused.append(refusal.reason)
+        if refusal.lasting:
+            state.refused.append(refusal.blob)
+        _quarantine(job, refusal.path, refusal.data or _bytes_of(git, refusal.blob),
+                    f"from the remote: {refusal.reason} (object {refusal.blob})")  # fmt: skip
     theirs_tree = {path: entry.oid for path, entry in git.tree(theirs).items()}
-    if joined.tree == theirs_tree and not joined.refused:
+    tree = dict(joined.tree)
+    job.sealer.finish(tree, job.own)
+    if tree == theirs_tree and not joined.refused:
         new = theirs
     else:
         parents = [ours, theirs] if ours else [theirs]
-        new = git.commit(git.write_tree(joined.tree), parents, "memlog: join")
+        new = git.commit(git.write_tree(tree), parents, "memlog: join")
     git.update_ref(LOCAL_REF, new, ours)
     return joined
+
+
+#: the most of one refused object kept in the quarantine file
+QUARANTINE_KEPT = 4 * MAX_EVENT_BYTES
+
+
+def _quarantine(job: Exchange, path: str, data: bytes, reason: str) -> None:
+    if len(data) > QUARANTINE_KEPT:
+        reason += f"; its first {QUARANTINE_KEPT >> 10} KiB of {len(data) >> 10} KiB kept"
+        data = data[:QUARANTINE_KEPT]
+    seg.quarantine(job.log.home, path, 0, data, reason)
 
 
 def _bytes_of(git: Git, oid: str) -> bytes:
@@ -167,48 +198,56 @@ def _bytes_of(git: Git, oid: str) -> bytes:
 
 
 def _write(
-    git: Git, log: EventLog, files: local.Files, own: str, ours: str | None,
-    joined: Merged | None, seen: dict[str, str | None], outcome: Outcome,
-) -> None:  # fmt: skip
+    job: Exchange, ours: str | None, joined: Merged | None, seen: dict[str, str | None]
+) -> None:
     """Make ``events/`` hold the local branch's segments (this device's: only rewrites)."""
-    head = git.ref(LOCAL_REF)
-    tree = {path: entry.oid for path, entry in git.tree(head).items()}
+    git, log, files, sealer, outcome = job.git, job.log, job.files, job.sealer, job.outcome
+    tree = {p: e.oid for p, e in git.tree(git.ref(LOCAL_REF)).items() if p.endswith(SUFFIX)}
     joined_from = {path: entry.oid for path, entry in git.tree(ours).items()}
     changed = joined.changed if joined is not None else {}
+    infos = sealer.infos(tree)
     with log._locked():
         for path, oid in sorted(tree.items()):
-            if path.startswith(own + "/"):
+            rel = event_path(path)
+            if path.startswith(job.own + "/"):
                 if path in changed:
-                    _rewrite_own(git, log, ours, path, changed[path], outcome)
-                elif not (log.events_dir / path).exists():
-                    atomic_write(log.events_dir / path, git.blobs([oid])[oid], log.home)  # deleted
+                    _rewrite_own(job, joined_from.get(path), path, changed[path])
+                elif not (log.events_dir / rel).exists():
+                    atomic_write(log.events_dir / rel, sealer.plain(path, oid), log.home)  # deleted
                 continue
-            current = files.blob_id(path)
-            if current == oid:
+            current = files.blob_id(rel)
+            if current == infos[path].plain_id:
                 continue
-            if current != seen.get(path):
-                outcome.held.append(f"{path} changed here during sync; the next sync takes it")
+            if current != seen.get(rel):
+                outcome.held.append(f"{rel} changed here during sync; the next sync takes it")
                 continue
             data = changed.get(path)
             if data is None:
-                data = git.blobs([oid])[oid]
-            joined_in = current is None or current == joined_from.get(path)
-            outcome.received += _replace_foreign(log, files, path, data, keep_old=not joined_in)
-            seen[path] = files.blob_id(path)  # written here: not a change made meanwhile
+                data = sealer.plain(path, oid)
+            was = joined_from.get(path)
+            joined_in = current is None or (
+                was is not None and current == _plain_id(job, path, was)
+            )
+            outcome.received += _replace_foreign(log, files, rel, data, keep_old=not joined_in)
+            seen[rel] = files.blob_id(rel)  # written here: not a change made meanwhile
 
 
-def _rewrite_own(
-    git: Git, log: EventLog, ours: str | None, path: str, data: bytes, outcome: Outcome
-) -> None:
-    """Another home rewrote lines of this device's segment (a redaction): take them."""
-    entry = git.tree(ours).get(path)
-    offered = git.blobs([entry.oid])[entry.oid] if entry is not None else b""
-    target = log.events_dir / path
+def _plain_id(job: Exchange, path: str, oid: str) -> str:
+    return job.sealer.info(path, oid).plain_id
+
+
+def _rewrite_own(job: Exchange, was: str | None, path: str, data: bytes) -> None:
+    """Another home took text out of lines of this device's segment (a redaction,
+    checked as one by the join): take them."""
+    offered = job.sealer.plain(path, was) if was is not None else b""
+    target = job.log.events_dir / event_path(path)
     current = target.read_bytes()
     if not current.startswith(offered):
-        outcome.held.append(f"{path} changed here during sync; the next sync takes it")
+        job.outcome.held.append(
+            f"{event_path(path)} changed here during sync; the next sync takes it"
+        )
         return
-    atomic_write(target, data + current[len(offered) :], log.home)
+    atomic_write(target, data + current[len(offered) :], job.log.home)
 
 
 def _replace_foreign(
@@ -228,19 +267,12 @@ def _replace_foreign(
     return max(0, data.count(b"\n") - old.count(b"\n"))
 
 
-def _sent(git: Git, events_dir: Path, own: str, head: str, theirs: str | None) -> int:
+def _sent(job: Exchange, head: str, theirs: str | None) -> int:
     """Events of this device that ``head`` has and ``theirs`` lacks."""
-    remote = git.tree(theirs)
-    count = 0
-    for path, entry in git.tree(head).items():
-        if not path.startswith(own + "/"):
-            continue
-        known = remote.get(path)
-        start = known.size if known is not None else 0
-        if known is None or known.oid != entry.oid:
-            with open(events_dir / path, "rb") as handle:
-                count += os.pread(handle.fileno(), max(0, entry.size - start), start).count(b"\n")
-    return count
+    mine = {p: e for p, e in job.git.tree(head).items() if p.startswith(job.own + "/")}
+    remote = {p: e for p, e in job.git.tree(theirs).items() if p.startswith(job.own + "/")}
+    have = sum(i.lines for i in job.sealer.infos(mine).values())
+    return max(0, have - job.sealer.count_lines(remote))
 
 
 def _push(git: Git, url: str, head: str) -> bool:

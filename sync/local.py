@@ -1,4 +1,4 @@
-"""What this home has to offer: its segments, checked, as a commit.
+"""What this home has to offer: its segments, checked and sealed, as a commit.
 
 This device's segments are committed up to the end of their last whole
 batch (an append in progress, or a torn tail, stays out) and only after the
@@ -11,14 +11,15 @@ from ``events/`` keeps its committed version, which sync writes back.
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import NamedTuple
 
 from memlog.eventlog import devices
 from memlog.eventlog import segments as seg
-from memlog.eventlog.codec import decode_line
 from memlog.sync import versions
 from memlog.sync.repo import LOCAL_REF, Git, TreeEntry
+from memlog.sync.sealing import Sealer, tree_path
 
 #: path → [size, mtime_ns, inode, blob id] of files as last seen whole
 StatCache = dict[str, list[int | str]]
@@ -66,21 +67,36 @@ class Files:
         except FileNotFoundError:
             return None
 
+    def prev_of(self, rel: str) -> int:
+        """The last sequence of the device's segment before ``rel`` (0 when none)."""
+        device, name = rel.split("/", 1)
+        before = [p for p in seg.list_segments(self.events_dir / device) if p.name < name]
+        for path in reversed(before):
+            with open(path, "rb") as handle:
+                found = seg.last_seq(handle.fileno(), os.fstat(handle.fileno()).st_size)
+            if found is not None:
+                return found
+        return 0
 
-def offer(git: Git, files: Files, own: str) -> Offered:
-    """Commit this home's segments onto the local branch (when anything changed)."""
+
+def offer(git: Git, files: Files, own: str, sealer: Sealer) -> Offered:
+    """Commit this home's segments, sealed, onto the local branch (when anything changed),
+    with the format file and this device's head."""
     head = git.ref(LOCAL_REF)
     committed = git.tree(head)
     tree = {path: entry.oid for path, entry in committed.items()}
+    sealer.infos(committed)  # what the committed segments hold, read at once when not known
     problems: list[str] = []
     holding = False
     for rel in sorted(files.paths()):
+        version = Version(files, sealer, rel, committed.get(tree_path(rel)))
         if not rel.startswith(own + "/"):
-            problems += _foreign_version(git, files, rel, committed.get(rel), tree)
+            problems += _foreign_version(version, tree)
         elif not holding:
-            problem = _own_version(git, files, rel, committed.get(rel), tree)
+            problem = _own_version(version, tree)
             problems += problem
             holding = bool(problem)
+    sealer.finish(tree, own)
     if tree == {path: entry.oid for path, entry in committed.items()}:
         return Offered(head, problems)
     commit = git.commit(git.write_tree(tree), [head] if head else [], f"memlog: events of {own}")
@@ -88,48 +104,60 @@ def offer(git: Git, files: Files, own: str) -> Offered:
     return Offered(commit, problems)
 
 
-def _own_version(
-    git: Git, files: Files, rel: str, entry: TreeEntry | None, tree: dict[str, str]
-) -> list[str]:
+class Version:
+    """One segment of ``events/`` and the version of it committed before (if any)."""
+
+    def __init__(self, files: Files, sealer: Sealer, rel: str, entry: TreeEntry | None) -> None:
+        self.files, self.sealer, self.rel, self.entry = files, sealer, rel, entry
+        self.path = tree_path(rel)
+        self.committed = sealer.info(self.path, entry.oid) if entry is not None else None
+
+    def unchanged(self) -> bool:
+        return (
+            self.committed is not None and self.files.blob_id(self.rel) == self.committed.plain_id
+        )
+
+    def commit(self, data: bytes, tree: dict[str, str]) -> None:
+        """Seal ``data`` into ``tree`` unless it is what was committed."""
+        if self.committed is None or versions.blob_id(data) != self.committed.plain_id:
+            tree[self.path] = self.sealer.seal(self.path, data, self.files.prev_of(self.rel))
+
+
+def _own_version(version: Version, tree: dict[str, str]) -> list[str]:
     """Commit one of this device's segments up to its last whole batch that checks out
     (read once: appends going on meanwhile are left for the next sync)."""
-    if entry is not None and files.blob_id(rel) == entry.oid:
-        return []  # unchanged since it was committed
-    data = files.read(rel) or b""
+    if version.unchanged():
+        return []
+    data = version.files.read(version.rel) or b""
     start = previous = 0
-    if entry is not None and versions.blob_id(data[: entry.size]) == entry.oid:
-        start = entry.size  # only the lines appended since need checking
-        previous = _last_seq(data[:start])
-    end, problem = versions.good_end(rel, data, start, previous)
+    committed = version.committed
+    if (
+        committed is not None
+        and versions.blob_id(data[: committed.plain_size]) == committed.plain_id
+    ):
+        start = committed.plain_size  # only the lines appended since need checking
+        previous = committed.last_seq
+    end, problem = versions.good_end(version.rel, data, start, previous)
     if problem:
         problem += "; it and what follows stay on this machine"
-    if entry is not None and end < entry.size:
+    if committed is not None and end < committed.plain_size:
         return [problem] if problem else []  # never offer less than was offered before
-    if end and versions.blob_id(data[:end]) != tree.get(rel):
-        tree[rel] = git.write_blob(data[:end])
+    if end:
+        version.commit(data[:end], tree)
     return [problem] if problem else []
 
 
-def _last_seq(data: bytes) -> int:
-    """The sequence of the last line of ``data`` (which was committed, so it is good)."""
-    cut = data.rfind(b"\n", 0, len(data) - 1)
-    return decode_line(data[cut + 1 :]).seq if data else 0
-
-
-def _foreign_version(
-    git: Git, files: Files, rel: str, entry: TreeEntry | None, tree: dict[str, str]
-) -> list[str]:
+def _foreign_version(version: Version, tree: dict[str, str]) -> list[str]:
     """Commit another device's segment when it changed here and checks out."""
-    oid = files.blob_id(rel)
-    if oid is None or (entry is not None and oid == entry.oid):
+    if version.unchanged() or version.files.blob_id(version.rel) is None:
         return []
-    data = files.read(rel) or b""
+    data = version.files.read(version.rel) or b""
     try:
-        lines = versions.parse(rel, data)
+        lines = versions.parse(version.rel, data)
     except versions.Refused as exc:
         return [f"{exc}; the synced version is kept"]
     secret = versions.secret_in(lines)
     if secret is not None:
-        return [f"{rel} seq {secret.seq}: a secret; this copy is not offered"]
-    tree[rel] = git.write_blob(data)
+        return [f"{version.rel} seq {secret.seq}: a secret; this copy is not offered"]
+    version.commit(data, tree)
     return []

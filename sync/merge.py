@@ -1,12 +1,22 @@
 """Joining the remote's segments with this home's: a three-way merge, file by file.
 
-For every segment the remote changed since the last version both sides
-shared, the remote's version is checked whole (``versions.parse``) and
-joined with this home's line by line (``versions.join``).  A version that
-fails either is refused: reported, kept verbatim in the quarantine file,
-never applied; this home's version stands and is what the next push
-carries.  A device's segments must also stay in sequence order together,
-or the remote's changes to that device are refused as a whole.
+For every sealed segment the remote changed since the last version both
+sides shared, the remote's version is opened line by line
+(``versions.open_sealed``) and joined with this home's by sequence number
+(``versions.join``).  A line that fails is refused (reported, kept in the
+quarantine file, never applied) with the lines after it; the lines before
+it are taken.  A version that diverges from this home's is refused whole:
+this home's version stands and is what the next push carries.  A device's
+segments must also follow each other (each first line names the last line
+of the segment before as ``prev``), or the remote's changes to that device
+are refused as a whole.
+
+Heads (``<device>/head``) keep the remote honest about what it dropped: a
+device's head says how far it offered its own lines and had received every
+other device's, so a remote holding less of a device than some head vouches
+for (lines removed from its end, a segment or a whole device deleted), or a
+head older than one this home saw before (a remote rolled back), is refused
+and named.  This home only keeps a head the joined tree lives up to.
 """
 
 from __future__ import annotations
@@ -14,71 +24,87 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from memlog.sync import versions
+from memlog.sync import sealing, versions
 from memlog.sync.repo import Git, TreeEntry
+from memlog.sync.sealed import FORMAT_FILE, SUFFIX, Head, Unopenable, sealed_seq
+from memlog.sync.sealing import Sealer, device_of, head_path, is_head
 
 
 class Refusal(NamedTuple):
     path: str
     blob: str
     reason: str
+    #: the bytes to keep in the quarantine file (the refused line; empty: the whole blob)
+    data: bytes = b""
+    #: whether the blob stays refused (False: a line from the future, looked at again)
+    lasting: bool = True
 
 
 class Merged(NamedTuple):
-    """The joined tree, the bytes of every file that differs from this home's commit,
-    and what the remote offered that was refused."""
+    """The joined tree, the plain bytes of every segment that differs from this home's
+    commit (by tree path), and what the remote offered that was refused."""
 
     tree: dict[str, str]
     changed: dict[str, bytes]
     refused: list[Refusal]
 
 
-def merge(git: Git, own: str, ours: str | None, theirs: str, refused: Iterable[str]) -> Merged:
-    """Join commit ``theirs`` into ``ours``; blobs in ``refused`` are refused without a look."""
+class Join(NamedTuple):
+    """What ``merge`` works on: the three trees, their blobs, and the key at work."""
+
+    git: Git
+    sealer: Sealer
+    own: str
+    mine: dict[str, TreeEntry]
+    other: dict[str, TreeEntry]
+    common: dict[str, TreeEntry]
+    blobs: dict[str, bytes]
+    now: int | None
+
+
+def merge(
+    git: Git,
+    sealer: Sealer,
+    own: str,
+    ours: str | None,
+    theirs: str,
+    refused: Iterable[str],
+    heads: dict[str, int],
+    now: int | None = None,
+) -> Merged:
+    """Join commit ``theirs`` into ``ours``; blobs in ``refused`` are refused without a
+    look; ``heads``: the highest head seen of each device (raised here)."""
     base = git.merge_base(ours, theirs) if ours else None
     mine, other, common = git.tree(ours), git.tree(theirs), git.tree(base)
     todo = sorted(
         path for path, entry in other.items()
-        if entry.oid != _oid(mine, path) and entry.oid != _oid(common, path)
+        if path != FORMAT_FILE and entry.oid != _oid(mine, path)
+        and entry.oid != _oid(common, path)
     )  # fmt: skip
     wanted = [
         e.oid for t in (mine, other, common) for p, e in t.items() if p in todo and e.kind == "blob"
     ]
-    blobs = git.blobs(wanted)
+    job = Join(git, sealer, own, mine, other, common, git.blobs(wanted), now)
     tree = {path: entry.oid for path, entry in mine.items()}
     joined: dict[str, list[versions.Line]] = {}
     refusals: list[Refusal] = []
     known = set(refused)
     for path in todo:
         oid = other[path].oid
-        if oid in known:
+        if oid in known or is_head(path):
             continue
         try:
-            lines = _joined(path, own, blobs, mine.get(path), other[path], common.get(path))
+            lines, fault = _joined(job, path)
         except versions.Refused as exc:
             refusals.append(Refusal(path, oid, str(exc)))
             continue
+        if fault is not None:
+            refusals.append(fault)
         if lines is not None:
             joined[path] = lines
-    return _settle(git, tree, joined, refusals, other)
-
-
-def _settle(
-    git: Git,
-    tree: dict[str, str],
-    joined: dict[str, list[versions.Line]],
-    refusals: list[Refusal],
-    other: dict[str, TreeEntry],
-) -> Merged:
-    """The merged tree; the remote's changes to a device are refused whole if they overlap."""
-    while fault := _keep_in_order(git, tree, joined):
-        device = fault.split("/", 1)[0]
-        for path in [p for p in joined if p.startswith(device + "/")]:
-            refusals.append(Refusal(path, other[path].oid, f"{fault}; {device} kept as it was"))
-            del joined[path]
-    changed = {path: versions.joined_bytes(lines) for path, lines in joined.items()}
-    for path, data in changed.items():
-        tree[path] = versions.blob_id(data)
+    _keep_chained(job, tree, joined, refusals)
+    changed = _settle(job, tree, joined)
+    refusals += _heads(job, tree, [p for p in todo if is_head(p)], known, heads)
     return Merged(tree, changed, refusals)
 
 
@@ -87,34 +113,32 @@ def _oid(tree: dict[str, TreeEntry], path: str) -> str | None:
     return entry.oid if entry is not None else None
 
 
-def _joined(
-    path: str,
-    own: str,
-    blobs: dict[str, bytes],
-    ours: TreeEntry | None,
-    theirs: TreeEntry,
-    base: TreeEntry | None,
-) -> list[versions.Line] | None:
-    """This file's lines as the join makes them; None when that is this home's version."""
+def _joined(job: Join, path: str) -> tuple[list[versions.Line] | None, Refusal | None]:
+    """This file's lines as the join makes them (None when that is this home's version),
+    and the refusal of the remote's first bad line, if it has one."""
+    theirs, ours, base = job.other[path], job.mine.get(path), job.common.get(path)
     if not _is_segment(path) or theirs.kind != "blob" or theirs.mode not in ("100644", "100755"):
         raise versions.Refused(f"{path}: not a segment of a device")
-    other = versions.parse(path, blobs[theirs.oid])
-    mine = versions.parse(path, blobs[ours.oid]) if ours is not None else []
-    common = _lines_or_none(path, blobs, base)
-    joined = versions.join(path, common, mine, other, own=path.startswith(own + "/"))
-    data = versions.joined_bytes(joined)
-    return None if ours is not None and versions.blob_id(data) == ours.oid else joined
+    opened = versions.open_sealed(job.sealer.key, path, job.blobs[theirs.oid], job.now)
+    fault = None
+    if opened.fault:
+        fault = Refusal(path, theirs.oid, opened.fault, opened.bad, opened.lasting)
+    mine = job.sealer.open(path, job.blobs[ours.oid]) if ours is not None else []
+    common = _lines_or_none(job, path, base)
+    own = path.startswith(job.own + "/")
+    joined = versions.join(path, common, mine, opened.lines, own=own)
+    if not joined or (
+        ours is not None and versions.joined_bytes(joined) == versions.joined_bytes(mine)
+    ):
+        return None, fault  # nothing taken, or nothing new
+    return joined, fault
 
 
-def _lines_or_none(
-    path: str, blobs: dict[str, bytes], entry: TreeEntry | None
-) -> list[versions.Line]:
+def _lines_or_none(job: Join, path: str, entry: TreeEntry | None) -> list[versions.Line]:
     if entry is None:
         return []
-    try:
-        return versions.parse(path, blobs[entry.oid])
-    except versions.Refused:
-        return []  # a damaged common version only means: no side is known to have changed
+    opened = versions.open_sealed(job.sealer.key, path, job.blobs[entry.oid], job.now)
+    return opened.lines  # a damaged common version only means: no side is known to have changed
 
 
 def _is_segment(path: str) -> bool:
@@ -123,41 +147,151 @@ def _is_segment(path: str) -> bool:
     parts = path.split("/")
     name = parts[-1]
     return (
-        len(parts) == 2 and bool(DEVICE_RE.match(parts[0])) and name.endswith(".jsonl")
-        and name[:-6].isdigit() and len(name) == 26
+        len(parts) == 2 and bool(DEVICE_RE.match(parts[0])) and name.endswith(SUFFIX)
+        and name[: -len(SUFFIX)].isdigit() and len(name) == 20 + len(SUFFIX)
     )  # fmt: skip
 
 
-def _keep_in_order(git: Git, tree: dict[str, str], joined: dict[str, list[versions.Line]]) -> str:
-    """A fault when a device's segments, some of them ``joined``, would overlap (else "")."""
-    for device in sorted({path.split("/", 1)[0] for path in joined}):
-        names = sorted(p for p in set(tree) | set(joined) if p.startswith(device + "/"))
-        for index, path in enumerate(names):
-            if path not in joined:
+# -- a device's segments follow each other -----------------------------------------------
+
+
+def _keep_chained(
+    job: Join, tree: dict[str, str], joined: dict[str, list[versions.Line]],
+    refusals: list[Refusal],
+) -> None:  # fmt: skip
+    """Refuse, whole, the remote's changes to a device whose segments would not follow
+    each other."""
+    while fault := _chain_fault(job, tree, joined):
+        device = device_of(fault)
+        for path in [p for p in joined if p.startswith(device + "/")]:
+            refusals.append(Refusal(path, job.other[path].oid, f"{fault}; {device} kept as it was"))
+            del joined[path]
+
+
+def _chain_fault(job: Join, tree: dict[str, str], joined: dict[str, list[versions.Line]]) -> str:
+    for device in sorted({device_of(path) for path in joined}):
+        names = sorted(
+            p for p in set(tree) | set(joined) if p.startswith(device + "/") and _is_segment(p)
+        )
+        spans = [_span(job, tree, joined, path) for path in names]
+        last, before = 0, ""
+        for path, (first_prev, first_seq, last_seq) in zip(names, spans, strict=True):
+            if last_seq is None:
                 continue
-            lines = joined[path]
-            before = names[index - 1] if index else None
-            after = names[index + 1] if index + 1 < len(names) else None
-            if lines and after is not None and lines[-1].seq >= _named(after):
-                return f"{path} runs into {after}"
-            if (
-                lines
-                and before is not None
-                and _last_seq(git, tree, joined, before) >= lines[0].seq
-            ):
-                return f"{path} starts inside {before}"
+            if path in joined and first_seq is not None and first_seq <= last:
+                return f"{path} starts at seq {first_seq}, inside {before} (seq {last})"
+            if first_prev != last and (path in joined or before in joined):
+                after = f"{before} (seq {last})" if before else "nothing"
+                return (
+                    f"{path} starts after seq {first_prev}, but follows {after}: lines were removed"
+                )
+            last, before = last_seq, path
     return ""
 
 
-def _named(path: str) -> int:
-    return int(path.rsplit("/", 1)[-1].split(".", 1)[0])
-
-
-def _last_seq(
-    git: Git, tree: dict[str, str], joined: dict[str, list[versions.Line]], path: str
-) -> int:
+def _span(
+    job: Join, tree: dict[str, str], joined: dict[str, list[versions.Line]], path: str
+) -> tuple[int, int | None, int | None]:
+    """A segment's first line's ``prev``, first and last sequence (None: no lines)."""
     lines = joined.get(path)
-    if lines is None:
-        data = git.blobs([tree[path]])[tree[path]]
-        lines = versions.parse(path, data)
-    return lines[-1].seq if lines else _named(path) - 1
+    if lines is not None:
+        if not lines:
+            return 0, None, None
+        return lines[0].prev, lines[0].seq, lines[-1].seq
+    info = job.sealer.info(path, tree[path])
+    if not info.lines:
+        return 0, None, None
+    return info.first_prev, None, info.last_seq
+
+
+def _settle(
+    job: Join, tree: dict[str, str], joined: dict[str, list[versions.Line]]
+) -> dict[str, bytes]:
+    """Seal and write the joined versions into ``tree``; their plain bytes by path."""
+    changed = {}
+    for path, lines in joined.items():
+        oid = job.git.write_blob(job.sealer.sealed_lines(path, lines))
+        job.sealer.remember(oid, lines)
+        tree[path] = oid
+        changed[path] = versions.joined_bytes(lines)
+    return changed
+
+
+# -- heads -------------------------------------------------------------------------------
+
+
+def _heads(
+    job: Join, tree: dict[str, str], paths: list[str], known: set[str], highest: dict[str, int]
+) -> list[Refusal]:
+    """Check the heads the remote changed against the joined tree; keep the newest good
+    one of each other device in ``tree``; raise ``highest``."""
+    last = {device_of(p): i.last_seq for p, i in sorted(job.sealer.infos(tree).items())}
+    held = _claimed(job, last)
+    refusals: list[Refusal] = []
+    heads: dict[str, tuple[str, Head]] = {}
+    for path in paths:
+        entry = job.other[path]
+        if entry.oid in known or path == head_path(job.own):
+            continue
+        try:
+            heads[device_of(path)] = (entry.oid, _head(job, path, entry.oid))
+        except Unopenable as exc:
+            refusals.append(Refusal(path, entry.oid, f"{path}: {exc}"))
+    for device, (oid, head) in heads.items():
+        problems = _head_problems(device, head, held, highest)
+        refusals += [Refusal(head_path(device), oid, problem) for problem in problems]
+        lives_up = last.get(device, 0) >= head.seq  # else this home's tree says less
+        if not problems and lives_up and _newer(job, tree, device, head):
+            tree[head_path(device)] = oid
+        highest[device] = max(highest.get(device, 0), head.seq)
+    return refusals
+
+
+def _claimed(job: Join, last: dict[str, int]) -> dict[str, int]:
+    """How far the remote holds each device's lines, or this home does, whichever is
+    further (the remote's claim: lines refused for another reason were not removed)."""
+    found = dict(last)
+    for path, entry in job.other.items():
+        data = job.blobs.get(entry.oid)
+        if data is None or not _is_segment(path):
+            continue
+        cut = data.rfind(b"\n", 0, len(data) - 1)
+        seq = sealed_seq(data[cut + 1 :])
+        if seq is not None:
+            found[device_of(path)] = max(found.get(device_of(path), 0), seq)
+    return found
+
+
+def _head_problems(
+    device: str, head: Head, last: dict[str, int], highest: dict[str, int]
+) -> list[str]:
+    problems = []
+    if highest.get(device, 0) > head.seq:
+        problems.append(f"{device}: the remote's head went back from seq {highest[device]} to "
+                        f"{head.seq} (an older copy of the remote?)")  # fmt: skip
+    if last.get(device, 0) < head.seq:
+        problems.append(f"{device}: its head says seq {head.seq}, the remote holds its lines to "
+                        f"seq {last.get(device, 0)}: lines were removed")  # fmt: skip
+    for other, seq in sorted(head.seen.items()):
+        if last.get(other, 0) < seq:
+            held = last.get(other, 0)
+            problems.append(f"{other}: device {device} had received its lines to seq {seq}, the "
+                            f"remote holds them to seq {held}: lines were removed")  # fmt: skip
+    return problems
+
+
+def _newer(job: Join, tree: dict[str, str], device: str, head: Head) -> bool:
+    current = tree.get(head_path(device))
+    if current is None:
+        return True
+    try:
+        return _head(job, head_path(device), current).seq < head.seq
+    except Unopenable:
+        return True
+
+
+def _head(job: Join, path: str, oid: str) -> Head:
+    return job.sealer.head(device_of(path), oid, job.blobs.get(oid))
+
+
+__all__ = ["Merged", "Refusal", "merge", "sealing"]

@@ -207,12 +207,17 @@ class Git:
         return self.run("hash-object", "-w", "--no-filters", "--stdin", data=data).decode().strip()
 
     def write_tree(self, files: Mapping[str, str]) -> str:
-        """A tree of ``<dir>/<file>`` paths (one level of directories) → blob ids."""
+        """A tree of ``<dir>/<file>`` and ``<file>`` paths (one level of directories) →
+        blob ids."""
         folders: dict[str, list[str]] = {}
+        lines = []
         for path, oid in sorted(files.items()):
-            folder, name = path.split("/", 1)
-            folders.setdefault(folder, []).append(f"100644 blob {oid}\t{name}\n")
-        lines = [
+            folder, _, name = path.rpartition("/")
+            if folder:
+                folders.setdefault(folder, []).append(f"100644 blob {oid}\t{name}\n")
+            else:
+                lines.append(f"100644 blob {oid}\t{name}\n")
+        lines += [
             f"040000 tree {self._mktree(entries)}\t{folder}\n"
             for folder, entries in sorted(folders.items())
         ]

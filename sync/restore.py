@@ -32,6 +32,8 @@ from memlog.eventlog.log import EventLog
 from memlog.eventlog.reader import Record, read_segment
 from memlog.sync import versions
 from memlog.sync.repo import Git
+from memlog.sync.sealed import SUFFIX
+from memlog.sync.sealing import Sealer, event_path
 
 
 class _Theirs(NamedTuple):
@@ -41,10 +43,12 @@ class _Theirs(NamedTuple):
     lines: list[versions.Line]
 
 
-def take_back(git: Git, log: EventLog, own: str, theirs: str | None) -> str | None:
+def take_back(
+    git: Git, log: EventLog, own: str, theirs: str | None, sealer: Sealer
+) -> str | None:
     """Take this device's events the remote holds back (see the module); the line that
     says so, or None when there was nothing to take back."""
-    remote = _theirs(git, own, theirs)
+    remote = _theirs(git, own, theirs, sealer)
     if remote is None or not remote.lines:
         return None
     with log._locked():
@@ -70,20 +74,22 @@ def take_back(git: Git, log: EventLog, own: str, theirs: str | None) -> str | No
     return _said(missing, extra, last)
 
 
-def _theirs(git: Git, own: str, commit: str | None) -> _Theirs | None:
-    """This device's segments in ``commit``; None when one of them does not check out."""
+def _theirs(git: Git, own: str, commit: str | None, sealer: Sealer) -> _Theirs | None:
+    """This device's segments in ``commit``, opened (by ``events/`` file name); None when
+    one of them does not open whole."""
     if commit is None:
         return None
-    entries = {p: e for p, e in git.tree(commit).items() if p.startswith(own + "/")}
+    entries = {
+        p: e for p, e in git.tree(commit).items() if p.startswith(own + "/") and p.endswith(SUFFIX)
+    }
     blobs = git.blobs([e.oid for e in entries.values()])
     files, lines = {}, []
-    try:
-        for path in sorted(entries):
-            data = blobs[entries[path].oid]
-            lines += versions.parse(path, data)
-            files[path.split("/", 1)[1]] = data
-    except versions.Refused:
-        return None
+    for path in sorted(entries):
+        opened = versions.open_sealed(sealer.key, path, blobs[entries[path].oid])
+        if opened.fault:
+            return None
+        lines += opened.lines
+        files[event_path(path).split("/", 1)[1]] = versions.joined_bytes(opened.lines)
     return _Theirs(files, lines)
 
 

@@ -33,8 +33,10 @@ class Outcome(msgspec.Struct, kw_only=True):
     held: list[str] = msgspec.field(default_factory=list)
     #: lock files a killed git had left, removed
     swept: list[str] = msgspec.field(default_factory=list)
-    #: anything else worth knowing (a fast clock elsewhere)
+    #: anything else worth knowing (a fast clock elsewhere, a key made)
     notes: list[str] = msgspec.field(default_factory=list)
+    #: whether this sync made the sync key (``--init`` on a remote without memlog data)
+    key_made: bool = False
     views: str = ""
     finished: str = ""
 
@@ -46,6 +48,10 @@ class SyncState(msgspec.Struct, kw_only=True):
     refused: list[str] = msgspec.field(default_factory=list)
     #: the views' log position right after sync last rebuilt them
     views_rebuilt_at: tuple[str, int] = ("", -1)
+    #: sealed blob id → [plain blob id, plain size, lines, first prev, last seq]
+    sealed: dict[str, list[int | str]] = msgspec.field(default_factory=dict)
+    #: the highest head seen of every other device (a remote going back is told)
+    heads: dict[str, int] = msgspec.field(default_factory=dict)
     last: Outcome | None = None
 
 

@@ -9,7 +9,9 @@ import msgspec
 
 from memlog.eventlog import devices
 from memlog.eventlog import segments as seg
+from memlog.sync import keys
 from memlog.sync.repo import REMOTE_REF, Git, set_up
+from memlog.sync.sealing import Sealer
 from memlog.sync.state import Outcome, load_state
 
 
@@ -29,6 +31,8 @@ class Status(msgspec.Struct, kw_only=True):
     unsent: int = 0
     #: versions from the remote refused so far (kept in the quarantine file)
     refused: int = 0
+    #: set up by an earlier memlog that sent plain text (no key): ``--init`` again
+    plain: bool = False
     last: Outcome | None = None
 
 
@@ -44,7 +48,11 @@ def status(home: Path) -> Status:
     for name in devices.device_dirs(events_dir):
         paths = seg.list_segments(events_dir / name)
         found.devices.append(DeviceStatus(name, len(paths), _last_seq(paths), name == own))
-    found.unsent = _unsent(git, events_dir, own)
+    key = keys.stored(home)
+    if key is not None:
+        found.unsent = _unsent(Sealer(key, git, state.sealed), events_dir, own)
+    else:
+        found.plain = True
     return found
 
 
@@ -57,14 +65,9 @@ def _last_seq(paths: list[Path]) -> int:
     return 0
 
 
-def _unsent(git: Git, events_dir: Path, own: str) -> int:
+def _unsent(sealer: Sealer, events_dir: Path, own: str) -> int:
     """Lines of this device's segments past what the remote held when last seen."""
-    remote = git.tree(git.ref(REMOTE_REF))
-    count = 0
-    for path in seg.list_segments(events_dir / own):
-        known = remote.get(f"{own}/{path.name}")
-        start = known.size if known is not None else 0
-        with open(path, "rb") as handle:
-            size = os.fstat(handle.fileno()).st_size
-            count += os.pread(handle.fileno(), max(0, size - start), start).count(b"\n")
-    return count
+    remote = sealer.git.tree(sealer.git.ref(REMOTE_REF))
+    held = sealer.count_lines({p: e for p, e in remote.items() if p.startswith(own + "/")})
+    here = sum(path.read_bytes().count(b"\n") for path in seg.list_segments(events_dir / own))
+    return max(0, here - held)

@@ -1,28 +1,44 @@
-"""Versions of one segment: checking them and joining two of them.
+"""Versions of one segment: checking them, opening sealed ones, and joining two.
 
 A segment is owned by one device and only ever grows, except when a
-redaction rewrites lines in place (same sequence numbers, same ids, fresh
-checksums).  So two versions of it join line by line, by sequence number:
-a line only one side has is kept, a line both have must be the same event,
-and where the two differ the side that changed it since their common
-version wins (both changed it: the more redacted line, then the smaller
-bytes, a rule both machines apply alike).  Two different events under one
-sequence number mean the versions diverged: the other side's is refused.
+redaction rewrites lines in place (same sequence numbers, same ids, text
+replaced by ``[REDACTED]``).  So two versions of it join line by line, by
+sequence number: a line only one side has is kept, a line both have must be
+the same event, and where the two differ the side that changed it since
+their common version wins (both changed it: the more redacted line, then the
+smaller bytes, a rule both machines apply alike).  Two different events
+under one sequence number mean the versions diverged: the other side's is
+refused.  This device's own lines are never changed by another side except
+by a redaction: the other line must be this one with text taken out
+(``is_redaction``), nothing added.
+
+A sealed version (``open_sealed``) is opened line by line: the lines up to
+the first that fails (authentication, decoding, sequence, size, a time too
+far ahead) are taken, whole batches only; that line is refused and named.
 """
 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
+from memlog.eventlog import clock
 from memlog.eventlog.codec import BadLine, decode_line
-from memlog.eventlog.events import Event
+from memlog.eventlog.events import Event, Observed
+from memlog.eventlog.redaction import REDACTED
 from memlog.eventlog.secrets import redact_event
+from memlog.sync import sealed
+from memlog.sync.sealed import Key, Unopenable
 
 
 class Refused(Exception):
     """A version that is never applied; the message says why."""
+
+
+class TooEarly(Refused):
+    """A line dated too far ahead of this machine's clock: refused until it gets there."""
 
 
 class Line(NamedTuple):
@@ -32,6 +48,8 @@ class Line(NamedTuple):
     event: Event
     #: the offset just past the line in the version it was read from
     end: int = 0
+    #: the sequence of the device's line before it (0: none, or not known)
+    prev: int = 0
 
 
 def blob_id(data: bytes) -> str:
@@ -86,8 +104,8 @@ def walk(name: str, data: bytes, start: int = 0, previous: int = 0) -> Iterator[
         if batch_end and (event.batch_end != batch_end or event.seq != previous + 1):
             raise Refused(f"{name} byte {where}: batch ending at {batch_end} cut short")
         batch_end = event.batch_end if event.batch_end > event.seq else 0
-        previous = event.seq
-        yield Line(event.seq, event.id, raw + b"\n", event, at), batch_end == 0
+        before, previous = previous, event.seq
+        yield Line(event.seq, event.id, raw + b"\n", event, at, before), batch_end == 0
 
 
 def _named_seq(name: str) -> int:
@@ -117,8 +135,9 @@ def join(
 ) -> list[Line]:
     """``ours`` and ``theirs`` joined (see the module); ``Refused`` when they diverged.
 
-    ``own``: the segment is this device's, and the other side may rewrite
-    its lines but never add any (that would be another home writing as it).
+    ``own``: the segment is this device's: the other side may take text out
+    of its lines (a redaction made elsewhere), never add a line or change one
+    otherwise (that would be another home writing as this one, or a forgery).
     """
     mine, other, common = _by_seq(ours), _by_seq(theirs), _by_seq(base)
     extra = sorted(other.keys() - mine.keys())
@@ -132,7 +151,11 @@ def join(
         a, b = mine.get(seq), other.get(seq)
         if a is not None and b is not None and a.id != b.id:
             raise Refused(f"{name}: seq {seq} is event {b.id} in the remote, {a.id} here")
-        joined.append(_pick(a, b, common.get(seq)))
+        picked = _pick(a, b, common.get(seq))
+        if own and a is not None and picked is not a and not is_redaction(picked.event, a.event):
+            raise Refused(f"{name}: the remote changes seq {seq} of this device otherwise than "
+                          "by taking text out; this home's line stands")  # fmt: skip
+        joined.append(picked)
     return joined
 
 
@@ -147,9 +170,60 @@ def _pick(ours: Line | None, theirs: Line | None, base: Line | None) -> Line:
         return found
     if ours.data == theirs.data or (base is not None and base.data == theirs.data):
         return ours
-    if base is not None and base.data == ours.data:
+    if (base is not None and base.data == ours.data) or is_redaction(theirs.event, ours.event):
         return theirs
+    if is_redaction(ours.event, theirs.event):
+        return ours
     return min(ours, theirs, key=lambda line: (-len(line.event.redacted), line.data))
+
+
+#: what a redaction keeps as it was (the envelope), and what it may add to
+_KEPT = ("seq", "id", "ts", "v", "writer", "batch_end")
+_GROWN = ("redacted", "redactions", "stable_id")
+
+
+def is_redaction(new: Event, old: Event) -> bool:
+    """Whether ``new`` is ``old`` with text taken out and nothing else changed: every
+    field the same, or (named in ``new.redacted``) the old text with parts replaced by
+    ``[REDACTED]``, or a tuple of texts with items so cut or dropped; what records a
+    redaction (``redacted``, ``redactions``, ``stable_id``) only grown."""
+    if type(new) is not type(old) or any(getattr(new, f) != getattr(old, f) for f in _KEPT):
+        return False
+    if not set(old.redacted) <= set(new.redacted):
+        return False
+    if new.redactions[: len(old.redactions)] != old.redactions:
+        return False
+    if isinstance(new, Observed) and isinstance(old, Observed):
+        if new.stable_id != old.stable_id and (old.stable_id or new.stable_id != old.entry_id):
+            return False
+    for field in new.__struct_fields__:
+        if field in _KEPT or field in _GROWN:
+            continue
+        was, now = getattr(old, field), getattr(new, field)
+        if was != now and (field not in new.redacted or not _cut(now, was)):
+            return False
+    return True
+
+
+def _cut(now: Any, was: Any) -> bool:
+    """``now`` is ``was`` with text replaced by ``[REDACTED]`` (items of a tuple: each cut
+    so, or dropped, in order)."""
+    if isinstance(now, str) and isinstance(was, str):
+        return _text_cut(now, was)
+    if not (isinstance(now, tuple) and isinstance(was, tuple)):
+        return False
+    left = iter(was)
+    return all(any(isinstance(w, str) and _text_cut(n, w) for w in left) for n in now)
+
+
+def _text_cut(now: str, was: str) -> bool:
+    if now == was:
+        return True
+    parts = now.split(REDACTED)
+    if len(parts) == 1:
+        return False
+    pattern = "(?:.+?)".join(re.escape(part) for part in parts)
+    return re.fullmatch(pattern, was, re.DOTALL) is not None
 
 
 def joined_bytes(lines: list[Line]) -> bytes:
@@ -164,5 +238,120 @@ def in_order(named: list[tuple[str, list[Line]]]) -> str | None:
             continue
         if lines[0].seq <= last:
             return f"{name} starts at seq {lines[0].seq}, not after {last_name} (seq {last})"
+        last, last_name = lines[-1].seq, name
+    return None
+
+
+# -- sealed versions ---------------------------------------------------------------------
+
+
+class Opened(NamedTuple):
+    """What a sealed version gave: its lines up to the first refused one, whole batches
+    only; why that line was refused ("" when none was) and its sealed bytes."""
+
+    lines: list[Line]
+    fault: str = ""
+    bad: bytes = b""
+    #: whether the fault stays (False: a line from the future, taken once its time comes)
+    lasting: bool = True
+
+
+def open_sealed(key: Key, name: str, data: bytes, now: int | None = None) -> Opened:
+    """The lines of the sealed version ``data`` of segment ``name`` (a tree path,
+    ``<device>/<first seq>.sealed``), checked as ``open_line`` and ``walk`` do, each
+    line's ``prev`` the line before it, and no line dated more than ``clock.MAX_AHEAD``
+    after ``now`` (this machine's clock, in microseconds)."""
+    device, segment = name.split("/", 1)[0], _stem(name)
+    limit = (clock.now_micros() if now is None else now) + clock.MAX_AHEAD
+    taken: list[Line] = []
+    whole = 0  # how many lines of ``taken`` end a batch
+    at, previous, batch_end = 0, 0, 0
+    first = int(segment)
+    while at < len(data):
+        cut = data.find(b"\n", at)
+        raw = data[at:] if cut < 0 else data[at:cut]
+        try:
+            if cut < 0:
+                raise Refused("torn last line")
+            line = _open_one(key, device, segment, raw, at, limit)
+            _follows(line, first, previous, batch_end, taken)
+        except Refused as exc:
+            seq = sealed.sealed_seq(raw)
+            number = data.count(b"\n", 0, at) + 1
+            where = f"line {number} (seq {seq})" if seq is not None else f"line {number}"
+            lasting = not isinstance(exc, TooEarly)
+            return Opened(taken[:whole], f"{name} {where}: {exc}", raw, lasting)
+        taken.append(line._replace(end=cut + 1))
+        previous = line.seq
+        batch_end = line.event.batch_end if line.event.batch_end > line.seq else 0
+        whole = len(taken) if batch_end == 0 else whole
+        at = cut + 1
+    if whole < len(taken):
+        last = taken[-1]
+        return Opened(taken[:whole], f"{name} seq {last.seq}: batch ending at "
+                      f"{last.event.batch_end} cut short", b"")  # fmt: skip
+    return Opened(taken)
+
+
+def _open_one(key: Key, device: str, segment: str, raw: bytes, at: int, limit: int) -> Line:
+    try:
+        opened = sealed.open_line(key, device, segment, raw)
+        event = decode_line(opened.line)
+    except Unopenable as exc:
+        raise Refused(str(exc)) from None
+    except BadLine as exc:
+        raise Refused(f"does not decode ({exc.reason})") from None
+    if event.seq != opened.seq:
+        raise Refused(f"sealed as seq {opened.seq} but holds seq {event.seq}")
+    if clock.micros(event.ts) > limit:
+        raise TooEarly(f"dated {event.ts}, more than {clock.MAX_AHEAD // 3_600_000_000} h "
+                      "ahead of this machine's clock")  # fmt: skip
+    return Line(event.seq, event.id, opened.line, event, 0, opened.prev)
+
+
+def _follows(line: Line, first: int, previous: int, batch_end: int, taken: list[Line]) -> None:
+    """Refused unless ``line`` may follow the lines ``taken`` of its segment."""
+    if line.seq < first:
+        raise Refused(f"before its segment's first seq {first}")
+    if taken and line.seq <= previous:
+        raise Refused(f"after seq {previous} (reordered or repeated)")
+    if taken and line.prev != previous:
+        raise Refused(f"follows seq {line.prev}, yet comes after seq {previous} here "
+                      "(lines were removed or moved)")  # fmt: skip
+    if not taken and line.prev >= line.seq:
+        raise Refused(f"follows seq {line.prev}, not before it")
+    if batch_end and (line.event.batch_end != batch_end or line.seq != previous + 1):
+        raise Refused(f"batch ending at {batch_end} cut short")
+
+
+def _stem(name: str) -> str:
+    stem = name.rsplit("/", 1)[-1].split(".", 1)[0]
+    if not stem.isdigit():
+        raise Refused(f"{name}: not a segment name")
+    return stem
+
+
+def seal_lines(key: Key, name: str, lines: list[Line], prev: int) -> bytes:
+    """The sealed version of ``lines`` of segment ``name`` (a tree path), the first of
+    them following seq ``prev``."""
+    device, segment = name.split("/", 1)[0], _stem(name)
+    out = []
+    for line in lines:
+        out.append(sealed.seal_line(key, device, segment, line.seq, prev, line.data))
+        prev = line.seq
+    return b"".join(out)
+
+
+def chained(named: list[tuple[str, list[Line]]]) -> str | None:
+    """A fault when one device's segments (``named`` in name order) do not follow each
+    other: each first line must name the last line of the segment before as ``prev``."""
+    last, last_name = 0, ""
+    for name, lines in named:
+        if not lines:
+            continue
+        if lines[0].prev != last:
+            before = f"{last_name} (seq {last})" if last_name else "nothing"
+            return (f"{name} starts after seq {lines[0].prev}, but follows {before}: "
+                    "lines were removed")  # fmt: skip
         last, last_name = lines[-1].seq, name
     return None

@@ -11,7 +11,16 @@ from pathlib import Path
 
 import pytest
 
-from memlog.tests.sync.helpers import bare_remote, git, memlog, memlog_ok, observe
+from memlog.tests.sync.helpers import (
+    KEYS,
+    bare_remote,
+    git,
+    init,
+    memlog,
+    memlog_ok,
+    observe,
+    remote_plain,
+)
 
 
 def session_end(home: Path, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:
@@ -24,8 +33,10 @@ def session_end(home: Path, cwd: Path, **env: str) -> subprocess.CompletedProces
 
 
 def remote_has(remote: str, text: str) -> bool:
-    shown = git("--git-dir", remote, "grep", "-c", text, "memlog")
-    return shown.returncode == 0
+    """Whether the remote's tip holds ``text`` (opened with the key its homes share)."""
+    if git("--git-dir", remote, "rev-parse", "--verify", "-q", "memlog").returncode != 0:
+        return False
+    return text.encode() in remote_plain(remote, KEYS[remote])
 
 
 @pytest.fixture
@@ -33,7 +44,7 @@ def set_up(tmp_path: Path) -> tuple[Path, str]:
     remote = str(bare_remote(tmp_path / "remote.git"))
     home = tmp_path / "home"
     observe(home, "A lesson worth keeping.")
-    memlog_ok(home, "sync", "--init", remote)
+    init(home, remote)
     observe(home, "Learned during the session.")
     return home, remote
 

@@ -52,6 +52,19 @@ def memlog_ok(home: Path, *args: str) -> Result:
     return result
 
 
+#: the sync key each remote of a test was set up with (by the first home to init it)
+KEYS: dict[str, str] = {}
+
+
+def init(home: Path, remote: Path | str, *more: str) -> Result:
+    """``memlog sync --init REMOTE`` as a user does it: the first home makes the key, the
+    others join with it (``--key``, from the first's ``memlog sync --print-key``)."""
+    key = KEYS.get(str(remote))
+    result = memlog_ok(home, "sync", "--init", str(remote), *more, *(["--key", key] if key else []))
+    KEYS.setdefault(str(remote), memlog_ok(home, "sync", "--print-key").output.strip())
+    return result
+
+
 def observe(
     home: Path, description: str, name: str = "", category: str = "patterns", *more: str
 ) -> None:
@@ -177,6 +190,51 @@ def push_tampered(
     commit = run("commit-tree", run("write-tree"), "-p", tip, "-m", "tampered")
     run("update-ref", "refs/heads/memlog", commit)
     os.unlink(f"{remote}/tamper-index")
+
+
+def push_tree(remote: Path | str, changes: dict[str, bytes | None], parent: str = "memlog") -> str:
+    """Commit onto the remote's branch the files of ``changes`` (None: removed), on top of
+    ``parent``; what someone with write access to the remote (and no key) can do."""
+    env = {**os.environ, "GIT_DIR": str(remote), "GIT_INDEX_FILE": f"{remote}/tamper-index",
+           "GIT_AUTHOR_NAME": "x", "GIT_AUTHOR_EMAIL": "x@x", "GIT_COMMITTER_NAME": "x",
+           "GIT_COMMITTER_EMAIL": "x@x"}  # fmt: skip
+
+    def run(*args: str, data: bytes | None = None) -> str:
+        done = subprocess.run(["git", *args], input=data, capture_output=True, env=env, check=True)
+        return done.stdout.decode().strip()
+
+    tip = run("rev-parse", parent)
+    run("read-tree", tip)
+    for path, data in changes.items():
+        if data is None:
+            run("update-index", "--index-info", data=f"0 {'0' * 40}\t{path}\n".encode())
+        else:
+            blob = run("hash-object", "-w", "--stdin", data=data)
+            run("update-index", "--add", "--cacheinfo", f"100644,{blob},{path}")
+    commit = run("commit-tree", run("write-tree"), "-p", run("rev-parse", "memlog"), "-m", "x")
+    run("update-ref", "refs/heads/memlog", commit)
+    os.unlink(f"{remote}/tamper-index")
+    return commit
+
+
+def remote_file(remote: Path | str, path: str, rev: str = "memlog") -> bytes:
+    done = subprocess.run(["git", "--git-dir", str(remote), "cat-file", "blob", f"{rev}:{path}"],
+                          capture_output=True, check=True)  # fmt: skip
+    return done.stdout
+
+
+def remote_plain(remote: Path | str, key: str, rev: str = "memlog") -> bytes:
+    """Every event line the remote's tip holds, opened with ``key`` (``tests/forge``)."""
+    from memlog.tests import forge
+
+    raw = forge.key_bytes(key)
+    listed = git("--git-dir", str(remote), "ls-tree", "-r", "--name-only", rev).stdout.split()
+    lines = []
+    for path in (p for p in listed if p.endswith(".sealed")):
+        device, segment = path.split("/")[0], path.split("/")[1].split(".")[0]
+        for line in remote_file(remote, path, rev).splitlines():
+            lines.append(forge.unseal(raw, device, segment, line) + b"\n")
+    return b"".join(lines)
 
 
 def remote_objects(remote: Path | str) -> bytes:

@@ -19,6 +19,7 @@ from memlog.tests.sync.helpers import (
     bare_remote,
     device_of,
     git,
+    init,
     memlog,
     memlog_ok,
     observe,
@@ -60,7 +61,7 @@ def start(tmp_path: Path, count: int) -> tuple[list[Path], str]:
     for home in homes[2:]:
         observe(home, PLAIN, category="anti-patterns")
     for home in [*homes, homes[0]]:
-        memlog_ok(home, "sync", "--init", remote)
+        init(home, remote)
     return homes, remote
 
 
@@ -160,7 +161,7 @@ def test_the_first_sync_moves_a_flat_log_without_rewriting_it(tmp_path: Path) ->
     listed = memlog_ok(home, "log").output
     replayed = memlog_ok(home, "replay").output.splitlines()[:2]
     remote = str(bare_remote(tmp_path / "remote.git"))
-    done = memlog_ok(home, "sync", "--init", remote)
+    done = init(home, remote)
     assert f"moved {len(before)} segments" in done.output
     own = home / "events" / device_of(home)
     assert {p.name: p.read_bytes() for p in own.glob("*.jsonl")} == before
@@ -169,7 +170,7 @@ def test_the_first_sync_moves_a_flat_log_without_rewriting_it(tmp_path: Path) ->
     assert memlog_ok(home, "replay").output.splitlines()[:2] == replayed
     assert memlog(home, "verify").exit_code == 0
     other = tmp_path / "other"
-    memlog_ok(other, "sync", "--init", remote)
+    init(other, remote)
     assert memlog_ok(other, "log").output == listed
 
 
@@ -178,8 +179,11 @@ def test_only_segments_travel(tmp_path: Path) -> None:
     (homes[0] / "hook-errors.log").write_text("2026-01-01T00:00:00Z boom\n")
     memlog_ok(homes[0], "sync")
     files = git("--git-dir", remote, "ls-tree", "-r", "--name-only", "memlog").stdout.split()
-    assert files and all(f.endswith(".jsonl") and f.count("/") == 1 for f in files)
-    assert {f.split("/")[0] for f in files} == {device_of(h) for h in homes}
+    assert "memlog-sync.json" in files  # the format and the key's check value
+    devices = [f for f in files if f != "memlog-sync.json"]
+    assert devices and all(f.count("/") == 1 for f in devices)
+    assert all(f.endswith(".sealed") or f.endswith("/head") for f in devices)
+    assert {f.split("/")[0] for f in devices} == {device_of(h) for h in homes}
 
 
 def test_a_deleted_segment_comes_back(tmp_path: Path) -> None:
@@ -212,13 +216,13 @@ def test_a_fast_clock_elsewhere_is_followed_and_noted(
     from memlog.eventlog import clock
 
     homes, _ = start(tmp_path, 2)
-    future = clock.micros("2040-01-01T00:00:00Z")
+    future = clock.now_micros() + 3 * 3_600_000_000  # within the clock's bound of a day
     with monkeypatch.context() as patched:
         patched.setattr(clock, "now_micros", lambda: future)
         observe(homes[1], PLAIN)
     memlog_ok(homes[1], "sync")
     result = memlog_ok(homes[0], "sync")
-    assert "h ahead of this machine's clock" in result.output
+    assert "3 h ahead of this machine's clock" in result.output
     memlog_ok(homes[0], "retire", content_hash(PLAIN)[:10], "--reason", "seen, then retired")
     assert entry(homes[0], PLAIN)["status"] == "retired"  # sorts after what it answers
     last = json.loads(memlog_ok(homes[0], "log", "--json").output.splitlines()[-1])
@@ -240,3 +244,29 @@ def test_memlog_redact_on_any_machine_reaches_every_home(tmp_path: Path, where: 
     for home in homes:
         assert "[REDACTED]" in str(entry(home, PIN)["reasoning"])
         assert memlog_ok(home, "log", "--type", "entry.redacted").output.strip()
+
+
+def test_a_clock_more_than_a_day_ahead_is_refused_until_this_one_gets_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memlog.eventlog import clock
+
+    homes, _ = start(tmp_path, 2)
+    future = clock.micros("2040-01-01T00:00:00Z")
+    with monkeypatch.context() as patched:
+        patched.setattr(clock, "now_micros", lambda: future)
+        observe(homes[1], PLAIN)
+    memlog_ok(homes[1], "sync")
+    result = memlog(homes[0], "sync")
+    assert result.exit_code == 1
+    assert "dated 2040-01-01T00:00:00.000000Z, more than 24 h ahead" in result.output
+    assert "lines were removed" not in result.output  # refused here, not dropped there
+    assert memlog(homes[0], "show", content_hash(PLAIN)[:10]).exit_code != 0
+    assert clock.read_floor(homes[0] / "events") < future
+    observe(homes[0], "Written meanwhile.")  # this home writes on, at its own time
+    memlog_ok(homes[0], "sync")
+    monkeypatch.setattr(clock, "now_micros", lambda: future + 1)  # 2040 came
+    memlog_ok(homes[1], "sync")
+    done = memlog(homes[0], "sync")
+    assert done.exit_code == 0, done.output
+    assert entry(homes[0], PLAIN)["name"]

@@ -14,7 +14,7 @@ import pytest
 from memlog.eventlog.log import EventLog
 from memlog.eventlog.verify import verify_log
 from memlog.sync.engine import sync_lock
-from memlog.tests.sync.helpers import assert_same_views, bare_remote, git, memlog_ok, observe
+from memlog.tests.sync.helpers import assert_same_views, bare_remote, git, init, memlog_ok, observe
 
 
 def start_sync(home: Path) -> subprocess.Popen[bytes]:
@@ -45,8 +45,8 @@ def test_kill_9_during_sync_leaves_everything_usable(tmp_path: Path) -> None:
     for i in range(30):
         observe(a, f"Lesson {i} from the first machine.")
         observe(b, f"Lesson {i} from the second machine.")
-    memlog_ok(a, "sync", "--init", remote)
-    memlog_ok(b, "sync", "--init", remote)
+    init(a, remote)
+    init(b, remote)
     took = max(timed_sync(a), timed_sync(b))
     for step, fraction in enumerate((0.05, 0.15, 0.3, 0.45, 0.6, 0.75, 0.9, 1.0)):
         home = (a, b)[step % 2]
@@ -70,7 +70,7 @@ def test_lock_files_of_a_killed_git_are_swept(tmp_path: Path) -> None:
     remote = str(bare_remote(tmp_path / "remote.git"))
     home = tmp_path / "home"
     observe(home, "A lesson worth keeping.")
-    memlog_ok(home, "sync", "--init", remote)
+    init(home, remote)
     git_dir = home / "sync.git"
     stale = [git_dir / "refs/heads/memlog.lock", git_dir / "refs/remotes/sync/memlog.lock",
              git_dir / "index.lock", git_dir / "config.lock"]  # fmt: skip
@@ -111,8 +111,8 @@ def test_appends_while_syncing_lose_nothing(tmp_path: Path) -> None:
     remote = str(bare_remote(tmp_path / "remote.git"))
     a, b = tmp_path / "a", tmp_path / "b"
     observe(a, "The first lesson.")
-    memlog_ok(a, "sync", "--init", remote)
-    memlog_ok(b, "sync", "--init", remote)
+    init(a, remote)
+    init(b, remote)
     writers = [
         subprocess.Popen([sys.executable, "-c", WRITER, str(a), str(n), "150"])
         for n in range(2)
@@ -136,7 +136,7 @@ def test_homes_syncing_at_once_both_get_through(tmp_path: Path) -> None:
     homes = [tmp_path / "a", tmp_path / "b", tmp_path / "c"]
     for home in homes:
         observe(home, f"Lesson of {home.name}.")
-        memlog_ok(home, "sync", "--init", remote)
+        init(home, remote)
     for step in range(3):
         for home in homes:
             observe(home, f"Step {step} of {home.name}.")
