@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TypeVar
 
 import msgspec
 
 from memlog.errors import InvalidInput
-from memlog.eventlog.events import Observed, Text
+from memlog.eventlog.events import Finding, Observed, Text
+from memlog.eventlog.redaction import REDACTED, redact
 from memlog.keywords.rules import normalise_keyword
 from memlog.vocabulary import MAX_KEYWORDS, Category, Confidence, Source
 
@@ -35,7 +37,8 @@ def _unique(items: Iterable[str]) -> tuple[str, ...]:
 
 
 def keyword_notes(given: Sequence[str], where: str = "") -> list[str]:
-    """What was changed in the keywords a writer gave (they are kept, not replaced)."""
+    """What was changed in the keywords a writer gave (they are kept, not replaced); a
+    keyword holding a secret was dropped before (``to_event``) and is never shown."""
     prefix = f"{where}: " if where else ""
     notes = []
     renamed = [(k, normalise_keyword(k)) for k in given if normalise_keyword(k) != k]
@@ -51,16 +54,53 @@ def keyword_notes(given: Sequence[str], where: str = "") -> list[str]:
     return notes
 
 
-def to_event(item: ObservationInput, where: str = "", notes: list[str] | None = None) -> Observed:
+#: the fields of an observation whose text is scanned, as given, before anything is changed
+SCANNED = ("name", "description", "reasoning", "keywords", "references", "project", "feature")
+
+
+def scanned(item: ObservationInput) -> tuple[ObservationInput, tuple[Finding, ...]]:
+    """``item`` with every secret in its text replaced, field by field, as it was given
+    (before keywords are lower-cased or whitespace folded: ``AKIA…`` is found, ``akia…``
+    would not be); a keyword that held a secret is dropped whole.  The findings go on the
+    event."""
+    changes: dict[str, object] = {}
+    findings: list[Finding] = []
+    for field in SCANNED:
+        value = getattr(item, field)
+        kinds: Counter[str] = Counter()
+        if isinstance(value, str):
+            cleaned: object = _scan(value, kinds)
+        else:
+            texts = [_scan(v, kinds) for v in value]
+            cleaned = [v for v in texts if field != "keywords" or REDACTED not in v]
+        if kinds:
+            changes[field] = cleaned
+            findings += [Finding(field, kind, n) for kind, n in sorted(kinds.items())]
+    if not changes:
+        return item, ()
+    return msgspec.structs.replace(item, **changes), tuple(findings)
+
+
+def _scan(text: str, kinds: Counter[str]) -> str:
+    found = redact(text)
+    kinds.update(found.found)
+    return found.text
+
+
+def to_event(
+    item: ObservationInput, where: str = "", notes: list[str] | None = None, redact: bool = True
+) -> Observed:
     """Validate ``item`` beyond its schema and build the event; raise InvalidInput.
 
-    Keywords are kept as given, normalised and capped at 10; what that changed
-    is added to ``notes``.
+    Secrets are replaced first, in the text as given (unless ``redact`` is off);
+    keywords are then kept as given, normalised and capped at 10; what that
+    changed is added to ``notes``.
     """
     prefix = f"{where}: " if where else ""
     for field in ("name", "description"):
         if not getattr(item, field).strip():
             raise InvalidInput(f"{prefix}{field} is empty - at `$.{field}`")
+    item, findings = scanned(item) if redact else (item, ())
     keywords = _unique(normalise_keyword(k) for k in item.keywords)[:MAX_KEYWORDS]
     if notes is not None:
         notes += keyword_notes(item.keywords, where)
@@ -76,12 +116,16 @@ def to_event(item: ObservationInput, where: str = "", notes: list[str] | None = 
         project=item.project.strip(),
         feature=item.feature.strip(),
         revive=False,
+        redacted=tuple(sorted({f.field for f in findings})),
+        redactions=findings,
     )
 
 
-def from_fields(fields: Mapping[str, object], notes: list[str] | None = None) -> Observed:
+def from_fields(
+    fields: Mapping[str, object], notes: list[str] | None = None, redact: bool = True
+) -> Observed:
     """The event for one entry given as a mapping of option values (what was changed in
-    it goes to ``notes``)."""
+    it goes to ``notes``; secrets replaced first unless ``redact`` is off)."""
     for field, value in fields.items():
         for text in value if isinstance(value, list) else [value]:
             if isinstance(text, str) and not _is_utf8(text):
@@ -90,7 +134,7 @@ def from_fields(fields: Mapping[str, object], notes: list[str] | None = None) ->
         item = msgspec.convert(fields, ObservationInput)
     except msgspec.ValidationError as exc:
         raise InvalidInput(str(exc)) from None
-    return to_event(item, notes=notes)
+    return to_event(item, notes=notes, redact=redact)
 
 
 def _is_utf8(text: str) -> bool:
@@ -124,11 +168,14 @@ def decode_items(
 
 
 def parse_json_lines(
-    data: bytes, default_project: str = "", notes: list[str] | None = None
+    data: bytes, default_project: str = "", notes: list[str] | None = None, redact: bool = True
 ) -> list[Observed]:
     """Events for every JSON object in ``data`` (one per line, or one JSON array)."""
     pairs = decode_items(data, _LINE_DECODER, _ARRAY_DECODER)
-    return [to_event(_with_project(item, default_project), where, notes) for where, item in pairs]
+    return [
+        to_event(_with_project(item, default_project), where, notes, redact)
+        for where, item in pairs
+    ]
 
 
 def _with_project(item: ObservationInput, project: str) -> ObservationInput:

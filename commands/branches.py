@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from memlog.api import branches as api
+from memlog.commands.base import printable
 from memlog.commands.common import echo_json, emit, json_option, open_workspace, warn
 from memlog.vocabulary import SECTIONS
 
@@ -22,8 +23,8 @@ def branches(project: str | None, as_json: bool) -> None:
         click.echo("no branch memory yet (memlog memorize extracts it from sessions)")
     for info in found:
         counts = ", ".join(f"{s} {info.sections[s]}" for s in SECTIONS)
-        click.echo(f"{info.project or '(no project)'}  {info.branch}  {info.live} live ({counts})"
-                   f"  updated {info.updated}")  # fmt: skip
+        where = f"{info.project or '(no project)'}  {info.branch}"
+        click.echo(printable(f"{where}  {info.live} live ({counts})  updated {info.updated}"))
 
 
 @click.group()
@@ -41,14 +42,14 @@ def show(name: str, project: str | None, as_json: bool) -> None:
     if as_json:
         echo_json(view)
         return
-    click.echo(view.text, nl=False)
+    click.echo(printable(view.text), nl=False)
     if view.audits:
         click.echo("\n## Changes\n")
     for audit in view.audits:
         ops = ", ".join(f"{op.op} {op.entry_id[:8]}" for op in audit.operations if op.op != "keep")
         cost = f" ${audit.usage.cost_micros / 1e6:.4f}" if audit.usage.calls else ""
         note = f" ({audit.note})" if audit.note else ""
-        click.echo(f"- {audit.ts} {audit.mode}{cost}: {ops or 'no change'}{note}")
+        click.echo(printable(f"- {audit.ts} {audit.mode}{cost}: {ops or 'no change'}{note}"))
 
 
 @branch.command(name="clear")

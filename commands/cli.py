@@ -14,7 +14,7 @@ from typing import Any
 import click
 
 from memlog import __version__
-from memlog.commands.base import as_click_error
+from memlog.commands.base import as_click_error, said
 from memlog.commands.conventions import (
     DEPRECATED_JSON_INPUT,
     HELP_OPTIONS,
@@ -79,7 +79,10 @@ class LazyGroup(click.Group):
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)
-        except (click.exceptions.ClickException, click.exceptions.Exit, click.Abort):
+        except click.exceptions.ClickException as exc:
+            exc.message = said(exc.message)  # a value echoed back (``'AKIA…' is not one of``)
+            raise
+        except (click.exceptions.Exit, click.Abort):
             raise
         except BrokenPipeError:  # the reader left (`memlog log | head`): not a failure
             silence_stdout()

@@ -11,6 +11,7 @@ import msgspec
 
 from memlog.api.adoption import adopt, pending_store
 from memlog.api.reading import NO_MEMORIES
+from memlog.commands.base import said
 from memlog.commands.conventions import metered
 from memlog.workspace import Workspace
 
@@ -67,5 +68,6 @@ def say_empty(as_json: bool) -> None:
 
 
 def warn(lines: list[str]) -> None:
+    """Each line on stderr, as ``memlog: …``: printable, and no secret the rules know."""
     for line in lines:
-        click.echo(f"memlog: {line}", err=True)
+        click.echo(f"memlog: {said(line)}", err=True)

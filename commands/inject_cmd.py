@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
 
 from memlog.api import reading, recall
+from memlog.commands.base import printable
 from memlog.commands.common import echo_json, open_workspace, say_empty, warn
 
 
@@ -44,7 +46,7 @@ def inject(
     elif explain:
         print_explain(result)
     else:
-        click.echo(result.text, nl=False)
+        click.echo(printable(result.text) if _terminal() else result.text, nl=False)
 
 
 def print_explain(result: recall.Injection) -> None:
@@ -53,7 +55,15 @@ def print_explain(result: recall.Injection) -> None:
     click.echo(f"mode: {result.mode}; query: {result.query!r}; candidates: {result.total}")
     click.echo(f"vector matches: {result.vector_matches}; fts5 matches: {result.fts_matches}")
     for chosen in result.chosen:
-        click.echo(f"\n{chosen.score:.4f}  {chosen.id}  {chosen.category}  {chosen.name}")
+        click.echo(
+            printable(f"\n{chosen.score:.4f}  {chosen.id}  {chosen.category}  {chosen.name}")
+        )
         parts = ", ".join(f"{k}={v:.4f}" for k, v in chosen.components.items())
         if parts:
             click.echo(f"  {parts}")
+
+
+def _terminal() -> bool:
+    """Whether stdout is a terminal (the block goes verbatim to whatever reads a pipe, as
+    iflow's ``memory.py`` printed it; a terminal sees control characters escaped, as ls)."""
+    return sys.stdout.isatty()

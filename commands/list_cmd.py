@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from memlog.api import reading
+from memlog.commands.base import printable
 from memlog.commands.common import echo_json, json_option, open_workspace, say_empty, warn
 from memlog.projections.fold import Entry
 from memlog.vocabulary import CATEGORIES, SOURCES
@@ -62,4 +63,5 @@ def list_(
 
 def _line(entry: Entry) -> str:
     status = "" if entry.live else f"  [{entry.status}]"
-    return f"{entry.id}  {entry.category:<13}  {entry.updated_at[:10]}  {entry.name}{status}"
+    name = printable(entry.name)
+    return f"{entry.id}  {entry.category:<13}  {entry.updated_at[:10]}  {name}{status}"

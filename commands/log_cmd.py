@@ -7,6 +7,7 @@ from collections import deque
 import click
 
 from memlog.api import reading
+from memlog.commands.base import printable
 from memlog.commands.common import open_workspace, say_empty
 from memlog.eventlog.codec import ENCODER
 from memlog.eventlog.events import TYPE_NAMES, Event, Observed
@@ -35,7 +36,8 @@ def log(
     matching = reading.numbered(ws, types, entry, since, until)
     shown = deque(matching, maxlen=limit) if limit is not None else matching
     for number, event in shown:
-        click.echo(ENCODER.encode(event).decode("utf-8") if as_json else _line(number, event))
+        line = ENCODER.encode(event).decode("utf-8") if as_json else printable(_line(number, event))
+        click.echo(line)
 
 
 def _line(number: int, event: Event) -> str:

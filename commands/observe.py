@@ -7,7 +7,7 @@ from typing import IO
 import click
 
 from memlog.api import capturing
-from memlog.commands.base import InputError
+from memlog.commands.base import InputError, printable
 from memlog.commands.common import echo_json, json_option, open_workspace, warn
 from memlog.commands.conventions import metered
 from memlog.eventlog import secrets
@@ -71,7 +71,7 @@ def observe(
         given = [n for n, v in (("name", name), ("description", description)) if v]
         if given or category or reasoning or keywords or references:
             raise InputError("--from cannot be combined with entry options")
-        events = capturing.observations(json_input.read(), ws.project, changed)
+        events = capturing.observations(json_input.read(), ws.project, changed, not no_redact)
     else:
         missing = [
             f"--{n}"
@@ -92,7 +92,7 @@ def observe(
             "feature": feature,
             "source": source,
         }
-        events = [capturing.observation(item, changed)]
+        events = [capturing.observation(item, changed, not no_redact)]
     with metered() as meter:
         done = capturing.observe(
             ws, events, references_base=git_base, redact=not no_redact, revive=revive,
@@ -108,4 +108,4 @@ def _report(stored: list[Observed], as_json: bool) -> None:
         return
     for event in stored:
         note = f" (redacted {secrets.describe(event.redactions)})" if event.redactions else ""
-        click.echo(f"observed {event.entry_id}  {event.name}  [seq {event.seq}]{note}")
+        click.echo(printable(f"observed {event.entry_id}  {event.name}  [seq {event.seq}]{note}"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from memlog.api import capturing
+from memlog.commands.base import printable
 from memlog.commands.common import emit, json_option, open_workspace, warn
 
 
@@ -19,5 +20,5 @@ def retire(entry_id: str, reason: str, as_json: bool) -> None:
     emit(
         as_json,
         {"retired": entry.id, "name": entry.name, "reason": reason.strip()},
-        lambda: click.echo(f"retired {entry.id}  {entry.name}"),
+        lambda: click.echo(printable(f"retired {entry.id}  {entry.name}")),
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from memlog.api import reading, recall
+from memlog.commands.base import printable
 from memlog.commands.common import echo_json, open_workspace, say_empty, warn
 from memlog.commands.inject_cmd import print_explain
 from memlog.vocabulary import CATEGORIES
@@ -40,4 +41,5 @@ def search(
         print_explain(result)
     else:
         for chosen in result.chosen:
-            click.echo(f"{chosen.score:.3f}  {chosen.id}  {chosen.category:<13}  {chosen.name}")
+            name = printable(chosen.name)
+            click.echo(f"{chosen.score:.3f}  {chosen.id}  {chosen.category:<13}  {name}")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import click
 
 from memlog.api import reading
+from memlog.commands.base import printable
 from memlog.commands.common import echo_json, open_workspace, say_empty
 from memlog.eventlog import secrets
 from memlog.eventlog.events import Event, Redacted
@@ -36,25 +37,26 @@ def show(entry_id: str, as_json: bool) -> None:
     _print_entry(entry)
     for event in history:
         if isinstance(event, Redacted):
-            click.echo(_lineage(event))
+            click.echo(printable(_lineage(event)))
     click.echo(f"\nhistory ({len(history)} events):")
     for event in history:
-        click.echo(f"  {event.seq:>7}  {event.ts}  {_describe(event)}")
+        click.echo(printable(f"  {event.seq:>7}  {event.ts}  {_describe(event)}"))
 
 
 def _print_entry(entry: Entry) -> None:
     for field in _SHOWN:
-        click.echo(f"{field}: {getattr(entry, field)}")
-    click.echo(f"last_observed: {layout.last_observed(entry)}")
-    click.echo(f"description: {entry.description}")
+        click.echo(printable(f"{field}: {getattr(entry, field)}"))
+    click.echo(printable(f"last_observed: {layout.last_observed(entry)}"))
+    click.echo(printable(f"description: {entry.description}"))
     for field in ("reasoning", "keywords", "references", "provenance", "details"):
         value = getattr(entry, field)
         if value:
-            click.echo(f"{field}: {value if isinstance(value, str) else ', '.join(value)}")
+            text = value if isinstance(value, str) else ", ".join(value)
+            click.echo(printable(f"{field}: {text}"))
     if entry.vectors:
-        click.echo(f"vectors: {', '.join(sorted(entry.vectors))}")
+        click.echo(printable(f"vectors: {', '.join(sorted(entry.vectors))}"))
     if entry.status_reason:
-        click.echo(f"status reason: {entry.status_reason}")
+        click.echo(printable(f"status reason: {entry.status_reason}"))
 
 
 def _describe(event: Event) -> str:

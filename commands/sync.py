@@ -8,6 +8,7 @@ from pathlib import Path
 import click
 
 from memlog.api import syncing
+from memlog.commands.base import printable
 from memlog.commands.common import emit, json_option, open_workspace, warn
 from memlog.sync.state import Outcome
 from memlog.sync.status import Status
@@ -76,9 +77,9 @@ def _print(done: Outcome) -> None:
     click.echo(f"views: {done.views}")
     warn(done.notes[1:] if done.key_made else done.notes)
     for line in done.refused:
-        click.echo(f"refused and quarantined: {line}", err=True)
+        click.echo(f"refused and quarantined: {printable(line)}", err=True)
     for line in done.held:
-        click.echo(f"held back: {line}", err=True)
+        click.echo(f"held back: {printable(line)}", err=True)
 
 
 def _print_status(found: Status) -> None:

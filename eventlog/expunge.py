@@ -139,7 +139,10 @@ class _Cutter:
         return tuple(items), +kinds
 
     def _cut(self, keyword: str) -> bool:
-        return any(_cut_from(keyword, text) for text in self.texts)
+        """A label made from text removed here, or from the text given (stored folded,
+        ``akia…`` for ``AKIA…``, it holds no exact copy of it)."""
+        given = [self.target.needle] if self.target.needle is not None else []
+        return any(_cut_from(keyword, text) for text in [*self.texts, *given])
 
     @property
     def _kind(self) -> str:

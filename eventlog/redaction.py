@@ -14,7 +14,13 @@ The rules, most specific first:
 * keys with a well-known prefix: Stripe (``sk_live_``, ``rk_``, ``whsec_``),
   OpenAI and Anthropic (``sk-``, ``sk-proj-``, ``sk-ant-``), AWS key ids
   (``AKIA``/``ASIA``), GitHub, GitLab, Slack, Google, npm, Hugging Face,
-  SendGrid;
+  SendGrid, and the prefixed tokens of gitleaks' rule set that name a
+  service (``PREFIXED``: Shopify, PyPI, DigitalOcean, Vault, Grafana, …);
+* Azure: the key of a storage (or Service Bus, Event Hubs) connection
+  string (``AccountKey=``, ``SharedAccessKey=``), the signature of a SAS
+  token (``sig=`` beside ``sv=``), and Azure AD client secrets;
+* ``curl -u user:password``;
+* memlog's own sync key (``memlog-key-1.…``);
 * ``Authorization:`` headers and ``Bearer`` tokens;
 * ``KEY=value`` / ``key: value`` / ``"key": "value"`` assignments whose key
   names a secret (``*PASSWORD*``, ``*SECRET*``, ``*TOKEN*``, ``*_KEY`` …):
@@ -138,6 +144,8 @@ _KEY_FORMS = (
     *(f"{w}{sep}key" for w in ("api", "access", "private", "auth", "signing", "client")
       for sep in ("", "-")),
 )  # fmt: skip
+#: keys that name something about a secret, not the secret (``SharedAccessKeyName``)
+_NOT_VALUES = ("name", "id", "path", "file", "url", "type", "length", "size", "count")
 _KEY_CHARS = frozenset(string.ascii_letters + string.digits + "_.-")
 _NAME_CHARS = frozenset(string.ascii_letters + string.digits + "_")
 _LONGEST_KEY = 64
@@ -189,7 +197,8 @@ def _assignments(text: str) -> Iterator[Found]:
         if key is None or key[1] in seen:
             continue
         seen.add(key[1])
-        if not any(form in text[key[0] : key[1]].lower() for form in _KEY_FORMS):
+        named = text[key[0] : key[1]].lower()
+        if not any(form in named for form in _KEY_FORMS) or named.endswith(_NOT_VALUES):
             continue
         match = _ASSIGNED.match(text, key[1])
         if match is not None:
@@ -228,6 +237,92 @@ def _entropic(text: str) -> Iterator[Found]:
             seen.add(match.start("value"))
             if _high_entropy(match["value"]):
                 yield match.start("value"), match.end("value"), "high-entropy"
+
+
+# -- tokens with a prefix of their own (ported from gitleaks' default rules) -----------------
+
+#: what may follow a token (gitleaks' end of a secret): a quote, a space, ``;`` or the end
+_END = r"(?=[\x60'\"\s;,)\]}]|\\[nr]|$)"
+#: (class, pattern, substrings one of which the text must hold)
+PREFIXED: list[tuple[str, str, tuple[str, ...]]] = [
+    ("gitlab-token", r"\bgl(?:ptt-[0-9a-f]{40}|dt-[\w-]{20}|rt-[\w-]{20}|soat-[\w-]{20}"
+     r"|cbt-[0-9a-zA-Z]{1,5}_[\w-]{20}|ffct-[\w-]{20}|ft-[\w-]{20}|imt-[\w-]{25}"
+     r"|agent-[\w-]{50}|oas-[\w-]{64})", ("gl",)),
+    ("gitlab-token", r"\bGR1348941[\w-]{20}", ("GR1348941",)),
+    ("gitlab-token", r"_gitlab_session=[0-9a-z]{32}", ("_gitlab_session=",)),
+    ("slack-token", r"(?i)\bxapp-\d-[A-Z0-9]+-\d+-[a-z0-9]+", ("xapp-", "XAPP-")),
+    ("slack-token", r"(?i)\bxoxe(?:\.xox[bp])?-\d-[A-Z0-9]{140,170}", ("xoxe", "XOXE")),
+    ("twilio-key", r"\bSK[0-9a-fA-F]{32}\b", ("SK",)),
+    ("shopify-token", r"\bshp(?:at|ca|pa|ss)_[a-fA-F0-9]{32}", ("shp",)),
+    ("pypi-token", r"\bpypi-AgEIcHlwaS5vcmc[\w-]{50,1000}", ("pypi-AgEI",)),
+    ("rubygems-key", r"\brubygems_[a-f0-9]{48}" + _END, ("rubygems_",)),
+    ("digitalocean-token", r"\bdo[opr]_v1_[a-f0-9]{64}" + _END, ("_v1_",)),
+    ("doppler-token", r"\bdp\.pt\.[a-zA-Z0-9]{43}", ("dp.pt.",)),
+    ("databricks-token", r"\bdapi[a-f0-9]{32}(?:-\d)?" + _END, ("dapi",)),
+    ("heroku-key", r"\bHRKU-AA[0-9a-zA-Z_-]{58}" + _END, ("HRKU-",)),
+    ("terraform-token", r"\b[a-zA-Z0-9]{14}\.atlasv1\.[a-zA-Z0-9\-_=]{60,70}", ("atlasv1",)),
+    ("vault-token", r"\bhv[sb]\.[\w-]{90,300}" + _END, ("hvs.", "hvb.")),
+    ("postman-key", r"\bPMAK-[a-fA-F0-9]{24}-[a-fA-F0-9]{34}" + _END, ("PMAK-",)),
+    ("linear-key", r"\blin_api_[a-zA-Z0-9]{40}", ("lin_api_",)),
+    ("notion-token", r"\bntn_[0-9]{11}[A-Za-z0-9]{35}" + _END, ("ntn_",)),
+    ("age-key", r"AGE-SECRET-KEY-1[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58}", ("AGE-SECRET",)),
+    ("1password-key", r"\bA3-[A-Z0-9]{6}-(?:[A-Z0-9]{11}|[A-Z0-9]{6}-[A-Z0-9]{5})"
+     r"-[A-Z0-9]{5}-[A-Z0-9]{5}-[A-Z0-9]{5}\b", ("A3-",)),
+    ("1password-token", r"\bops_eyJ[a-zA-Z0-9+/]{250,}={0,3}", ("ops_eyJ",)),
+    ("grafana-token", r"(?i)\b(?:eyJrIjoi[A-Za-z0-9]{70,400}={0,3}|glc_[A-Za-z0-9+/]{32,400}"
+     r"={0,3}|glsa_[A-Za-z0-9]{32}_[A-Fa-f0-9]{8})" + _END, ("eyJrIjoi", "glc_", "glsa_")),
+    ("newrelic-key", r"\b(?:NRAK-[A-Z0-9]{27}|NRII-[a-zA-Z0-9-]{32}|NRJS-[a-f0-9]{19})" + _END,
+     ("NRAK-", "NRII-", "NRJS-")),
+    ("sentry-token", r"\bsntr(?:yu_[a-f0-9]{64}|ys_eyJpYXQiO[a-zA-Z0-9+/=_]{60,500})",
+     ("sntry",)),
+    ("square-token", r"\b(?:EAAA|sq0atp-|sq0csp-)[\w-]{22,60}" + _END, ("EAAA", "sq0")),
+    ("teams-webhook", r"https://[a-z0-9]+\.webhook\.office\.com/webhookb2/[\w@/-]{60,}",
+     ("webhook.office.com",)),
+    ("discord-webhook", r"https://(?:\w+\.)?discord(?:app)?\.com/api/webhooks/\d+/[\w-]{40,}",
+     ("discord",)),
+    ("telegram-token", r"\b\d{8,10}:AA[0-9A-Za-z_-]{33}\b", (":AA",)),
+    ("alibaba-key", r"\bLTAI[a-zA-Z0-9]{20}" + _END, ("LTAI",)),
+    ("perplexity-key", r"\bpplx-[a-zA-Z0-9]{48}", ("pplx-",)),
+    ("dynatrace-token", r"\bdt0c01\.[a-zA-Z0-9]{24}\.[a-zA-Z0-9]{64}", ("dt0c01.",)),
+    ("flyio-token", r"\b(?:fo1_[\w-]{43}|fm[12][ar]?_[a-zA-Z0-9+/]{100,}={0,3})" + _END,
+     ("fo1_", "fm1", "fm2_")),
+    ("prefect-key", r"\bpnu_[a-zA-Z0-9]{36}" + _END, ("pnu_",)),
+    ("pulumi-token", r"\bpul-[a-f0-9]{40}" + _END, ("pul-",)),
+    ("sourcegraph-token", r"\bsgp_(?:[a-fA-F0-9]{16}_|local_)?[a-fA-F0-9]{40}\b", ("sgp_",)),
+    ("atlassian-token", r"\bATATT3[A-Za-z0-9_\-=]{186}" + _END, ("ATATT3",)),
+    ("artifactory-key", r"\b(?:AKCp[A-Za-z0-9]{69}|cmVmd[A-Za-z0-9]{59})\b", ("AKCp", "cmVmd")),
+    ("cloudflare-key", r"\bv1\.0-[a-f0-9]{24}-[a-f0-9]{146}" + _END, ("v1.0-",)),
+    ("easypost-key", r"\bEZ[AT]K[a-zA-Z0-9]{54}\b", ("EZAK", "EZTK")),
+    ("planetscale-token", r"\bpscale_(?:tkn|oauth|pw)_[\w=.-]{32,64}" + _END, ("pscale_",)),
+    ("aws-bedrock-key", r"\b(?:ABSK[A-Za-z0-9+/]{109,269}={0,2}|bedrock-api-key-"
+     r"YmVkcm9jay5hbWF6b25hd3MuY29t[A-Za-z0-9+/=]*)", ("ABSK", "bedrock-api-key-")),
+    ("brevo-key", r"\bxkeysib-[a-f0-9]{64}-[a-zA-Z0-9]{16}", ("xkeysib-",)),
+    ("readme-key", r"\brdme_[a-z0-9]{70}" + _END, ("rdme_",)),
+    ("frameio-token", r"\bfio-u-[a-zA-Z0-9\-_=]{64}", ("fio-u-",)),
+    ("duffel-token", r"\bduffel_(?:test|live)_[a-zA-Z0-9_\-=]{43}", ("duffel_",)),
+    ("shippo-token", r"\bshippo_(?:live|test)_[a-fA-F0-9]{40}" + _END, ("shippo_",)),
+    ("typeform-token", r"\btfp_[a-zA-Z0-9\-_.=]{59}" + _END, ("tfp_",)),
+    ("clojars-token", r"(?i)\bCLOJARS_[a-z0-9]{60}", ("CLOJARS_", "clojars_")),
+    ("octopus-key", r"\bAPI-[A-Z0-9]{26}" + _END, ("API-",)),
+    ("scalingo-token", r"\btk-us-[\w-]{48}" + _END, ("tk-us-",)),
+    ("azure-ad-secret", r"(?<![\w~.-])[a-zA-Z0-9_~.]{3}\dQ~[a-zA-Z0-9_~.-]{31,34}(?![\w~.-])",
+     ("Q~",)),
+    ("memlog-sync-key", r"memlog-key-1\.[A-Za-z0-9_-]{86}", ("memlog-key-1.",)),
+]  # fmt: skip
+
+
+def _sas(text: str) -> Iterator[Found]:
+    """The signature of an Azure SAS token: ``sig=`` in a query that also says ``sv=``."""
+    for match in _SAS_SIG.finditer(text):
+        start, end = match.span()
+        low = max(text.rfind(c, 0, start) for c in " \t\n\"'<>`")
+        high = min([i for i in (text.find(c, end) for c in " \t\n\"'<>`") if i >= 0] or [len(text)])
+        if _SAS_VERSION.search(text, low + 1, high):
+            yield match.span("value") + ("azure-sas",)
+
+
+_SAS_SIG = re.compile(r"(?i)(?<![\w-])sig=(?P<value>[A-Za-z0-9%+/_-]{20,}(?:%3D|=){0,3})")
+_SAS_VERSION = re.compile(r"(?<![\w-])sv=\d{4}-\d\d-\d\d")
 
 
 # -- the rules, most specific first ------------------------------------------------------
@@ -276,6 +371,25 @@ RULES: list[tuple[Finder, tuple[str, ...]]] = [
     (_regex("sendgrid-key", r"\bSG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}"), ("SG.",)),
     (
         _regex(
+            "azure-storage-key",
+            r"(?i)\b(?:AccountKey|SharedAccessKey|PrimaryKey|SecondaryKey)\s*=\s*"
+            r"(?P<value>[A-Za-z0-9+/]{20,}={0,2})",
+            _group("value"),
+        ),
+        ("ccountKey", "ccessKey", "ACCOUNTKEY", "ACCESSKEY", "aryKey", "ARYKEY"),
+    ),
+    (_sas, ("sig=", "SIG=", "Sig=")),
+    (
+        _regex(
+            "curl-password",
+            r"\bcurl\b[^\n]*?\s(?:-u|--user)(?:=|\s{1,5})['\"]?[^\s:'\"]{1,64}:['\"]?"
+            r"(?P<value>(?![$%{<])[^\s'\"]{3,})",
+            _group("value"),
+        ),
+        ("curl",),
+    ),
+    (
+        _regex(
             "authorization-header",
             r"(?i)\bauthorization\s*:\s*(?:basic|bearer|token|digest)\s+(?P<value>\S{8,})",
             _group("value"),
@@ -295,13 +409,27 @@ RULES: list[tuple[Finder, tuple[str, ...]]] = [
 ]
 
 
+#: the prefixed tokens' rules; each secret is 20 characters or more without a space, so
+#: their hints are looked for in such words only (prose has few; most text holds none)
+TOKEN_RULES = [(_regex(kind, pattern), hints) for kind, pattern, hints in PREFIXED]
+_TOKEN_HINTS = tuple(sorted({hint for _, hints in TOKEN_RULES for hint in hints}))
+_SHORTEST_TOKEN = 20
+
+
 def redact(text: str) -> Cleaned:
     """``text`` with every secret the rules recognise replaced, and the class of each."""
     found: list[str] = []
     removed: list[str] = []
-    for finder, hints in RULES:
+    for finder, hints in RULES[:-2]:  # the prefixed tokens go before assignments, entropy
         if not hints or any(h in text for h in hints):
             text = _replace(text, finder(text), found, removed)
+    tokens = " ".join(w for w in text.split() if len(w) >= _SHORTEST_TOKEN)
+    present = {hint for hint in _TOKEN_HINTS if hint in tokens} if tokens else set()
+    for finder, hints in TOKEN_RULES if present else ():
+        if not present.isdisjoint(hints):
+            text = _replace(text, finder(text), found, removed)
+    for finder, _ in RULES[-2:]:
+        text = _replace(text, finder(text), found, removed)
     return Cleaned(text, tuple(found), tuple(removed))
 
 

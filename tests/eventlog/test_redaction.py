@@ -62,6 +62,82 @@ SECRETS: list[tuple[str, str, str]] = [
     ),
 ]
 
+HEX, ALNUM = "0123456789abcdef", "aB3dE5fG7hJ9kL2mN4pQ6rS8tU0vW1xY"
+
+
+def filled(alphabet: str, size: int) -> str:
+    return (alphabet * (size // len(alphabet) + 1))[:size]
+
+
+#: the classes ported from gitleaks' default rules, Azure's, curl's and memlog's own key:
+#: (class, text holding the secret, the secret's distinctive part)
+PORTED: list[tuple[str, str, str]] = [
+    ("azure-storage-key", "DefaultEndpointsProtocol=https;AccountName=memlogdev;AccountKey="
+     + filled(ALNUM, 86) + "==;EndpointSuffix=core.windows.net", filled(ALNUM, 40)),
+    ("azure-storage-key", "Endpoint=sb://ns.servicebus.windows.net/;SharedAccessKeyName=Root"
+     "ManageSharedAccessKey;SharedAccessKey=" + filled(ALNUM, 43) + "=", filled(ALNUM, 30)),
+    ("azure-sas", "https://memlogdev.blob.core.windows.net/c/x.json?sv=2022-11-02&ss=b&srt=o"
+     "&sp=r&se=2026-01-01T00:00:00Z&spr=https&sig=" + filled(ALNUM, 40) + "%3D",
+     filled(ALNUM, 30)),
+    ("azure-sas", "SharedAccessSignature=sig=" + filled(ALNUM, 44) + "&se=1700000000&sv=2021-06-08",
+     filled(ALNUM, 30)),
+    ("azure-ad-secret", "client_secret used: " + "Xy81Q~" + filled(ALNUM, 34), filled(ALNUM, 30)),
+    ("curl-password", "curl -u deploy:Hunter2Prod https://ci.internal/api", "Hunter2Prod"),
+    ("curl-password", "curl --user=ops:'s3cr3t-v4lue' -X POST", "s3cr3t-v4lue"),
+    ("memlog-sync-key", "joined with memlog-key-1." + filled(ALNUM + "_-", 86), filled(ALNUM, 30)),
+    ("gitlab-token", "runner glrt-" + filled(ALNUM, 20), filled(ALNUM, 20)),
+    ("gitlab-token", "deploy with gldt-" + filled(ALNUM, 20), filled(ALNUM, 20)),
+    ("gitlab-token", "trigger glptt-" + filled(HEX, 40), filled(HEX, 40)),
+    ("gitlab-token", "register GR1348941" + filled(ALNUM, 20), filled(ALNUM, 20)),
+    ("slack-token", "socket mode xapp-1-A0123BCDEFG-1234567890123-" + filled(HEX, 64),
+     filled(HEX, 40)),
+    ("twilio-key", "twilio SK" + filled(HEX, 32), filled(HEX, 32)),
+    ("shopify-token", "shop token shpat_" + filled(HEX, 32), filled(HEX, 32)),
+    ("pypi-token", "upload with pypi-AgEIcHlwaS5vcmc" + filled(ALNUM, 60), filled(ALNUM, 40)),
+    ("rubygems-key", "gem push with rubygems_" + filled(HEX, 48), filled(HEX, 48)),
+    ("digitalocean-token", "doctl auth init -t dop_v1_" + filled(HEX, 64), filled(HEX, 64)),
+    ("doppler-token", "DOPPLER dp.pt." + filled(ALNUM, 43), filled(ALNUM, 43)),
+    ("databricks-token", "databricks dapi" + filled(HEX, 32), filled(HEX, 32)),
+    ("heroku-key", "heroku HRKU-AA" + filled(ALNUM, 58), filled(ALNUM, 40)),
+    ("terraform-token", "tf " + filled(ALNUM, 14) + ".atlasv1." + filled(ALNUM, 64),
+     filled(ALNUM, 40)),
+    ("vault-token", "VAULT hvs." + filled(ALNUM, 95), filled(ALNUM, 60)),
+    ("postman-key", "PMAK-" + filled(HEX, 24) + "-" + filled(HEX, 34), filled(HEX, 24)),
+    ("linear-key", "linear lin_api_" + filled(ALNUM, 40), filled(ALNUM, 40)),
+    ("notion-token", "notion ntn_" + filled("0123456789", 11) + filled(ALNUM, 35),
+     filled(ALNUM, 32)),
+    ("age-key", "AGE-SECRET-KEY-1" + filled("QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", 58),
+     filled("QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L", 40)),
+    ("1password-key", "A3-ABCDEF-GHIJKLMNOPQ-RSTUV-WXYZ0-12345", "GHIJKLMNOPQ-RSTUV"),
+    ("grafana-token", "grafana glsa_" + filled(ALNUM, 32) + "_" + filled(HEX, 8),
+     filled(ALNUM, 32)),
+    ("newrelic-key", "newrelic NRAK-" + filled("ABCDEFGHJKLMNPQRSTUVWXYZ0123", 27),
+     filled("ABCDEFGHJKLMNPQRSTUVWXYZ0123", 27)),
+    ("sentry-token", "sentry sntryu_" + filled(HEX, 64), filled(HEX, 64)),
+    ("square-token", "square sq0atp-" + filled(ALNUM, 30), filled(ALNUM, 30)),
+    ("telegram-token", "bot 123456789:AA" + filled(ALNUM, 33), filled(ALNUM, 33)),
+    ("alibaba-key", "aliyun LTAI" + filled(ALNUM, 20), filled(ALNUM, 20)),
+    ("perplexity-key", "pplx-" + filled(ALNUM, 48), filled(ALNUM, 48)),
+    ("dynatrace-token", "dt0c01." + filled(ALNUM, 24) + "." + filled(ALNUM, 64),
+     filled(ALNUM, 24)),
+    ("flyio-token", "fly fo1_" + filled(ALNUM, 43), filled(ALNUM, 43)),
+    ("prefect-key", "prefect pnu_" + filled(ALNUM, 36), filled(ALNUM, 36)),
+    ("pulumi-token", "pulumi pul-" + filled(HEX, 40), filled(HEX, 40)),
+    ("sourcegraph-token", "src sgp_" + filled(HEX, 40), filled(HEX, 40)),
+    ("atlassian-token", "jira ATATT3" + filled(ALNUM, 186), filled(ALNUM, 60)),
+    ("artifactory-key", "jfrog AKCp" + filled(ALNUM, 69), filled(ALNUM, 60)),
+    ("easypost-key", "EZAK" + filled(ALNUM, 54), filled(ALNUM, 54)),
+    ("planetscale-token", "pscale_tkn_" + filled(ALNUM, 40), filled(ALNUM, 40)),
+    ("brevo-key", "xkeysib-" + filled(HEX, 64) + "-" + filled(ALNUM, 16), filled(HEX, 64)),
+    ("octopus-key", "octopus API-" + filled("ABCDEFGHJKLMNPQRSTUVWXYZ0123", 26),
+     filled("ABCDEFGHJKLMNPQRSTUVWXYZ0123", 26)),
+    ("teams-webhook", "https://acme.webhook.office.com/webhookb2/" + filled(HEX, 8) + "-"
+     + filled(HEX, 4) + "-" + filled(HEX, 4) + "-" + filled(HEX, 4) + "-" + filled(HEX, 12)
+     + "@" + filled(HEX, 36) + "/IncomingWebhook/" + filled(HEX, 32), filled(HEX, 32)),
+    ("discord-webhook", "https://discord.com/api/webhooks/123456789012345678/"
+     + filled(ALNUM, 68), filled(ALNUM, 60)),
+]  # fmt: skip
+
 #: ordinary engineering prose: hashes, UUIDs, versions, paths, code, assignments of numbers
 PROSE = [
     "Commit 3f9a8b7c6d5e4f3a2b1c0d9e8f7a6b5c4d3e2f1a fixed the flaky retry.",
@@ -86,10 +162,16 @@ PROSE = [
     "Build 20240115.3 on node 18.19.0; see PR #1234 and issue #567.",
     "Keep the primary_key: id and foreign_key=user_id columns indexed.",
     "The key insight: a 64-bit hash (16 hex chars) collides rarely below 10,000 entries.",
+    "Verify the sig= parameter of the signed URL and the sv= version before caching it.",
+    "TASK-1234 and ASK: the API-first design of gl_context.cpp; ops_review, pnu_test ok.",
+    "curl -u $USER:$TOKEN https://example.com and curl --user me https://example.com",
+    "AccountKey is read from KeyVault at start; SharedAccessKeyName=RootManageSharedAccessKey",
 ]
 
 
-@pytest.mark.parametrize(("kind", "text", "secret"), SECRETS, ids=[s[0] for s in SECRETS])
+@pytest.mark.parametrize(
+    ("kind", "text", "secret"), SECRETS + PORTED, ids=[s[0] for s in SECRETS + PORTED]
+)
 def test_every_class_is_found(kind: str, text: str, secret: str) -> None:
     cleaned = redact(text)
     assert secret not in cleaned.text
