@@ -80,7 +80,7 @@ class LazyGroup(click.Group):
         try:
             return super().invoke(ctx)
         except click.exceptions.ClickException as exc:
-            exc.message = said(exc.message)  # a value echoed back (``'AKIA…' is not one of``)
+            vars(exc)["message"] = said(exc.message)  # a value echoed back (``'AKIA…' is…``)
             raise
         except (click.exceptions.Exit, click.Abort):
             raise
