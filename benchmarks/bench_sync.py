@@ -1,7 +1,7 @@
 """Time ``memlog sync`` between two homes through a bare repository on disk, and weigh it.
 
     python benchmarks/bench_sync.py [--events 10000] [--entries 2000] [--repeats 3]
-                                    [--more 100] [--seed 1]
+                                    [--more 100] [--seed 1] [--baseline PYTHON]
 
 A synthetic log of ``--events`` events (``synthetic.py``) is written into
 home A.  Each repeat, in fresh directories:
@@ -19,11 +19,19 @@ Bytes transferred are the pack bytes git reports writing on push and
 receiving on fetch (``--progress``), set against the bytes of the segments
 that moved; the growth of A's own repository is shown too.  Figures are
 medians over the repeats.
+
+``--baseline PYTHON`` runs every round twice, interleaved, each in a process
+of its own: once with this memlog and once with the memlog installed for
+``PYTHON`` (e.g. the previous release in a scratch venv), on the same log,
+and adds each sync's ratio (this / baseline) to the table.  B joins with the
+key A made when the memlog it runs seals what it sends.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
+import json
 import os
 import re
 import shutil
@@ -133,6 +141,16 @@ def more_events(home: Path, count: int, round_no: int) -> None:
     EventLog(home, redact=False).append(events)
 
 
+def join(a: Path, b: Path, remote: str) -> None:
+    """B's ``sync --init``: with A's key when this memlog seals what it sends."""
+    if "key" not in inspect.signature(sync).parameters:
+        sync(b, SPACE, remote, init=True)  # a memlog from before sealing
+        return
+    from memlog.sync.setup import print_key
+
+    sync(b, SPACE, remote, init=True, key=print_key(a))
+
+
 def one_round(
     source: Path, work: Path, more: int, round_no: int, wire: Transfers
 ) -> dict[str, float]:
@@ -145,7 +163,7 @@ def one_round(
         "send (A: sync --init, 10k events)": timed(lambda: sync(a, SPACE, remote, init=True))
     }
     figures["pushed pack bytes / segment bytes"] = wire.take()[0] / size
-    figures["receive (B: sync --init)"] = timed(lambda: sync(b, SPACE, remote, init=True))
+    figures["receive (B: sync --init)"] = timed(lambda: join(a, b, remote))
     figures["fetched pack bytes / segment bytes"] = wire.take()[1] / size
     figures["views rebuild alone (baseline)"] = timed(lambda: rebuild(b, SPACE))
     grown = segment_bytes(a)
@@ -168,13 +186,56 @@ def one_round(
     return figures
 
 
+def round_in_process(
+    python: str, source: Path, work: Path, more: int, round_no: int
+) -> dict[str, float]:
+    """One round run by ``python`` (another memlog's interpreter) in a process of its own."""
+    work.mkdir()
+    argv = [python, __file__, "--round", str(source), str(work), str(more), str(round_no)]
+    done = subprocess.run(argv, capture_output=True, text=True, check=True)
+    shutil.rmtree(work)
+    found: dict[str, float] = json.loads(done.stdout.splitlines()[-1])
+    return found
+
+
+#: the syncs compared with the baseline
+TIMED = [
+    "send (A: sync --init, 10k events)", "receive (B: sync --init)",
+    "send after {more} more events", "receive after {more} more events",
+]  # fmt: skip
+
+
+def report(rounds: list[dict[str, float]], baseline: list[dict[str, float]], more: int) -> None:
+    print(f"\n  {'measure (median of ' + str(len(rounds)) + ')':<48} {'value':>10}", end="")
+    print(f" {'baseline':>10} {'ratio':>7}" if baseline else "")
+    for name in rounds[0]:
+        value = statistics.median(r[name] for r in rounds)
+        unit = "" if "/" in name else " s"
+        line = f"  {name:<48} {value:>10.3f}{unit}"
+        if baseline and name in baseline[0]:
+            before = statistics.median(r[name] for r in baseline)
+            line += f" {before:>10.3f}{unit}"
+            if name in [t.format(more=more) for t in TIMED]:
+                ratios = [r[name] / b[name] for r, b in zip(rounds, baseline, strict=True)]
+                line += f" {statistics.median(ratios):>6.2f}x"
+        print(line)
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--round"]:
+        source, work, more, round_no = sys.argv[2:6]
+        wire = Transfers()
+        wire.install()
+        figures = one_round(Path(source), Path(work), int(more), int(round_no), wire)
+        print(json.dumps(figures))
+        return
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--events", type=int, default=10_000)
     parser.add_argument("--entries", type=int, default=2_000)
     parser.add_argument("--more", type=int, default=100, help="events appended before round 2")
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--baseline", metavar="PYTHON", help="another memlog's interpreter")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="memlog-bench-sync-") as tmp:
         source = Path(tmp) / "source"
@@ -183,19 +244,13 @@ def main() -> None:
         git = subprocess.run(["git", "--version"], capture_output=True, text=True).stdout.strip()
         python = f"python {sys.version.split()[0]}"
         print(f"log: {count} events, {size:.1f} MB of segments; {git}; {python}")
-        rounds = []
-        wire = Transfers()
-        wire.install()
+        rounds, baseline = [], []
         for repeat in range(args.repeats):
             work = Path(tmp) / f"round{repeat}"
-            work.mkdir()
-            rounds.append(one_round(source, work, args.more, repeat, wire))
-            shutil.rmtree(work)
-        print(f"\n  {'measure (median of ' + str(args.repeats) + ')':<48} {'value':>10}")
-        for name in rounds[0]:
-            value = statistics.median(r[name] for r in rounds)
-            unit = "" if "/" in name else " s"
-            print(f"  {name:<48} {value:>10.3f}{unit}")
+            rounds.append(round_in_process(sys.executable, source, work, args.more, repeat))
+            if args.baseline:
+                baseline.append(round_in_process(args.baseline, source, work, args.more, repeat))
+        report(rounds, baseline, args.more)
 
 
 if __name__ == "__main__":
