@@ -14,6 +14,7 @@ extraction audits among them once they exist) and the markdown files
 from __future__ import annotations
 
 import dataclasses
+import os
 import shutil
 import threading
 from collections.abc import Sequence
@@ -28,6 +29,7 @@ from memlog.errors import InvalidInput
 from memlog.eventlog import scan
 from memlog.eventlog.bounds import Bound, parse_bound, within
 from memlog.eventlog.events import Event
+from memlog.files import atomic_write
 from memlog.projections.fold import Entry
 from memlog.projections.markdown_view.writer import load_state
 from memlog.projections.runner import rebuild
@@ -69,32 +71,112 @@ class View:
         return (self.folder / "memory.db").exists()
 
 
-class Snapshots:
-    """Views as of past points, rebuilt on first use into folders under ``root``."""
+#: where a running page says, in the home, which folder holds its snapshots (one file per
+#: page, named by its process id), and the generation a redaction raises
+PAGES_DIR = ".pages"
+GENERATION = "generation"
 
-    def __init__(self, root: Path) -> None:
+
+class Snapshots:
+    """Views as of past points, rebuilt on first use into folders under ``root``.
+
+    With ``home``, the folder is registered there, so ``memlog redact`` can remove the
+    copies of text it takes out (``forget_snapshots``); every snapshot built before a
+    redaction is then dropped and built again from the rewritten log.
+    """
+
+    def __init__(self, root: Path, home: Path | None = None) -> None:
         self.root = root
-        self.built: dict[str, View] = {}
+        self.home = home
+        self.built: dict[str, tuple[View, str]] = {}
         self.made = 0
         self.lock = threading.Lock()
+        self.registered = _register(home, root) if home is not None else None
 
     def at(self, ws: Workspace, until: str) -> View:
         """The view as of ``until`` (a sequence number or an ISO time)."""
         bound = parse_bound(until)
         key = str(bound.seq) if bound.seq is not None else str(bound.ts)
         with self.lock:
+            generation = self._generation()
+            if any(made != generation for _, made in self.built.values()):
+                self._drop(list(self.built))  # a redaction came after them
             if key not in self.built:
-                self._evict()
+                self._drop(list(self.built)[: max(0, len(self.built) - KEPT_SNAPSHOTS + 1)])
                 self.made += 1
                 folder = self.root / f"as-of-{self.made}"
                 done = rebuild(ws.home, ws.space, bound, folder)
-                self.built[key] = View(ws, folder, until.strip(), done.seq)
-            return self.built[key]
+                self.built[key] = (View(ws, folder, until.strip(), done.seq), generation)
+            return self.built[key][0]
 
-    def _evict(self) -> None:
-        while len(self.built) >= KEPT_SNAPSHOTS:
-            oldest = self.built.pop(next(iter(self.built)))
-            shutil.rmtree(oldest.folder, ignore_errors=True)
+    def _generation(self) -> str:
+        return _read(self.home / PAGES_DIR / GENERATION) if self.home is not None else ""
+
+    def _drop(self, keys: list[str]) -> None:
+        for key in keys:
+            view, _ = self.built.pop(key)
+            shutil.rmtree(view.folder, ignore_errors=True)
+
+
+def _register(home: Path, root: Path) -> Path | None:
+    """Say in ``home`` that this process keeps snapshots in ``root`` (None when the home
+    cannot take it: a read-only snapshot home, say)."""
+    folder = home / PAGES_DIR
+    try:
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path = folder / str(os.getpid())
+        atomic_write(path, str(root).encode("utf-8", "surrogateescape"))
+    except OSError:
+        return None
+    return path
+
+
+def unregister(home: Path) -> None:
+    """This process keeps no snapshots of ``home`` any more (it removes its folder)."""
+    (home / PAGES_DIR / str(os.getpid())).unlink(missing_ok=True)
+
+
+def forget_snapshots(home: Path) -> list[str]:
+    """Remove every snapshot a page of ``home`` built (a redaction's text may be in them)
+    and make running pages build them again; a page no longer running loses its whole
+    folder.  The folders removed."""
+    folder = home / PAGES_DIR
+    if not folder.is_dir():
+        return []
+    generation = _read(folder / GENERATION)
+    atomic_write(folder / GENERATION, str(int(generation or 0) + 1).encode("ascii"))
+    removed = []
+    for registration in folder.iterdir():
+        if not registration.name.isdigit():
+            continue
+        root = Path(_read(registration))
+        if not root.name.startswith("memlog-ui-") or root.is_symlink() or not root.is_dir():
+            registration.unlink(missing_ok=True)
+            continue
+        running = _alive(int(registration.name))
+        for path in [root] if not running else sorted(root.glob("as-of-*")):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(str(path))
+        if not running:
+            registration.unlink(missing_ok=True)
+    return removed
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text(encoding="utf-8", errors="surrogateescape").strip()
+    except OSError:
+        return ""
 
 
 def live(ws: Workspace) -> tuple[View, list[str]]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import NamedTuple, TypeVar
 
+from memlog.api.browsing import forget_snapshots
 from memlog.capture.pipeline import settle
 from memlog.errors import InvalidInput, Unfinished, describe
 from memlog.eventlog.events import Redacted
@@ -98,6 +99,9 @@ def _views_and_copies(
     files = _step(said, scrub, lambda: scrub_home(ws.home, texts))
     notes = _step(said, "rebuilding the views", lambda: _rebuild(ws)) if rebuild_views else []
     files += [f for f in _step(said, scrub, lambda: scrub_home(ws.home, texts)) if f not in files]
+    pages = _step(said, "removing the page's snapshots", lambda: forget_snapshots(ws.home))
+    if pages:
+        notes.append(f"removed {len(pages)} snapshots a running memlog ui had built before")
     return files, notes
 
 

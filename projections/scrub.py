@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import os
+import re
 import time
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -37,14 +38,23 @@ _SKIP_FILES = frozenset(
 _CHECKPOINT_TRIES = 20
 
 
-def forms(texts: Iterable[str]) -> list[bytes]:
-    """The byte forms a text takes in files: as written, and escaped inside JSON strings."""
-    found: list[bytes] = []
+def forms(texts: Iterable[str]) -> list[re.Pattern[bytes]]:
+    """The byte forms a text takes in files, as patterns: its words as written, or escaped
+    inside JSON strings, with any whitespace (or JSON's ``\\n``, ``\\t``) between them
+    (the markdown view folds a private key's newlines into spaces)."""
+    found: dict[bytes, re.Pattern[bytes]] = {}
     for text in texts:
-        for form in (text.encode("utf-8"), msgspec.json.encode(text)[1:-1]):
-            if form and form not in found:
-                found.append(form)
-    return sorted(found, key=len, reverse=True)  # the longest first: a form inside another
+        words = text.split()
+        if not words:
+            continue
+        plain = rb"\s+".join(re.escape(w.encode("utf-8")) for w in words)
+        escaped = rb"(?:\s|\\[nrt])+".join(
+            re.escape(msgspec.json.encode(w)[1:-1]) for w in words
+        )
+        for form in (plain, escaped):
+            found.setdefault(form, re.compile(form))
+    # the longest first: a form inside another
+    return [found[k] for k in sorted(found, key=len, reverse=True)]
 
 
 def scrub_home(home: Path, texts: Iterable[str]) -> list[str]:
@@ -61,7 +71,7 @@ def scrub_home(home: Path, texts: Iterable[str]) -> list[str]:
     return changed
 
 
-def _scrub_file(home: Path, path: Path, patterns: list[bytes]) -> bool:
+def _scrub_file(home: Path, path: Path, patterns: list[re.Pattern[bytes]]) -> bool:
     """Whether ``path`` held the text and was rewritten without it.  A file that vanishes
     meanwhile (a recorder's marker, a claim) is passed over, never made again."""
     try:
@@ -88,12 +98,12 @@ def views_hold(home: Path, texts: Iterable[str]) -> bool:
             data = path.read_bytes()
         except OSError:
             continue
-        if any(p in data for p in patterns):
+        if any(p.search(data) for p in patterns):
             return True
     return False
 
 
-def scrub_quarantine(home: Path, patterns: list[bytes]) -> bool:
+def scrub_quarantine(home: Path, patterns: list[re.Pattern[bytes]]) -> bool:
     """The quarantine file with the text taken out of the bytes each record keeps."""
     path = home / seg.QUARANTINE_NAME
     records = seg.read_quarantine(home)
@@ -145,7 +155,7 @@ def _files(home: Path) -> Iterator[Path]:
             yield path
 
 
-def _replace(data: bytes, patterns: list[bytes]) -> bytes:
+def _replace(data: bytes, patterns: list[re.Pattern[bytes]]) -> bytes:
     for pattern in patterns:
-        data = data.replace(pattern, REDACTED.encode())
+        data = pattern.sub(REDACTED.encode(), data)
     return data

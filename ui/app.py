@@ -52,7 +52,7 @@ Endpoint = Callable[[Site, Request], Response]
 
 def create_app(ws: Workspace, token: str, port: int, snapshots: Path) -> Guard:
     """The page for ``ws``, guarded for ``127.0.0.1:port`` and ``token``."""
-    site = Site(ws, Snapshots(snapshots))
+    site = Site(ws, Snapshots(snapshots, ws.home))
 
     def route(path: str, endpoint: Endpoint) -> Route:
         def handle(request: Request) -> Response:  # sync: Starlette runs it in a thread

@@ -22,7 +22,7 @@ from __future__ import annotations
 import hmac
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
-from urllib.parse import parse_qsl, urlencode
+from urllib.parse import parse_qsl, quote, urlencode
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -90,10 +90,17 @@ class Guard:
     async def _welcome(self, scope: Scope, send: Send, query: list[tuple[str, str]]) -> None:
         """Keep the token in a cookie and show the same page without it in the address."""
         rest = urlencode([(k, v) for k, v in query if k != "token"])
-        location = scope["path"] + (f"?{rest}" if rest else "")
+        location = same_origin(scope["path"]) + (f"?{rest}" if rest else "")
         cookie = f"{self.cookie}={self.token}; Path=/; HttpOnly; SameSite=Strict"
         extra = [(b"location", location.encode()), (b"set-cookie", cookie.encode())]
         await _answer(send, 303, "see the page", extra)
+
+
+def same_origin(path: str) -> str:
+    """``path`` as a redirect that stays on this server: one leading slash (``//evil.example/``
+    and ``/\\evil.example`` name another host to a browser), everything else escaped (no
+    line break ends the header, no scheme starts another URL)."""
+    return quote("/" + path.lstrip("/\\"), safe="/:@!$&'()*+,;=-._~")
 
 
 def _cookie(header: str, name: str) -> str:

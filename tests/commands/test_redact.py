@@ -247,3 +247,37 @@ def test_a_backup_left_by_a_run_that_stopped_is_found_by_the_next(leaked: Path) 
     result = invoke("redact", "--match", SECRET, "--reason", "leak")
     assert f"also removed from {backup.relative_to(leaked)}" in result.stdout
     assert holders(leaked) == []
+
+
+PEM = (
+    "-----BEGIN OPENSSH PRIVATE KEY-----\n"
+    "b3BlbnNzaC1rZXktdjEAAAAABG5vbmUAAAAEbm9uZQAAAAAAAAABAAAAMwAAAAtzc2gtZW\n"
+    "QyNTUxOQAAACDcQ0ir8fVb2nxN5f3m0hyS5sXq3jpQqW1XjRk3xv9EtAAAAJgAAAAAAAAAA\n"
+    "-----END OPENSSH PRIVATE KEY-----"
+)
+
+
+def test_a_key_is_found_in_every_copy_whatever_the_whitespace(
+    memlog_home: Path, project: Path, tmp_path: Path
+) -> None:
+    """The markdown view folds the key's newlines into spaces, so its hand-edited backup
+    holds the key on one line: redact --from the key file removes that copy too."""
+    invoke("observe", "--no-redact", "--name", "Deploy key", "--description",
+           "Keep the deploy key out of the repository.", "--reasoning",
+           f"The deploy key is\n{PEM}\nkeep it safe.", "--category", "patterns")  # fmt: skip
+    view = memlog_home / "projects" / "deploy-tools" / "patterns.md"
+    assert "b3BlbnNzaC1rZXktdjEA" in view.read_text()
+    view.write_text(view.read_text() + "\nmy own note\n")
+    invoke("observe", "--name", "Other", "--description", "Pin the CI image by digest.",
+           "--category", "patterns")  # fmt: skip
+    backups = list(memlog_home.rglob("*.bak"))
+    assert backups and "BEGIN OPENSSH PRIVATE KEY----- b3Bl" in backups[0].read_text()
+    key_file = tmp_path / "id_ed25519"
+    key_file.write_text(PEM + "\n")
+    done = invoke("redact", "--from", str(key_file), "--reason", "a private key")
+    assert any(b.name in done.stdout for b in backups)
+    body = [line for line in PEM.splitlines() if "-----" not in line]
+    for path in memlog_home.rglob("*"):
+        if path.is_file():
+            data = path.read_bytes()
+            assert not any(line.encode() in data for line in body), path

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import os
 import re
+import signal
+import subprocess
+import sys
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -329,3 +334,71 @@ def test_extraction_audits_and_branch_memory_once_they_exist(
 def test_an_empty_home(client: TestClient) -> None:
     assert "No memories yet" in text(client.get("/").text)
     assert "No events" in text(client.get("/log").text)
+
+
+@pytest.mark.parametrize(
+    ("path", "location"),
+    [
+        ("//evil.example/", "/evil.example/"),
+        ("/\\evil.example/", "/evil.example/"),
+        ("///evil.example/x", "/evil.example/x"),
+        ("/log%0d%0aSet-Cookie:%20x=1", "/log%0D%0ASet-Cookie:%20x=1"),
+    ],
+)
+def test_no_redirect_leaves_the_pages_origin(memlog_home: Path, path: str, location: str) -> None:
+    app = create_app(Workspace.open(memlog_home.parent), TOKEN, PORT, memlog_home.parent / "s")
+    with TestClient(app, base_url=f"http://{HOST}", follow_redirects=False) as http:
+        answer = http.get(f"http://{HOST}{path}?token={TOKEN}")
+        assert answer.status_code == 303
+        assert answer.headers["location"] == location
+        assert [v for k, v in answer.headers.multi_items() if k == "set-cookie"] == [
+            f"memlog_ui_{PORT}={TOKEN}; Path=/; HttpOnly; SameSite=Strict"
+        ]  # no header was slipped in
+
+
+def test_a_redaction_removes_the_pages_snapshots_and_it_builds_them_again(
+    memlog_home: Path, tmp_path: Path
+) -> None:
+    secret = "Zebra-Hunter2-Staging"
+    log = EventLog(memlog_home)
+    log.append([Observed(name="Staging", description=f"Log in with {secret} there.",
+                         category="patterns")])  # fmt: skip
+    log.append([Observed(name="Other", description="Pin the CI image.", category="patterns")])
+    ws = Workspace.open(tmp_path)
+    snapshots = tmp_path / "memlog-ui-test"
+    app = create_app(ws, TOKEN, PORT, snapshots)
+    with TestClient(app, base_url=f"http://{HOST}", follow_redirects=False) as http:
+        http.cookies.set(f"memlog_ui_{PORT}", TOKEN)
+        assert secret in http.get("/", params={"as_of": "1"}).text
+        copies = [p for p in snapshots.rglob("*") if p.is_file() and secret.encode() in
+                  p.read_bytes()]  # fmt: skip
+        assert copies  # the snapshot holds it
+        done = CliRunner().invoke(cli, ["redact", "--match", secret, "--reason", "a password"])
+        assert done.exit_code == 0, done.output
+        assert "snapshots a running memlog ui had built" in done.output
+        assert not [p for p in snapshots.rglob("*") if p.is_file() and secret.encode() in
+                    p.read_bytes()]  # fmt: skip
+        again = http.get("/", params={"as_of": "1"}).text
+        assert "Staging" in again and secret not in again
+
+
+@pytest.mark.slow
+def test_sigterm_removes_the_pages_copies_as_ctrl_c_does(memlog_home: Path, tmp_path: Path) -> None:
+    EventLog(memlog_home).append([Observed(name="a", description="b", category="facts")])
+    temp = tmp_path / "tmp"
+    temp.mkdir()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        env = {**os.environ, "TMPDIR": str(temp), "MEMLOG_HOME": str(memlog_home)}
+        page = subprocess.Popen([sys.executable, "-m", "memlog", "ui"], env=env, text=True,
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT)  # fmt: skip
+        assert page.stdout is not None
+        address = page.stdout.readline().split()[-1]
+        opened = urllib.request.build_opener(urllib.request.HTTPCookieProcessor())
+        assert opened.open(address).status == 200
+        assert opened.open(address.split("?")[0] + "?as_of=1").status == 200
+        assert list(temp.glob("memlog-ui-*/as-of-*"))
+        page.send_signal(sig)
+        page.wait(timeout=30)
+        page.stdout.close()
+        assert not list(temp.iterdir()), (sig, list(temp.rglob("*")))
+        assert not [p for p in (memlog_home / ".pages").iterdir() if p.name.isdigit()]
