@@ -35,12 +35,16 @@ from typing import Any
 import memlog
 from memlog import digests
 from memlog.hooks.session_start import MARGIN
+from memlog.vocabulary import MAX_EVENT_BYTES
 
 PROTOCOL = 1
 #: how long the hook waits for the resident to say the start's budget
 FIRST_WAIT = 0.5
 #: the most bytes one message may take
 MAX_MESSAGE = 4 << 20
+#: the most bytes a request to the resident may take (the largest event): a larger one
+#: (a prompt of pages) is not sent, the hook ranks it in its own process
+MAX_REQUEST = MAX_EVENT_BYTES
 #: environment variables that change what a start does, by prefix and by name
 KEY_PREFIXES = ("MEMLOG_", "HF_", "HUGGINGFACE_", "GIT_", "OPENBLAS_")
 KEY_NAMES = frozenset(
@@ -114,12 +118,15 @@ def ask(payload: dict[str, Any], home: Path, started: float, op: str = "start") 
     itself).  Raises ResidentError when one answered wrongly."""
     if os.environ.get("MEMLOG_RESIDENT_MINUTES", "").strip() == "0":
         return None  # turned off where the hook can see it without its configuration
+    request = {"op": op, "key": key(home), "started": started, "payload": payload}
+    if len(json.dumps(request, ensure_ascii=False).encode()) > MAX_REQUEST:
+        return None  # more than the resident takes: ranked here
     conn = _connect(home)
     if conn is None:
         return None
     spent = False
     try:
-        conn.send_message({"op": op, "key": key(home), "started": started, "payload": payload})
+        conn.send_message(request)
         first = conn.message(time.monotonic() + FIRST_WAIT)
         if "refused" in first:
             return None

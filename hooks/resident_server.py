@@ -8,6 +8,14 @@ own process (``session_start.run``, with the start's own clock and budget).
 After each answer it records the recall and the start itself (the recorder's
 ``record``, in this process), so the next start finds the views current.
 
+It survives any message: a request must arrive whole within ``READ_WAIT``
+and hold at most ``MAX_REQUEST`` bytes (the largest event) of JSON nested at
+most ``MAX_DEPTH`` deep, with fields of the right types; anything else is
+refused and the connection closed.  Connections are read side by side (a
+selector, at most ``MAX_PENDING`` at once), so peers that connect and say
+nothing cost no start any wait; what they did is logged sparingly (the 1st,
+2nd, 4th, 8th … of each kind, with the count).
+
 It leaves, removing its socket, when ``memory_resident_minutes`` pass
 without a start, when a start's configuration sets them to 0, when its home
 is gone, when a start came with another key (a reinstalled memlog, another
@@ -21,12 +29,16 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import json
+import math
 import os
+import selectors
 import signal
 import socket
 import time
+from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from memlog.config import Config
 from memlog.hooks import resident, user_prompt
@@ -37,7 +49,24 @@ from memlog.hooks.session_start import log_error, pin_blas, run, to_record, work
 TICK = 30.0
 #: how long a connected start may take to send its request
 READ_WAIT = 1.0
+#: the largest request taken (a start's payload is the hook's input: well under this; the
+#: hook sends no larger one)
+MAX_REQUEST = resident.MAX_REQUEST
+#: how deeply a request's JSON may nest (a start's is two levels deep)
+MAX_DEPTH = 16
+#: connections read at once; past it the oldest is closed
+MAX_PENDING = 64
 DEFAULT_MINUTES = Config().memory_resident_minutes
+
+
+class Refused(ValueError):
+    """A request the resident does not take; the message says why (one line)."""
+
+
+class Pending(NamedTuple):
+    conn: socket.socket
+    buffer: bytearray
+    deadline: float
 
 
 class Resident:
@@ -55,22 +84,98 @@ class Resident:
         self.served = 0
         self.last = time.monotonic()
         self.leaving = ""
+        self.refusals: Counter[str] = Counter()
 
     def serve(self) -> None:
-        """Answer starts until a reason to leave."""
-        while not self.leaving:
-            idle = self.minutes * 60 - (time.monotonic() - self.last)
-            if idle <= 0:
-                self.leaving = f"idle for {self.minutes} minutes"
-                break
-            self.sock.settimeout(min(idle, TICK))
+        """Answer starts until a reason to leave: read every connection side by side, and
+        answer each request once it is whole (one start at a time)."""
+        self.sock.setblocking(False)
+        with selectors.DefaultSelector() as selector:
+            selector.register(self.sock, selectors.EVENT_READ)
+            pending: dict[int, Pending] = {}
+            try:
+                while not self.leaving:
+                    self._turn(selector, pending)
+            finally:
+                for waiting in pending.values():
+                    waiting.conn.close()
+
+    def _turn(self, selector: selectors.BaseSelector, pending: dict[int, Pending]) -> None:
+        now = time.monotonic()
+        idle = self.minutes * 60 - (now - self.last)
+        if idle <= 0:
+            self.leaving = f"idle for {self.minutes} minutes"
+            return
+        soonest = min((p.deadline for p in pending.values()), default=now + TICK)
+        ready = selector.select(max(0.0, min(idle, TICK, soonest - now)))
+        if not ready and not pending:
+            self.leaving = self._gone()
+        for key, _ in ready:
+            if key.fileobj is self.sock:
+                self._accept(selector, pending)
+            else:
+                self._read(selector, pending, pending[key.fd])
+        for fd in [fd for fd, p in pending.items() if p.deadline <= time.monotonic()]:
+            self._drop(selector, pending, fd, "a connection sent no whole request in time")
+
+    def _accept(self, selector: selectors.BaseSelector, pending: dict[int, Pending]) -> None:
+        while True:
             try:
                 conn, _ = self.sock.accept()
-            except TimeoutError:
-                self.leaving = self._gone()
-                continue
-            with contextlib.closing(conn):
-                self._answer(resident.Connection(conn))
+            except (BlockingIOError, InterruptedError):
+                return
+            conn.setblocking(False)
+            if len(pending) >= MAX_PENDING:
+                self._drop(selector, pending, next(iter(pending)), "too many connections at once")
+            pending[conn.fileno()] = Pending(conn, bytearray(), time.monotonic() + READ_WAIT)
+            selector.register(conn, selectors.EVENT_READ)
+
+    def _read(
+        self, selector: selectors.BaseSelector, pending: dict[int, Pending], waiting: Pending
+    ) -> None:
+        fd = waiting.conn.fileno()
+        try:
+            chunk = waiting.conn.recv(1 << 16)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError:
+            chunk = b""
+        if not chunk:
+            self._drop(selector, pending, fd, "a connection closed before a whole request")
+            return
+        waiting.buffer.extend(chunk)
+        cut = waiting.buffer.find(b"\n")
+        if cut < 0 and len(waiting.buffer) <= MAX_REQUEST:
+            return
+        selector.unregister(waiting.conn)
+        del pending[fd]
+        with contextlib.closing(waiting.conn):
+            waiting.conn.setblocking(True)
+            conn = resident.Connection(waiting.conn)
+            try:
+                request = parse_request(bytes(waiting.buffer), cut)
+            except Refused as exc:
+                self.note(str(exc))
+                with contextlib.suppress(OSError):
+                    conn.send_message({"refused": str(exc)})
+                return
+            self._answer(conn, request)
+
+    def _drop(
+        self, selector: selectors.BaseSelector, pending: dict[int, Pending], fd: int, why: str
+    ) -> None:
+        waiting = pending.pop(fd)
+        selector.unregister(waiting.conn)
+        waiting.conn.close()
+        self.note(why)
+
+    def note(self, why: str) -> None:
+        """Log a bad connection sparingly: the 1st, 2nd, 4th, 8th … of each kind, counted
+        (a flood of them adds a few lines, never one line each)."""
+        self.refusals[why] += 1
+        count = self.refusals[why]
+        if count & (count - 1) == 0:
+            log_error(self.home, f"resident: {why} ({count} so far)")
 
     def _gone(self) -> str:
         """Why the resident should leave though no start came ("" when it should not)."""
@@ -83,12 +188,7 @@ class Resident:
             return "its socket was removed"
         return ""
 
-    def _answer(self, conn: resident.Connection) -> None:
-        try:
-            request = conn.message(time.monotonic() + READ_WAIT)
-        except (OSError, ValueError) as exc:
-            log_error(self.home, f"resident: unreadable request ({exc})")
-            return
+    def _answer(self, conn: resident.Connection, request: dict[str, Any]) -> None:
         op = request.get("op")
         if op == "status":
             conn.send_message(self.status())
@@ -98,7 +198,8 @@ class Resident:
         elif op in ("start", "prompt"):
             self._start(conn, request, str(op))
         else:
-            conn.send_message({"refused": f"unknown op {op!r}"})
+            self.note("a request with an unknown op")
+            conn.send_message({"refused": f"unknown op {str(op)[:40]!r}"})
 
     def status(self) -> dict[str, Any]:
         left = self.minutes * 60 - (time.monotonic() - self.last)
@@ -118,7 +219,7 @@ class Resident:
         self.last = time.monotonic()
         self.served += 1
         box: dict[str, Any] = {}
-        started = float(request.get("started") or time.monotonic())
+        started = _started(request.get("started"))
         work = user_prompt.work if op == "prompt" else None
         context = run(payload, self.home, started, box, _teller(conn), work)
         wanted = "recall" in box if op == "prompt" else to_record(payload, self.home, box)
@@ -144,6 +245,62 @@ class Resident:
             if os.stat(self.path).st_ino == self.inode:
                 os.unlink(self.path)
         self.sock.close()
+
+
+def parse_request(data: bytes, cut: int) -> dict[str, Any]:
+    """The request in the first line of ``data`` (``cut``: where it ends, -1 when it does
+    not); Refused, with why in one line, for anything but a small, shallow JSON object."""
+    if cut < 0 or cut > MAX_REQUEST:
+        raise Refused(f"a request over {MAX_REQUEST >> 10} KiB")
+    line = data[:cut]
+    if _depth(line) > MAX_DEPTH:
+        raise Refused(f"a request nested more than {MAX_DEPTH} deep")
+    try:
+        found = json.loads(line)
+    except (ValueError, RecursionError):
+        raise Refused("a request that is not JSON") from None
+    if not isinstance(found, dict):
+        raise Refused("a request that is not a JSON object")
+    payload = found.get("payload")
+    if found.get("op") in ("start", "prompt") and not (
+        isinstance(payload, dict) and _texts(payload)
+    ):
+        raise Refused("a start whose payload is not an object of texts")
+    return found
+
+
+def _depth(line: bytes) -> int:
+    """How deeply ``line``'s brackets nest, strings left out (no parser needed)."""
+    deepest = depth = 0
+    quoted = escaped = False
+    for byte in line:
+        if quoted:
+            escaped, quoted = (False, True) if escaped else (byte == 0x5C, byte != 0x22)
+        elif byte == 0x22:
+            quoted = True
+        elif byte in (0x5B, 0x7B):
+            depth += 1
+            deepest = max(deepest, depth)
+        elif byte in (0x5D, 0x7D):
+            depth -= 1
+    return deepest
+
+
+def _texts(payload: dict[str, Any]) -> bool:
+    """Whether the hook input's fields memlog reads are texts when given."""
+    return all(
+        isinstance(payload.get(field, ""), str)
+        for field in ("session_id", "cwd", "source", "hook_event_name", "transcript_path", "prompt")
+    )
+
+
+def _started(value: object) -> float:
+    """When the start began on the hook's clock (now, when the request says nothing
+    usable: a string, NaN, a time far from now)."""
+    now = time.monotonic()
+    if isinstance(value, int | float) and math.isfinite(value) and abs(now - value) < 60:
+        return float(value)
+    return now
 
 
 def _teller(conn: resident.Connection) -> Any:

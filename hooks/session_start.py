@@ -86,11 +86,25 @@ def log_error(home: Path, message: str, exc: BaseException | None = None) -> Non
         if is_snapshot(home):  # a snapshot is read, never written
             raise OSError("a snapshot")
         home.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _roll(home / HOOK_ERROR_LOG)
         append_private(home / HOOK_ERROR_LOG, text.encode("utf-8", "replace"))
     except OSError:
         sys.stderr.write(f"memlog hook: {message}\n")
     except MemlogError as exc:  # a link where the log goes: said, never followed
         sys.stderr.write(f"memlog hook: {exc}; {message}\n")
+
+
+#: past this size the error log becomes ``hook-errors.log.1`` (one older generation kept):
+#: whatever keeps failing, the two never hold more than twice this
+HOOK_LOG_MAX = 256 << 10
+
+
+def _roll(path: Path) -> None:
+    try:
+        if os.lstat(path).st_size >= HOOK_LOG_MAX:
+            os.replace(path, path.with_name(path.name + ".1"))
+    except FileNotFoundError:
+        pass
 
 
 def _work(payload: dict[str, Any], home: Path, started: float, box: dict[str, Any]) -> None:

@@ -3,6 +3,7 @@ than a start ranked in the hook's own process."""
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import gc
 import json
@@ -418,3 +419,78 @@ def test_real_claude_code_starts_are_served_by_the_resident(tmp_path: Path) -> N
     recalled = [r.event for r in EventLog(memory).read() if isinstance(r.event, Recalled)]
     assert len(recalled) == 2 and all(e.entry_ids for e in recalled)
     assert not errors(memory)
+
+
+def raw_request(home: Path, data: bytes, wait: float = 5.0) -> bytes:
+    """Send ``data`` as it is on a fresh connection; what came back (b"" when closed)."""
+    with socket.socket(socket.AF_UNIX) as sock:
+        sock.settimeout(wait)
+        sock.connect(str(resident.socket_path(home)))
+        with contextlib.suppress(OSError):
+            sock.sendall(data)
+        try:
+            return sock.recv(1 << 16)
+        except OSError:
+            return b""
+
+
+HOSTILE = [
+    b"[" * 5000 + b"]" * 5000 + b"\n",
+    b'{"op": "start", "payload": ' + b"[" * 200 + b"]" * 200 + b"}\n",
+    b"\xff\xfe not even UTF-8\n",
+    b"[1, 2, 3]\n",
+    b'{"op": "start", "key": "x", "started": "yesterday", "payload": {"cwd": 5}}\n',
+    b'{"op": "' + b"x" * 100 + b'"}\n',
+    b'{"op": "status", "pad": "' + b"x" * (200 << 10) + b'"}\n',
+]
+
+
+def test_the_resident_survives_any_message(home: Path, runtime: Path, project: Path) -> None:
+    start_resident(home, project)
+    for data in HOSTILE:
+        answer = raw_request(home, data)
+        assert answer == b"" or b"refused" in answer, (data[:40], answer)
+        assert resident.call(home, "status") is not None, data[:40]
+    context, _ = start_hook(project, "after-hostile")
+    assert "Engineering Memory" in context
+    assert resident.call(home, "status")["served"] == 1  # type: ignore[index]
+
+
+def test_silent_peers_keep_no_start_waiting(home: Path, runtime: Path, project: Path) -> None:
+    start_resident(home, project)
+    silent = []
+    try:
+        for _ in range(200):
+            sock = socket.socket(socket.AF_UNIX)
+            sock.connect(str(resident.socket_path(home)))
+            silent.append(sock)
+        # each says nothing; one at a time they would hold a start ~1 s each
+        assert resident.call(home, "status", wait=2.0) is not None
+        context, _ = start_hook(project, "among-silent-peers")
+        assert "Engineering Memory" in context
+        assert resident.call(home, "status")["served"] == 1  # type: ignore[index]
+    finally:
+        for sock in silent:
+            sock.close()
+
+
+def test_bad_connections_add_a_few_lines_to_the_error_log(
+    home: Path, runtime: Path, project: Path
+) -> None:
+    start_resident(home, project)
+    for _ in range(300):
+        raw_request(home, b"not json\n")
+    assert wait_for(lambda: "that is not JSON (256 so far)" in errors(home))
+    lines = [line for line in errors(home).splitlines() if "not JSON" in line]
+    assert len(lines) == 9  # the 1st, 2nd, 4th … 256th
+
+
+def test_the_error_log_rolls_over_instead_of_growing(home: Path) -> None:
+    from memlog.hooks.session_start import HOOK_LOG_MAX, log_error
+
+    for number in range(HOOK_LOG_MAX // 100 * 3):
+        log_error(home, f"failure number {number:05d} " + "x" * 70)
+    current = home / "hook-errors.log"
+    older = home / "hook-errors.log.1"
+    assert current.stat().st_size < HOOK_LOG_MAX and older.stat().st_size <= HOOK_LOG_MAX + 200
+    assert "failure number" in current.read_text().splitlines()[-1]
