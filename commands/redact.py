@@ -47,7 +47,10 @@ def redact(
     if match is not None and source is not None:
         raise InputError("give the text with --match or --from, not both")
     if source is not None:
-        match = source.read().rstrip("\r\n")
+        try:
+            match = source.read().rstrip("\r\n")
+        except UnicodeDecodeError as exc:
+            raise InputError(f"--from: not UTF-8 (byte {exc.start}); nothing was changed") from None
     try:
         done = redacting.redact(open_workspace(), entry_id, match, reason)
     except Unfinished as exc:  # the log was rewritten: say so, and how to finish

@@ -127,3 +127,17 @@ def test_no_message_prints_a_secret(memlog_home: Path, args: list[str]) -> None:
     assert done.exit_code != 0
     for secret in (AWS, GITHUB, "51HxQkLm2eZvKYlo"):
         assert secret not in done.output, done.output
+
+
+@pytest.mark.parametrize("command", ["observe", "promote", "redact"])
+def test_input_that_is_not_utf8_is_one_line_at_every_door(
+    memlog_home: Path, tmp_path: Path, command: str
+) -> None:
+    source = tmp_path / "input"
+    source.write_bytes(b'{"name": "a", "description": "\xff\xfe", "category": "facts"}\n')
+    run("observe", "--name", "Seed", "--description", "Seed entry.", "--category", "facts")
+    extra = ["--reason", "r"] if command == "redact" else []
+    done = CliRunner().invoke(cli, [command, "--from", str(source), *extra])
+    assert done.exit_code == 2, done.output
+    lines = [line for line in done.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and "UTF-8" in lines[0] and "internal error" not in lines[0]
