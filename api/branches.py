@@ -18,6 +18,7 @@ import msgspec
 
 from memlog.capture.pipeline import capture
 from memlog.errors import InvalidInput
+from memlog.eventlog.bounds import slices
 from memlog.eventlog.events import Event, MemoryEvolved, Operation, Retired
 from memlog.files import atomic_write
 from memlog.git import current_branch
@@ -104,9 +105,12 @@ def clear(
         raise InvalidInput(f"the branch memory of {name!r} in project {owner!r} is empty")
     key, why = branch_key(owner, name), reason.strip()
     retired = [Retired(entry_id=e.id, reason=why, branch=key) for e in entries]
-    ops = tuple(Operation(op="remove", entry_id=e.id, reason=why) for e in entries)
-    audit = MemoryEvolved(project=owner, branch=name, mode="cleared", operations=ops, note=why)
-    return entries, capture(ws, [*retired, audit], "branch clear").notes
+    ops = [Operation(op="remove", entry_id=e.id, reason=why) for e in entries]
+    audits = [
+        MemoryEvolved(project=owner, branch=name, mode="cleared", operations=some, note=why)
+        for some in slices(ops)
+    ]  # one audit; several of one batch for a branch of many entries
+    return entries, capture(ws, [*retired, *audits], "branch clear").notes
 
 
 def last_updated(ws: Workspace, project: str, name: str) -> str:

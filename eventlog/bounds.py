@@ -8,10 +8,13 @@ KB, so an event of more is refused with one line before anything is stored.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from memlog.errors import InvalidInput
+
+T = TypeVar("T")
 
 #: the largest event memlog stores or accepts, as one encoded log line (its JSON and
 #: checksum): the largest real memory entries are a few KB, their events with a vector
@@ -50,6 +53,30 @@ def payload_size(payload: object) -> int:
         return len(msgspec.json.encode(payload))
     except (TypeError, msgspec.EncodeError, OverflowError):
         return len(repr(payload).encode("utf-8", "replace"))
+
+
+#: what one slice of a long list may take (``slices``): the rest of the event has room
+SLICE_BYTES = MAX_EVENT_BYTES // 2
+
+
+def slices(items: Sequence[T], budget: int = SLICE_BYTES) -> list[tuple[T, ...]]:
+    """``items`` cut, in order, into runs whose JSON takes at most ``budget`` bytes each
+    (at least one item a run; one empty run for no items): the lists of an event that can
+    grow long (the ids a recall names, what a redaction removed, a branch's operations)
+    spread over several events of one batch instead of making one too large."""
+    import msgspec
+
+    runs: list[tuple[T, ...]] = []
+    run: list[T] = []
+    size = 0
+    for item in items:
+        cost = len(msgspec.json.encode(item)) + 1
+        if run and size + cost > budget:
+            runs.append(tuple(run))
+            run, size = [], 0
+        run.append(item)
+        size += cost
+    return [*runs, tuple(run)] if run or not runs else runs
 
 
 def _kib(size: int) -> str:

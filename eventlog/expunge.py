@@ -20,6 +20,7 @@ import msgspec
 
 from memlog.errors import InvalidInput
 from memlog.eventlog import rewrite
+from memlog.eventlog.bounds import SLICE_BYTES, slices
 from memlog.eventlog.events import Event, Finding, Observed, Recalled, Redacted, Removal
 from memlog.eventlog.log import EventLog
 from memlog.eventlog.redaction import REDACTED, redact, remove
@@ -69,22 +70,35 @@ def expunge(log: EventLog, target: Target, reason: str) -> Expunged:
     def closing(done: rewrite.Rewritten) -> list[Redacted]:
         if not cutter.removals:
             return []
-        return [_event(target, cutter, reason)]
+        return _events(target, cutter, reason)
 
     done = rewrite.rewrite(log, cutter.edit, lambda line: _scrub(line, target.needle), closing)
     if not done.appended:
         raise NothingFound(_nothing_found(target))
-    (event,) = done.appended
-    assert isinstance(event, Redacted)
+    stored = [e for e in done.appended if isinstance(e, Redacted)]
+    event = msgspec.structs.replace(
+        stored[0],
+        ids=tuple(i for e in stored for i in e.ids),
+        removed=tuple(r for e in stored for r in e.removed),
+    )  # one event, or several when the lists are long: reported as one
     return Expunged(event, tuple(dict.fromkeys(cutter.texts)), len(done.events), done.scrubbed)
 
 
-def _event(target: Target, cutter: _Cutter, reason: str) -> Redacted:
+def _events(target: Target, cutter: _Cutter, reason: str) -> list[Redacted]:
+    """The ``entry.redacted`` event; several (of one batch) when the entries and removals
+    would make one larger than an event may be."""
     kind = "match" if target.needle else "detected"
     if target.needle:
         reason = remove(reason, target.needle)[0]
-    ids = tuple(sorted(cutter.entries))
-    return Redacted(ids=ids, reason=reason.strip(), kind=kind, removed=tuple(cutter.removals))
+    budget = SLICE_BYTES // 2
+    ids, removed = slices(sorted(cutter.entries), budget), slices(cutter.removals, budget)
+    count = max(len(ids), len(removed))
+    ids += [()] * (count - len(ids))
+    removed += [()] * (count - len(removed))
+    return [
+        Redacted(ids=some, reason=reason.strip(), kind=kind, removed=where)
+        for some, where in zip(ids, removed, strict=True)
+    ]
 
 
 def _nothing_found(target: Target) -> str:

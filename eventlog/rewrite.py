@@ -35,7 +35,7 @@ import msgspec
 
 from memlog.eventlog import segments as seg
 from memlog.eventlog import snapshot
-from memlog.eventlog.codec import BadLine, decode_line, encode_line
+from memlog.eventlog.codec import BadLine, bounded_line, decode_line
 from memlog.eventlog.events import Event, EventBase
 from memlog.eventlog.secrets import redact_batch
 from memlog.files import atomic_write, fsync_dir, write_synced
@@ -95,7 +95,7 @@ def rewrite(log: EventLog, edit: Edit, scrub: Scrub, closing: Closing) -> Rewrit
         closing_events = redact_batch(closing(done)) if log.redact else list(closing(done))
         if closing_events:
             done.appended = log._stamp(closing_events, first)
-            staged[tail] = staged.pop(tail) + b"".join(encode_line(e) for e in done.appended)
+            staged[tail] = staged.pop(tail) + b"".join(bounded_line(e) for e in done.appended)
             commit(log.events_dir, staged)
             log.raise_mark(done.appended[-1].seq)
     return done
@@ -134,7 +134,7 @@ def _rewrite_line(line: bytes, edit: Edit, scrub: Scrub, changed: Rewritten) -> 
     if replacement is None:
         return line
     changed.events.append(replacement)
-    return encode_line(replacement)
+    return bounded_line(replacement)
 
 
 def commit(events_dir: Path, staged: dict[Path, bytes]) -> None:

@@ -14,6 +14,7 @@ import msgspec
 
 from memlog.errors import MemlogError
 from memlog.eventlog import snapshot
+from memlog.eventlog.bounds import slices
 from memlog.eventlog.events import Recalled
 from memlog.files import atomic_write
 from memlog.retrieval.request import Injection, Request
@@ -65,13 +66,16 @@ def write(home: Path, recall: Recall, command: str, wait: bool = True) -> list[s
     except MemlogError as exc:
         return [f"recall not recorded: {exc}"]
     notes: list[str] = []
-    recalled = Recalled(
-        ids=tuple(recall.ids), session_id=recall.session_id, project=recall.project,
-        query=recall.query, mode=recall.mode, trigger=recall.trigger,
-    )  # fmt: skip
+    recalled = [
+        Recalled(
+            ids=ids, session_id=recall.session_id, project=recall.project, query=recall.query,
+            mode=recall.mode, trigger=recall.trigger,
+        )
+        for ids in slices(recall.ids)
+    ]  # fmt: skip  (one event; several of one batch for thousands of ids, -1 on a large store)
     try:
         log = EventLog(home, command=command)
-        log.append([recalled]) if wait else log.append_or_spool([recalled])
+        log.append(recalled) if wait else log.append_or_spool(recalled)
     except (MemlogError, OSError) as exc:
         notes.append(f"recall not recorded: {exc}")
     try:

@@ -64,3 +64,14 @@ def test_a_payload_past_the_limit_is_one_line_of_bad_input(payload: object) -> N
     with pytest.raises(InvalidInput, match=r"^the description is [\d.]+ KiB, more than the "
                        r"64 KiB an event may hold; nothing was stored$"):  # fmt: skip
         check_payload(payload, "the description")
+
+
+def test_slices_keep_order_and_stay_within_their_budget() -> None:
+    from memlog.eventlog.bounds import slices
+
+    items = [f"{i:016x}" for i in range(5000)]
+    runs = slices(items, 1000)
+    assert [i for run in runs for i in run] == items
+    assert all(len(run) * 19 <= 1000 for run in runs) and len(runs) > 1
+    assert slices([], 1000) == [()]
+    assert slices(["x" * 5000], 1000) == [("x" * 5000,)]  # one item a run, however long

@@ -130,3 +130,31 @@ def test_every_door_refuses_an_entry_past_the_limit_in_one_line(
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "64 KiB" in lines[0] and text[:100] not in lines[0], lines
     assert [r.event.seq for r in EventLog(memlog_home).read()] == [1]
+
+
+def test_long_lists_spread_over_events_that_fit(memlog_home: Path) -> None:
+    """A redaction of thousands of entries, a recall of thousands of ids (limit -1 on a
+    large store): several events of one batch, each within the limit, none refused."""
+    from memlog.eventlog.bounds import MAX_EVENT_BYTES
+    from memlog.eventlog.events import Recalled, Redacted
+    from memlog.eventlog.expunge import Target, expunge
+    from memlog.projections.fold import fold
+    from memlog.retrieval.record import Recall, write
+
+    log = EventLog(memlog_home)
+    log.append([Observed(name=f"E{i}", description=f"Entry {i} mentions hunter2hunter2.",
+                         category="facts") for i in range(4000)])  # fmt: skip
+    ids = list(fold(r.event for r in log.read()).entries)
+    assert not write(memlog_home, Recall(ids=ids, session_id="s", project="p", query="q",
+                                         mode="test", last_injection=b"{}"), "inject")  # fmt: skip
+    done = expunge(log, Target(None, "hunter2hunter2"), "a password")
+    assert len(done.event.ids) == 4000 and done.events == 4000
+    stored = [r.event for r in EventLog(memlog_home).read()]
+    recalls = [e for e in stored if isinstance(e, Recalled)]
+    redactions = [e for e in stored if isinstance(e, Redacted)]
+    assert len(recalls) > 1 and sum(len(e.ids) for e in recalls) == 4000
+    assert len(redactions) > 1 and sum(len(e.ids) for e in redactions) == 4000
+    for segment in log.segments():
+        assert max(len(line) for line in segment.read_bytes().splitlines()) <= MAX_EVENT_BYTES
+    state = fold(stored)
+    assert all(e.recall_count == 1 for e in state.entries.values())
