@@ -29,7 +29,7 @@ from memlog.errors import InvalidInput
 from memlog.eventlog import scan
 from memlog.eventlog.bounds import Bound, parse_bound, within
 from memlog.eventlog.events import Event
-from memlog.files import atomic_write
+from memlog.files import alive, atomic_write
 from memlog.projections.fold import Entry
 from memlog.projections.markdown_view.writer import load_state
 from memlog.projections.runner import rebuild
@@ -153,23 +153,13 @@ def forget_snapshots(home: Path) -> list[str]:
         if not root.name.startswith("memlog-ui-") or root.is_symlink() or not root.is_dir():
             registration.unlink(missing_ok=True)
             continue
-        running = _alive(int(registration.name))
+        running = alive(int(registration.name))
         for path in [root] if not running else sorted(root.glob("as-of-*")):
             shutil.rmtree(path, ignore_errors=True)
             removed.append(str(path))
         if not running:
             registration.unlink(missing_ok=True)
     return removed
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _read(path: Path) -> str:

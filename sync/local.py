@@ -70,13 +70,17 @@ class Files:
     def prev_of(self, rel: str) -> int:
         """The last sequence of the device's segment before ``rel`` (0 when none)."""
         device, name = rel.split("/", 1)
-        before = [p for p in seg.list_segments(self.events_dir / device) if p.name < name]
-        for path in reversed(before):
-            with open(path, "rb") as handle:
-                found = seg.last_seq(handle.fileno(), os.fstat(handle.fileno()).st_size)
-            if found is not None:
-                return found
-        return 0
+        return last_seq([p for p in seg.list_segments(self.events_dir / device) if p.name < name])
+
+
+def last_seq(paths: list[Path]) -> int:
+    """The last sequence of the last of ``paths`` that holds a line (0 when none does)."""
+    for path in reversed(paths):
+        with open(path, "rb") as handle:
+            found = seg.last_seq(handle.fileno(), os.fstat(handle.fileno()).st_size)
+        if found is not None:
+            return found
+    return 0
 
 
 def offer(git: Git, files: Files, own: str, sealer: Sealer) -> Offered:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import msgspec
@@ -10,6 +9,7 @@ import msgspec
 from memlog.eventlog import devices
 from memlog.eventlog import segments as seg
 from memlog.sync import keys
+from memlog.sync.local import last_seq
 from memlog.sync.repo import REMOTE_REF, Git, set_up
 from memlog.sync.sealing import Sealer
 from memlog.sync.state import Outcome, load_state
@@ -47,22 +47,13 @@ def status(home: Path) -> Status:
     found.refused = len(state.refused)
     for name in devices.device_dirs(events_dir):
         paths = seg.list_segments(events_dir / name)
-        found.devices.append(DeviceStatus(name, len(paths), _last_seq(paths), name == own))
+        found.devices.append(DeviceStatus(name, len(paths), last_seq(paths), name == own))
     key = keys.stored(home)
     if key is not None:
         found.unsent = _unsent(Sealer(key, git, state.sealed), events_dir, own)
     else:
         found.plain = True
     return found
-
-
-def _last_seq(paths: list[Path]) -> int:
-    for path in reversed(paths):
-        with open(path, "rb") as handle:
-            found = seg.last_seq(handle.fileno(), os.fstat(handle.fileno()).st_size)
-        if found is not None:
-            return found
-    return 0
 
 
 def _unsent(sealer: Sealer, events_dir: Path, own: str) -> int:

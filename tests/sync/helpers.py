@@ -157,6 +157,19 @@ def git(*args: str) -> subprocess.CompletedProcess[str]:
 PYTHON = sys.executable
 
 
+def tamperer(remote: Path | str) -> Callable[..., str]:
+    """Runs git in ``remote`` with an index of its own, as someone pushing by hand."""
+    env = {**os.environ, "GIT_DIR": str(remote), "GIT_INDEX_FILE": f"{remote}/tamper-index",
+           "GIT_AUTHOR_NAME": "x", "GIT_AUTHOR_EMAIL": "x@x", "GIT_COMMITTER_NAME": "x",
+           "GIT_COMMITTER_EMAIL": "x@x"}  # fmt: skip
+
+    def run(*args: str, data: bytes | None = None) -> str:
+        done = subprocess.run(["git", *args], input=data, capture_output=True, env=env, check=True)
+        return done.stdout.decode().strip()
+
+    return run
+
+
 def push_tampered(
     remote: Path | str,
     path: str,
@@ -166,22 +179,10 @@ def push_tampered(
 ) -> None:
     """Commit onto the remote's branch a version of ``path`` passed through ``transform``
     (what a damaged or hostile copy would push)."""
-    env = {**os.environ, "GIT_DIR": str(remote), "GIT_INDEX_FILE": f"{remote}/tamper-index",
-           "GIT_AUTHOR_NAME": "x", "GIT_AUTHOR_EMAIL": "x@x", "GIT_COMMITTER_NAME": "x",
-           "GIT_COMMITTER_EMAIL": "x@x"}  # fmt: skip
-
-    def run(*args: str, data: bytes | None = None) -> str:
-        done = subprocess.run(["git", *args], input=data, capture_output=True, env=env, check=True)
-        return done.stdout.decode().strip()
+    run = tamperer(remote)
 
     tip = run("rev-parse", "memlog")
-    blob = (
-        b""
-        if new
-        else subprocess.run(
-            ["git", "cat-file", "blob", f"{tip}:{path}"], capture_output=True, env=env, check=True
-        ).stdout
-    )
+    blob = b"" if new else remote_file(remote, path, tip)
     new = run("hash-object", "-w", "--stdin", data=transform(blob))
     if mode == "160000":
         new = tip  # a submodule entry: a commit where a file should be
@@ -195,13 +196,7 @@ def push_tampered(
 def push_tree(remote: Path | str, changes: dict[str, bytes | None], parent: str = "memlog") -> str:
     """Commit onto the remote's branch the files of ``changes`` (None: removed), on top of
     ``parent``; what someone with write access to the remote (and no key) can do."""
-    env = {**os.environ, "GIT_DIR": str(remote), "GIT_INDEX_FILE": f"{remote}/tamper-index",
-           "GIT_AUTHOR_NAME": "x", "GIT_AUTHOR_EMAIL": "x@x", "GIT_COMMITTER_NAME": "x",
-           "GIT_COMMITTER_EMAIL": "x@x"}  # fmt: skip
-
-    def run(*args: str, data: bytes | None = None) -> str:
-        done = subprocess.run(["git", *args], input=data, capture_output=True, env=env, check=True)
-        return done.stdout.decode().strip()
+    run = tamperer(remote)
 
     tip = run("rev-parse", parent)
     run("read-tree", tip)
