@@ -59,6 +59,20 @@ CORPUS: list[tuple[str, str, str]] = [
         "MIIEvQIBADANBgkqhkiG9w0BAQEFAASC",
     ),
     ("env line", "DEPLOY_TOKEN=Vb7Nm3Qw9Zx1Lp5K", "Vb7Nm3Qw9Zx1Lp5K"),
+    (
+        "azure connection string",
+        "DefaultEndpointsProtocol=https;AccountName=billingprod;AccountKey="
+        "Qm9vbXZhcjJrTm9yZFd5ZWxsb3dGb3hKdW1wc092ZXJMYXp5RG9nczEyMzQ1Njc4OTAxMjM0NTY3OD"
+        "kwYWJjZGVmZ2g=;EndpointSuffix=core.windows.net",
+        "Qm9vbXZhcjJrTm9yZFd5ZWxsb3dGb3hK",
+    ),
+    (
+        "azure sas token",
+        "https://billingprod.blob.core.windows.net/exports/x.csv?sv=2022-11-02&ss=b&srt=o"
+        "&sp=r&se=2026-01-01T00:00:00Z&sig=Zk9wQ2xNbTdUczRSaDJWajhZcEUzZ1F1NlhiTjFjQTA%3D",
+        "Zk9wQ2xNbTdUczRSaDJWajhZcEUz",
+    ),
+    ("shopify token", "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", "0f1e2d3c4b5a69788796a5b4c3d2e1f0"),
 ]
 IDS = [c[0].replace(" ", "-") for c in CORPUS]
 
