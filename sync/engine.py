@@ -89,7 +89,7 @@ def sync(
         files = local.Files(log.events_dir, state.cache)
         offered = local.offer(git, files, own, sealer)
         outcome.held = offered.problems
-        _exchange(Exchange(git, log, files, sealer, own, ready.url, state, outcome))
+        _exchange(Exchange(git, log, files, sealer, own, ready.url, state, outcome), ready.fetched)
         outcome.notes += _raise_floor(log.events_dir, own)
         git.tidy()
         outcome.views = views.settle(home, space, state)  # a failure there is a note
@@ -118,13 +118,14 @@ class Exchange(NamedTuple):
     outcome: Outcome
 
 
-def _exchange(job: Exchange) -> None:
-    """Fetch, join, write, push; again while someone else's push got in first."""
+def _exchange(job: Exchange, fetched: tuple[str | None] | None = None) -> None:
+    """Fetch, join, write, push; again while someone else's push got in first.
+    ``fetched``: what ``--init`` fetched a moment ago (not fetched again)."""
     git, files = job.git, job.files
     seen = {rel: files.blob_id(rel) for rel in files.paths()}
-    for _ in range(PUSH_ATTEMPTS):
+    for attempt in range(PUSH_ATTEMPTS):
         before = git.ref(REMOTE_REF)
-        theirs = setup.fetch(git, job.url)
+        theirs = fetched[0] if fetched and not attempt else setup.fetch(git, job.url)
         setup.check_remote(git, job.sealer, job.url, theirs)
         job.outcome.refused += _went_back(git, before, theirs)
         ours = git.ref(LOCAL_REF)

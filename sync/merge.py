@@ -60,6 +60,8 @@ class Join(NamedTuple):
     common: dict[str, TreeEntry]
     blobs: dict[str, bytes]
     now: int | None
+    #: paths whose joined version is the remote's, whole: its blob is the joined one
+    whole: dict[str, str]
 
 
 def merge(
@@ -84,7 +86,7 @@ def merge(
     wanted = [
         e.oid for t in (mine, other, common) for p, e in t.items() if p in todo and e.kind == "blob"
     ]
-    job = Join(git, sealer, own, mine, other, common, git.blobs(wanted), now)
+    job = Join(git, sealer, own, mine, other, common, git.blobs(wanted), now, {})
     tree = {path: entry.oid for path, entry in mine.items()}
     joined: dict[str, list[versions.Line]] = {}
     refusals: list[Refusal] = []
@@ -127,10 +129,11 @@ def _joined(job: Join, path: str) -> tuple[list[versions.Line] | None, Refusal |
     common = _lines_or_none(job, path, base)
     own = path.startswith(job.own + "/")
     joined = versions.join(path, common, mine, opened.lines, own=own)
-    if not joined or (
-        ours is not None and versions.joined_bytes(joined) == versions.joined_bytes(mine)
-    ):
+    data = versions.joined_bytes(joined)
+    if not joined or (ours is not None and data == versions.joined_bytes(mine)):
         return None, fault  # nothing taken, or nothing new
+    if fault is None and data == versions.joined_bytes(opened.lines):
+        job.whole[path] = theirs.oid  # the same lines seal to the same bytes: no new blob
     return joined, fault
 
 
@@ -210,7 +213,7 @@ def _settle(
     """Seal and write the joined versions into ``tree``; their plain bytes by path."""
     changed = {}
     for path, lines in joined.items():
-        oid = job.git.write_blob(job.sealer.sealed_lines(path, lines))
+        oid = job.whole.get(path) or job.git.write_blob(job.sealer.sealed_lines(path, lines))
         job.sealer.remember(oid, lines)
         tree[path] = oid
         changed[path] = versions.joined_bytes(lines)

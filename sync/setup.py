@@ -32,12 +32,14 @@ from memlog.sync.sealing import PLAIN_SUFFIX, Sealer
 
 
 class Ready(NamedTuple):
-    """The key and remote of this sync; whether the key was made now."""
+    """The key and remote of this sync; whether the key was made now; what ``--init``
+    fetched already (the remote's commit, in ``REMOTE_REF``), when it did."""
 
     key: Key
     url: str
     made: bool = False
     notes: tuple[str, ...] = ()
+    fetched: tuple[str | None] | None = None
 
 
 def plain_remote(url: str) -> str:
@@ -92,11 +94,15 @@ def _init(git: Git, home: Path, url: str, given: Key | None) -> Ready:
     finally:
         git.call("update-ref", "-d", PROBE_REF)
     stored = keys.stored(home)
+    fetched: tuple[str | None] | None = (theirs,)
     if stored is None or stored.text() != key.text() or _local_problem(git, key):
-        _start_over(git)
+        if _start_over(git):
+            fetched = None  # its objects went with the old repository
         keys.store(home, key)
     git.set_remote(url)
-    return Ready(key, url, made, _joined_note(url, made, sealed))
+    if fetched is not None and theirs is not None:
+        git.update_ref(REMOTE_REF, theirs, git.ref(REMOTE_REF))
+    return Ready(key, url, made, _joined_note(url, made, sealed), fetched)
 
 
 def _key_for(
@@ -195,15 +201,17 @@ def _local_problem(git: Git, key: Key) -> str:
     return _format_check(git, head, key)
 
 
-def _start_over(git: Git) -> None:
+def _start_over(git: Git) -> bool:
     """A fresh repository for this home (its events stay in ``events/``): the old one
-    holds what another key (or none) sealed, which nothing here may mix or push."""
+    holds what another key (or none) sealed, which nothing here may mix or push.  False
+    when the repository holds nothing yet (it is kept)."""
     if git.ref(LOCAL_REF) is None and git.ref(REMOTE_REF) is None:
-        return
+        return False
     aside = git.git_dir.with_name(f".{GIT_DIR}.old.{os.getpid()}")
     os.rename(git.git_dir, aside)
     shutil.rmtree(aside, ignore_errors=True)
     git.init()
+    return True
 
 
 #: where ``--init`` looks at a remote before it is taken as this home's
