@@ -13,13 +13,15 @@ from datetime import UTC, datetime
 from typing import NamedTuple, TypeVar
 
 from memlog.errors import InvalidInput
+from memlog.vocabulary import MAX_EVENT_BYTES as MAX_EVENT_BYTES
 
 T = TypeVar("T")
 
-#: the largest event memlog stores or accepts, as one encoded log line (its JSON and
-#: checksum): the largest real memory entries are a few KB, their events with a vector
-#: under 3 KB; 64 KiB leaves room for long texts and 4096-dimension vectors
-MAX_EVENT_BYTES = 64 * 1024
+#: the largest event memlog stores or accepts (``vocabulary.MAX_EVENT_BYTES``, defined
+#: there so the MCP server holds tool arguments to it without loading the log): here it
+#: bounds one encoded log line, its JSON and checksum.  The largest real memory entries
+#: are a few KB, their events with a vector under 3 KB; 64 KiB leaves room for long
+#: texts and 4096-dimension vectors
 
 
 def too_large(size: int) -> bool:

@@ -17,8 +17,9 @@ import msgspec
 
 from memlog import digests
 from memlog.errors import InvalidInput
-from memlog.eventlog.bounds import MAX_EVENT_BYTES, size_note, too_large, utc_moment
+from memlog.eventlog.bounds import size_note, too_large, utc_moment
 from memlog.eventlog.events import Event, EventBase
+from memlog.vocabulary import MAX_EVENT_BYTES
 
 SUM_KEY = b',"sum":"'
 SUM_LEN = 16

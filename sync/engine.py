@@ -29,7 +29,6 @@ from typing import NamedTuple
 
 from memlog.eventlog import clock, devices
 from memlog.eventlog import segments as seg
-from memlog.eventlog.bounds import MAX_EVENT_BYTES
 from memlog.eventlog.ids import utc_now
 from memlog.eventlog.log import EventLog
 from memlog.files import atomic_write
@@ -49,7 +48,7 @@ from memlog.sync.repo import (
 from memlog.sync.sealed import SUFFIX
 from memlog.sync.sealing import Sealer, event_path
 from memlog.sync.state import Outcome, SyncState, load_state, save_state
-from memlog.vocabulary import Space
+from memlog.vocabulary import MAX_EVENT_BYTES, Space
 
 LOCK_NAME = ".sync.lock"
 LOCK_WAIT = 60.0

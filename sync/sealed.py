@@ -37,7 +37,7 @@ import msgspec
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESSIV
 
-from memlog.eventlog.bounds import MAX_EVENT_BYTES
+from memlog.vocabulary import MAX_EVENT_BYTES
 
 FORMAT = "memlog-sealed-1"
 FORMAT_FILE = "memlog-sync.json"
