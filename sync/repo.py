@@ -43,6 +43,8 @@ SETTINGS = (
     ("transfer.fsckObjects", "true"), ("core.worktree", "../events"), ("core.bare", "false"),
     ("core.compression", "0"),
 )  # fmt: skip
+#: blobs up to this size are kept once read (objects are named by their content)
+SMALL_BLOB = 4096
 #: loose objects (KiB) and packs past which sync packs its repository again
 LOOSE_KIB = 8192
 MAX_PACKS = 16
@@ -77,6 +79,8 @@ class Git:
         self.work_tree = home / "events"
         self.lock_fd = lock_fd
         self.env = _environment(os.environ, self.git_dir, self.work_tree, device)
+        self._trees: dict[str, dict[str, TreeEntry]] = {}
+        self._small: dict[str, bytes] = {}
 
     def run(
         self,
@@ -174,9 +178,15 @@ class Git:
         self.run("update-ref", name, new, old or "0" * 40)
 
     def tree(self, commit: str | None) -> dict[str, TreeEntry]:
-        """Every file of ``commit`` (none for no commit): path → mode, kind, id, size."""
+        """Every file of ``commit`` (none for no commit): path → mode, kind, id, size
+        (read once: a commit's tree never changes)."""
         if commit is None:
             return {}
+        if commit not in self._trees:
+            self._trees[commit] = self._tree(commit)
+        return dict(self._trees[commit])
+
+    def _tree(self, commit: str) -> dict[str, TreeEntry]:
         out = self.run("ls-tree", "-r", "-l", "-z", "--full-tree", commit)
         found = {}
         for item in out.split(b"\0"):
@@ -190,12 +200,14 @@ class Git:
         return found
 
     def blobs(self, oids: Sequence[str]) -> dict[str, bytes]:
-        """The contents of the blobs ``oids`` (one ``cat-file --batch``)."""
-        wanted = list(dict.fromkeys(oids))
+        """The contents of the blobs ``oids`` (one ``cat-file --batch``; small ones, a
+        format file or a head, read once)."""
+        found = {oid: self._small[oid] for oid in oids if oid in self._small}
+        wanted = [oid for oid in dict.fromkeys(oids) if oid not in found]
         if not wanted:
-            return {}
+            return found
         out = self.run("cat-file", "--batch", data="".join(f"{o}\n" for o in wanted).encode())
-        found, at = {}, 0
+        at = 0
         for oid in wanted:
             end = out.index(b"\n", at)
             header = out[at:end].decode("ascii").split()
@@ -203,6 +215,8 @@ class Git:
                 raise SyncError(f"git cat-file: object {oid} is missing")
             size = int(header[2])
             found[oid] = out[end + 1 : end + 1 + size]
+            if size <= SMALL_BLOB:
+                self._small[oid] = found[oid]
             at = end + 2 + size
         return found
 

@@ -130,13 +130,21 @@ class Sealer:
         return sealed.open_head(self.key, device, raw)
 
     def finish(self, tree: dict[str, str], own: str) -> None:
-        """Put the format file and this device's head (what ``tree`` holds) in ``tree``."""
-        tree[FORMAT_FILE] = self.git.write_blob(sealed.format_file(self.key))
+        """Put the format file and this device's head (what ``tree`` holds) in ``tree``
+        (nothing when it holds no segment yet)."""
         last = {device_of(p): i.last_seq for p, i in sorted(self.infos(tree).items())}
-        seen = {device: seq for device, seq in last.items() if device != own}
+        if not last:
+            return
+        self._put(tree, FORMAT_FILE, sealed.format_file(self.key))
         if own in last:
+            seen = {device: seq for device, seq in last.items() if device != own}
             head = Head(device=own, seq=last[own], seen=seen)
-            tree[head_path(own)] = self.git.write_blob(sealed.seal_head(self.key, head))
+            self._put(tree, head_path(own), sealed.seal_head(self.key, head))
+
+    def _put(self, tree: dict[str, str], path: str, data: bytes) -> None:
+        """``data`` as ``path`` of ``tree``, written only when the tree has other bytes."""
+        if tree.get(path) != versions.blob_id(data):
+            tree[path] = self.git.write_blob(data)
 
     def check_format(self, data: bytes | None) -> str:
         """ "" when a remote's format file says this home's format and key, else why not."""
