@@ -66,13 +66,14 @@ def write(home: Path, recall: Recall, command: str, wait: bool = True) -> list[s
     except MemlogError as exc:
         return [f"recall not recorded: {exc}"]
     notes: list[str] = []
+    # one event; several of one batch for thousands of ids (limit -1 on a large store)
     recalled = [
         Recalled(
             ids=ids, session_id=recall.session_id, project=recall.project, query=recall.query,
             mode=recall.mode, trigger=recall.trigger,
         )
         for ids in slices(recall.ids)
-    ]  # fmt: skip  (one event; several of one batch for thousands of ids, -1 on a large store)
+    ]  # fmt: skip
     try:
         log = EventLog(home, command=command)
         log.append(recalled) if wait else log.append_or_spool(recalled)
