@@ -494,3 +494,13 @@ def test_the_error_log_rolls_over_instead_of_growing(home: Path) -> None:
     older = home / "hook-errors.log.1"
     assert current.stat().st_size < HOOK_LOG_MAX and older.stat().st_size <= HOOK_LOG_MAX + 200
     assert "failure number" in current.read_text().splitlines()[-1]
+
+
+def test_a_prompt_larger_than_the_resident_takes_is_ranked_by_the_hook(
+    home: Path, runtime: Path, project: Path
+) -> None:
+    start_resident(home, project)
+    huge = {**payload(project, "long-prompt"), "prompt": "parser retries " * 8000}
+    assert resident.ask(huge, home, time.monotonic(), "prompt") is None  # not sent at all
+    assert "resident gave no answer" not in errors(home)
+    assert resident.call(home, "status")["served"] == 0  # type: ignore[index]
