@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import os
 import shutil
+import stat
 import threading
 from collections.abc import Sequence
 from pathlib import Path
@@ -25,7 +26,7 @@ import msgspec
 
 from memlog.api import recall
 from memlog.api.reading import Filters, tag
-from memlog.errors import InvalidInput
+from memlog.errors import InvalidInput, MemlogError
 from memlog.eventlog import scan
 from memlog.eventlog.bounds import Bound, parse_bound, within
 from memlog.eventlog.events import Event
@@ -125,8 +126,8 @@ def _register(home: Path, root: Path) -> Path | None:
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         path = folder / str(os.getpid())
-        atomic_write(path, str(root).encode("utf-8", "surrogateescape"))
-    except OSError:
+        atomic_write(path, str(root).encode("utf-8", "surrogateescape"), home)
+    except (OSError, MemlogError):  # a link where it goes is refused, never followed
         return None
     return path
 
@@ -141,16 +142,16 @@ def forget_snapshots(home: Path) -> list[str]:
     and make running pages build them again; a page no longer running loses its whole
     folder.  The folders removed."""
     folder = home / PAGES_DIR
-    if not folder.is_dir():
+    if folder.is_symlink() or not folder.is_dir():
         return []
     generation = _read(folder / GENERATION)
-    atomic_write(folder / GENERATION, str(int(generation or 0) + 1).encode("ascii"))
+    atomic_write(folder / GENERATION, str(int(generation or 0) + 1).encode("ascii"), home)
     removed = []
     for registration in folder.iterdir():
         if not registration.name.isdigit():
             continue
         root = Path(_read(registration))
-        if not root.name.startswith("memlog-ui-") or root.is_symlink() or not root.is_dir():
+        if not root.name.startswith("memlog-ui-") or not _own_folder(root):
             registration.unlink(missing_ok=True)
             continue
         running = alive(int(registration.name))
@@ -160,6 +161,15 @@ def forget_snapshots(home: Path) -> list[str]:
         if not running:
             registration.unlink(missing_ok=True)
     return removed
+
+
+def _own_folder(path: Path) -> bool:
+    """A folder (not a link) of this user: what a page of this user made."""
+    try:
+        info = path.lstat()
+    except OSError:
+        return False
+    return stat.S_ISDIR(info.st_mode) and info.st_uid == os.getuid()
 
 
 def _read(path: Path) -> str:

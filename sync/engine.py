@@ -81,14 +81,16 @@ def sync(
         outcome.key_made, outcome.notes = ready.made, list(ready.notes)
         state = load_state(git.git_dir)
         sealer = Sealer(ready.key, git, state.sealed)
-        theirs = setup.fetch(git, ready.url)
-        setup.check_remote(git, sealer, ready.url, theirs)
-        restored = restore.take_back(git, log, own, theirs, sealer)  # before it offers
+        before = git.ref(REMOTE_REF)
+        fetched = ready.fetched or (setup.fetch(git, ready.url),)
+        setup.check_remote(git, sealer, ready.url, fetched[0])
+        restored = restore.take_back(git, log, own, fetched[0], sealer)  # before it offers
         outcome.notes += [restored] if restored else []
         files = local.Files(log.events_dir, state.cache)
         offered = local.offer(git, files, own, sealer)
         outcome.held = offered.problems
-        _exchange(Exchange(git, log, files, sealer, own, ready.url, state, outcome), ready.fetched)
+        job = Exchange(git, log, files, sealer, own, ready.url, state, outcome)
+        _exchange(job, fetched, before)
         outcome.notes += _raise_floor(log.events_dir, own)
         git.tidy()
         outcome.views = views.settle(home, space, state)  # a failure there is a note
@@ -117,14 +119,15 @@ class Exchange(NamedTuple):
     outcome: Outcome
 
 
-def _exchange(job: Exchange, fetched: tuple[str | None] | None = None) -> None:
+def _exchange(job: Exchange, fetched: tuple[str | None], before: str | None) -> None:
     """Fetch, join, write, push; again while someone else's push got in first.
-    ``fetched``: what ``--init`` fetched a moment ago (not fetched again)."""
+    ``fetched``: the remote's commit fetched a moment ago (not fetched again), and
+    ``before``: where the remote stood when this home last looked."""
     git, files = job.git, job.files
     seen = {rel: files.blob_id(rel) for rel in files.paths()}
     for attempt in range(PUSH_ATTEMPTS):
-        before = git.ref(REMOTE_REF)
-        theirs = fetched[0] if fetched and not attempt else setup.fetch(git, job.url)
+        before = before if not attempt else git.ref(REMOTE_REF)
+        theirs = fetched[0] if not attempt else setup.fetch(git, job.url)
         setup.check_remote(git, job.sealer, job.url, theirs)
         job.outcome.refused += _went_back(git, before, theirs)
         ours = git.ref(LOCAL_REF)

@@ -34,7 +34,7 @@ def stored(home: Path) -> Key | None:
 
 
 def store(home: Path, key: Key) -> None:
-    atomic_write(home / KEY_FILE, (key.text() + "\n").encode("ascii"))
+    atomic_write(home / KEY_FILE, (key.text() + "\n").encode("ascii"), home)
     os.chmod(home / KEY_FILE, 0o600)
 
 

@@ -43,9 +43,7 @@ class _Theirs(NamedTuple):
     lines: list[versions.Line]
 
 
-def take_back(
-    git: Git, log: EventLog, own: str, theirs: str | None, sealer: Sealer
-) -> str | None:
+def take_back(git: Git, log: EventLog, own: str, theirs: str | None, sealer: Sealer) -> str | None:
     """Take this device's events the remote holds back (see the module); the line that
     says so, or None when there was nothing to take back."""
     remote = _theirs(git, own, theirs, sealer)

@@ -16,7 +16,7 @@ from memlog.eventlog.events import Observed
 from memlog.eventlog.log import EventLog
 from memlog.eventlog.verify import verify_log
 from memlog.tests.sync import helpers
-from memlog.tests.sync.helpers import bare_remote, memlog, memlog_ok, observe
+from memlog.tests.sync.helpers import bare_remote, init, memlog, memlog_ok, observe
 
 
 def lessons(home: Path) -> list[tuple[int, str]]:
@@ -35,7 +35,7 @@ def test_a_restored_home_takes_its_events_back_and_goes_on_past_them(tmp_path: P
     home, backup, other = tmp_path / "home", tmp_path / "backup", tmp_path / "other"
     for i in range(3):
         observe(home, f"Lesson {i} before the backup.", name=f"Before {i}")
-    memlog_ok(home, "sync", "--init", remote)
+    init(home, remote)
     shutil.copytree(home, backup, symlinks=True)
     for i in range(2):
         observe(home, f"Lesson {i} after the backup.", name=f"After {i}")
@@ -67,7 +67,7 @@ def test_a_restored_home_takes_its_events_back_and_goes_on_past_them(tmp_path: P
     assert own_seqs(home)[len(seqs)] == seqs[-1] + 1  # never a sequence handed out before
 
     memlog_ok(home, "sync")
-    memlog_ok(other, "sync", "--init", remote)
+    init(other, remote)
     memlog_ok(home, "sync")
     helpers.assert_same_views([home, other])
     again = memlog_ok(home, "sync")
@@ -81,7 +81,7 @@ def test_a_tail_lost_at_rest_is_taken_back_from_the_remote(tmp_path: Path) -> No
     home = tmp_path / "home"
     for i in range(3):
         observe(home, f"Lesson {i}.", name=f"Lesson {i}")
-    memlog_ok(home, "sync", "--init", remote)
+    init(home, remote)
     own = EventLog(home).segments()[-1]
     data = own.read_bytes()
     own.write_bytes(data[: data.rindex(b"\n", 0, len(data) - 1) + 1])  # the last line lost
