@@ -202,9 +202,7 @@ def _raise_mark(folder: Path, seq: int) -> None:
     seg.raise_high_water_file(folder, seq)
 
 
-def _acknowledge_gaps(
-    log: EventLog, device: str, paths: list[Path], top: int, most: int
-) -> None:
+def _acknowledge_gaps(log: EventLog, device: str, paths: list[Path], top: int, most: int) -> None:
     """Record the sequence numbers a repair left missing, so verify can name them: those
     of gaps no longer than the damage could hold (``most``; a line claiming seq 10^18
     leaves a gap no repair made, and no range of that size is ever walked)."""

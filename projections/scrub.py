@@ -48,9 +48,7 @@ def forms(texts: Iterable[str]) -> list[re.Pattern[bytes]]:
         if not words:
             continue
         plain = rb"\s+".join(re.escape(w.encode("utf-8")) for w in words)
-        escaped = rb"(?:\s|\\[nrt])+".join(
-            re.escape(msgspec.json.encode(w)[1:-1]) for w in words
-        )
+        escaped = rb"(?:\s|\\[nrt])+".join(re.escape(msgspec.json.encode(w)[1:-1]) for w in words)
         for form in (plain, escaped):
             found.setdefault(form, re.compile(form))
     # the longest first: a form inside another
