@@ -7,6 +7,7 @@ import click
 from memlog.api import branches as api
 from memlog.commands.base import printable
 from memlog.commands.common import echo_json, emit, json_option, open_workspace, warn
+from memlog.commands.conventions import HELP_OPTIONS
 from memlog.vocabulary import SECTIONS
 
 
@@ -27,7 +28,7 @@ def branches(project: str | None, as_json: bool) -> None:
         click.echo(printable(f"{where}  {info.live} live ({counts})  updated {info.updated}"))
 
 
-@click.group()
+@click.group(context_settings={"help_option_names": HELP_OPTIONS})  # standalone too
 def branch() -> None:
     """Show or clear one branch memory."""
 

@@ -6,10 +6,11 @@ import os
 
 import click
 
+from memlog.commands.conventions import HELP_OPTIONS
 from memlog.config import Config
 
 
-@click.group()
+@click.group(context_settings={"help_option_names": HELP_OPTIONS})  # standalone too
 def hook() -> None:
     """Entry points Claude Code calls (see hooks/hooks.json)."""
 

@@ -63,6 +63,17 @@ def test_every_command_explains_itself(name: str, flag: str) -> None:
     assert (command(name).help or "").strip()
 
 
+@pytest.mark.parametrize("name", sorted(COMMANDS))
+def test_h_does_not_depend_on_what_ran_first(name: str) -> None:
+    """click keeps a command's help option once made: a group first run on its own (as
+    tests of the hook do) made it without -h for every later run through memlog."""
+    found = command(name)
+    if isinstance(found, click.Group):
+        alone = CliRunner().invoke(found, ["-h"], prog_name=f"memlog {name}")
+        assert alone.exit_code == 0 and alone.stdout.startswith("Usage:"), alone.output
+    assert invoke(name, "-h").exit_code == 0
+
+
 def test_the_group_and_subcommands_take_h() -> None:
     assert invoke("-h").stdout.startswith("Usage: memlog")
     assert invoke("hook", "session-start", "-h").stdout.startswith("Usage: memlog hook session")
