@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from memlog import digests
 from memlog.projections.fold import Entry
 from memlog.vocabulary import (
     BRANCH_BLOCK_HEADER,
@@ -34,11 +35,23 @@ GENERATOR = "memlog"
 CLAUDE_MD_START = "<!-- memlog:branch-memory:start (written by memlog claude-md) -->"
 CLAUDE_MD_END = "<!-- memlog:branch-memory:end -->"
 _UNSAFE = re.compile(r"[^a-zA-Z0-9_-]")
+#: the longest file or folder name the views write: a file system takes 255 bytes, and
+#: the writer's temporary ``.<name>.<pid>.tmp`` and a ``.md`` need room beside it
+MAX_NAME = 200
 
 
 def sanitize_branch(branch: str) -> str:
-    """Puffin's file name for a branch: every character outside ``[a-zA-Z0-9_-]`` → ``_``."""
-    return _UNSAFE.sub("_", branch)
+    """Puffin's file name for a branch: every character outside ``[a-zA-Z0-9_-]`` → ``_``
+    (a longer one than ``MAX_NAME`` cut, see ``bounded``)."""
+    return bounded(_UNSAFE.sub("_", branch), branch)
+
+
+def bounded(name: str, original: str) -> str:
+    """``name`` (a file or folder name made of ``original``), cut to ``MAX_NAME`` with a
+    short hash of ``original`` when longer, so long names never share a file."""
+    if len(name) <= MAX_NAME:
+        return name
+    return f"{name[: MAX_NAME - 9]}-{digests.sha256(original.encode('utf-8')).hexdigest()[:8]}"
 
 
 def file_path(project_dir: str, branch: str) -> str:

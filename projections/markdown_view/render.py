@@ -55,15 +55,16 @@ def project_dir(project: str) -> str:
     """A safe directory name for a project (never empty, never hidden or ``..``).
 
     A name that had to be changed gets a short hash of the original, so two
-    projects (``a b`` and ``a-b``) never share a directory.
+    projects (``a b`` and ``a-b``) never share a directory; a name too long for a
+    file system is cut (``branch.bounded``).
     """
     if not project:
         return NO_PROJECT
     name = _UNSAFE.sub("-", project).strip(".-")
     if name == project:
-        return name
+        return branch.bounded(name, project)
     digest = digests.sha256(project.encode("utf-8")).hexdigest()[:8]
-    return f"{name or 'project'}-{digest}"
+    return branch.bounded(f"{name or 'project'}-{digest}", project)
 
 
 def global_path(category: str) -> str:

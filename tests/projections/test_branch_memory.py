@@ -103,6 +103,28 @@ def test_branch_names_are_sanitized_as_puffin_does(branch: str, name: str) -> No
     assert sanitize_branch(branch) == name
 
 
+def test_names_too_long_for_a_file_system_are_cut_apart(memlog_home: Path) -> None:
+    """A project folder may be named with 255 bytes and a branch as long: their files were
+    refused (File name too long) and every catch-up failed; they are cut, a hash apart."""
+    project, other = "p" * 255, "p" * 254 + "q"
+    branch = "feature/" + "x" * 240
+    EventLog(memlog_home).append([
+        extracted("Long names are cut.", "conventions", branch=branch, project=project),
+        extracted("Apart from each other.", "conventions", branch=branch, project=other),
+        Observed(name="Kept", description="A project entry.", category="facts", project=project),
+    ])  # fmt: skip
+    catch_up(memlog_home)
+    folders = sorted((memlog_home / "projects").iterdir())
+    assert len(folders) == 2 and all(len(f.name) <= 200 for f in folders)
+    files = list((memlog_home / "projects").rglob("*.md"))
+    assert all(len(p.name) <= 255 - 20 for p in files)  # room for the writer's temporary
+    branch_files = [p for p in files if p.parent.name == "branches"]
+    assert len(branch_files) == 2  # one per project, the same branch
+    assert sum("Long names are cut." in p.read_text() for p in branch_files) == 1
+    assert sum(p.name == "facts.md" for p in files) == 1
+    assert sanitize_branch(branch) != sanitize_branch(branch + "y")
+
+
 def test_last_updated_follows_the_events_not_the_clock(memlog_home: Path) -> None:
     log = EventLog(memlog_home)
     (first,) = log.append([extracted("Use the in-memory store in tests.", "conventions")])
