@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from memlog.config import Config
 from memlog.eventlog.events import (
     MemoryEvolved,
     Observed,
@@ -26,7 +27,6 @@ from memlog.eventlog.events import (
     Usage,
     content_hash,
 )
-from memlog.config import Config
 from memlog.eventlog.log import EventLog
 from memlog.tests.support import REPO
 
