@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from memlog.capture.embed import Outcome, embed_entries
 from memlog.errors import InvalidInput
 from memlog.eventlog import snapshot
 from memlog.eventlog.bounds import Bound, parse_bound
@@ -21,6 +20,9 @@ from memlog.projections.scrub import truncate_wal
 from memlog.projections.sqlite_view import queries
 from memlog.projections.sqlite_view.digest import sqlite_digest
 from memlog.workspace import Workspace
+
+if TYPE_CHECKING:  # embedding loads numpy: only ``reembed`` needs it, not a catch-up
+    from memlog.capture.embed import Outcome
 
 Progress = Callable[[int], None]
 
@@ -102,6 +104,8 @@ def reembed(
     """Embed ``entries`` in batches, one ``entry.reembedded`` event each; then the views."""
     provider = ws.provider()
     try:
+        from memlog.capture.embed import embed_entries
+
         outcome = embed_entries(ws.log("reembed"), entries, provider, ws.space, progress)
     finally:
         provider.close()

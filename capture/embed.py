@@ -16,6 +16,7 @@ from memlog.embeddings.base import EmbeddingProvider
 from memlog.errors import MemlogError, ProviderError, RateLimited
 from memlog.eventlog.events import Reembedded
 from memlog.eventlog.log import EventLog
+from memlog.eventlog.vectors import quantise_rows
 from memlog.projections.fold import Entry
 from memlog.vocabulary import Space
 
@@ -43,9 +44,10 @@ def events_for(entries: list[Entry], provider: EmbeddingProvider, space: Space) 
             provider=space.provider,
             model=space.model,
             dimensions=space.dimensions,
-            vector=row.astype("<f4").tobytes(),
+            vector=data,
+            encoding="q8",
         )  # fmt: skip
-        for entry, row in zip(entries, vectors, strict=True)
+        for entry, data in zip(entries, quantise_rows(vectors), strict=True)
     ]
 
 

@@ -15,6 +15,7 @@ import msgspec
 from msgspec import Meta
 
 from memlog import digests
+from memlog.eventlog.vectors import to_q8
 from memlog.vocabulary import Category, Confidence, Scope, Section, SessionStatus, Source
 
 Text = Annotated[str, Meta(min_length=1)]
@@ -45,7 +46,11 @@ class Finding(msgspec.Struct, frozen=True):
 
 
 class EventBase(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
-    """The envelope every event carries; the log fills it in under its lock."""
+    """The envelope every event carries; the log fills it in under its lock.
+
+    A log line leaves out the fields at their default (``codec.encode_line``), so a
+    default never changes: a new schema version is written as ``v`` explicitly.
+    """
 
     seq: int = 0
     id: str = ""
@@ -143,13 +148,29 @@ class Recalled(EventBase, frozen=True, kw_only=True, tag="entry.recalled"):
 
 
 class Reembedded(EventBase, frozen=True, kw_only=True, tag="entry.reembedded"):
-    """A vector for an entry, in one provider+model space (little-endian float32)."""
+    """A vector for an entry, in one provider+model space, as ``encoding`` says
+    (``eventlog.vectors``: ``q8`` since it exists, ``f32`` before)."""
 
     entry_id: EntryId
     provider: Text
     model: Text
     dimensions: Annotated[int, Meta(gt=0)]
     vector: bytes
+    #: how ``vector`` is written; lines without it are little-endian float32
+    encoding: Literal["f32", "q8"] = "f32"
+
+    @property
+    def q8(self) -> bytes:
+        """The vector as ``q8`` (an ``f32`` one quantised: ``vectors.to_q8``)."""
+        return to_q8(self.vector, self.encoding, self.dimensions)
+
+    def __post_init__(self) -> None:
+        width = 4 * self.dimensions if self.encoding == "f32" else 4 + self.dimensions
+        if len(self.vector) != width:
+            raise ValueError(
+                f"a {self.encoding} vector of {self.dimensions} dimensions has {width} bytes, "
+                f"not {len(self.vector)}"
+            )
 
     @property
     def entry_ids(self) -> tuple[str, ...]:

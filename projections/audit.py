@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import sqlite3
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -16,7 +14,7 @@ from memlog.projections import markdown_sync
 from memlog.projections.freshness import db_path
 from memlog.projections.markdown_view.writer import load_state, markdown_files
 from memlog.projections.runner import catch_up, rebuild
-from memlog.projections.sqlite_view import index_files, packed, packsums, store
+from memlog.projections.sqlite_view import index_files, packsums, store
 from memlog.projections.sqlite_view.digest import (
     digest_of,
     entry_digests,
@@ -24,7 +22,6 @@ from memlog.projections.sqlite_view.digest import (
     sqlite_digest,
 )
 from memlog.projections.sqlite_view.index_files import INDEX_DIR
-from memlog.projections.sqlite_view.vectors import VECTOR_DIR
 from memlog.vocabulary import Space
 
 
@@ -44,74 +41,70 @@ class Audit(msgspec.Struct):
 def audit(home: Path, space: Space) -> Audit:
     """Compare the live views with views rebuilt from the log up to the same event.
 
-    Writers may run meanwhile (a loop of ``observe``): the database is read in one
-    read transaction, at the position stored with its rows, and the markdown files
-    under their lock, at the position their state records; each is compared with a
-    rebuild up to its own position, so what a writer adds is never taken for drift.
+    Writers may run meanwhile (a loop of ``observe``): the database and the packed
+    files are read under the view's write lock, at the position stored with its rows,
+    and the markdown files under their lock, at the position their state records; each
+    is compared with a rebuild up to its own position, so what a writer adds is never
+    taken for drift.  The rebuild is in the space the view is in (it keeps its own
+    while ``space`` has no vector).
     """
     catch_up(home, space)
-    with _unswept(home):  # the packed files the snapshot names stay while they are checked
-        live = _live_database(home)
-        packed_drift = _packed_drift(home, live.packed)
+    live = _live_database(home)
     md_seq, md_live = _live_markdown(home)
+    kept = live.space or space
     with tempfile.TemporaryDirectory(prefix="memlog-audit-") as tmp:
         aside = Path(tmp) / "views"
-        rebuild(home, space, Bound(live.seq, None), aside)
+        rebuild(home, kept, Bound(live.seq, None), aside)
         aside_db = sqlite_digest(db_path(aside))
         drift = [] if live.digest == aside_db else _entry_drift(live.entries, db_path(aside))
         if md_seq != live.seq:
             aside = Path(tmp) / "markdown"
-            rebuild(home, space, Bound(md_seq, None), aside)
+            rebuild(home, kept, Bound(md_seq, None), aside)
         md_aside = markdown_files(aside)
         drift += _file_drift(md_live, md_aside)
-    drift += packed_drift
+    drift += live.packed_drift
     return Audit(live.seq, live.digest, aside_db, md_live, md_aside, drift)
 
 
 class _Live(NamedTuple):
-    """The live database as one read transaction saw it, and the packed files it names."""
+    """The live database and its packed files as one moment saw them."""
 
     seq: int
+    space: Space | None
     digest: str
     entries: dict[str, str]
-    packed: list[str]
+    packed_drift: list[str]
 
 
 def _live_database(home: Path) -> _Live:
-    with store.opened(db_path(home), readonly=True) as db, store.snapshot(db):
-        seq = store.get_position(db).seq
-        return _Live(seq, digest_of(db), entry_digests_of(db), _named_files(db))
-
-
-#: the tables naming packed files, and the folder each kind lives in
-_POINTERS = (("packed_sets", INDEX_DIR), ("vector_sets", VECTOR_DIR))
+    """Read under the view's write lock: a catch-up patches packed records in place
+    inside its write transaction, so a read transaction alone could see records of
+    a later position than its rows'.  The sweep is held off meanwhile (the files the
+    view names stay while they are checked)."""
+    path = db_path(home)
+    with index_files.preparing(home), store.opened(path) as db, store.transaction(db):
+        return _Live(
+            store.get_position(db).seq,
+            store.space_of(db),
+            digest_of(db, path.parent),
+            entry_digests_of(db),
+            _packed_drift(home, _named_files(db)),
+        )
 
 
 def _named_files(db: sqlite3.Connection) -> list[str]:
-    found = []
-    for table, folder in _POINTERS:
-        with contextlib.suppress(sqlite3.OperationalError):  # a table a schema lacks
-            found += [f"{folder}/{row[0]}" for row in db.execute(f"SELECT file FROM {table}")]
-    return sorted(found)
+    return sorted(f"{INDEX_DIR}/{row[0]}" for row in db.execute("SELECT file FROM packed_sets"))
 
 
 def _packed_drift(home: Path, names: list[str]) -> list[str]:
-    """Every packed file the view names, checked block by block against its sums (its
-    content against a rebuild's: the index files' names, which are their content, are
-    in the database the rebuild is compared with)."""
+    """Every packed file the view names, checked block by block against its sums (what
+    the files hold is compared with a rebuild's in the digest)."""
     drift = []
     for rel in names:
         reason = packsums.full(home / rel)
         if reason is not None:
             drift.append(f"{rel}: {reason} (memlog replay writes it again)")
     return drift
-
-
-@contextlib.contextmanager
-def _unswept(home: Path) -> Iterator[None]:
-    """Hold off sweeps of the packed files (as a writer preparing files does)."""
-    with packed.preparing(home / VECTOR_DIR), index_files.preparing(home):
-        yield
 
 
 def _live_markdown(home: Path) -> tuple[int, dict[str, str]]:
@@ -130,7 +123,7 @@ def _entry_drift(live: dict[str, str], aside: Path) -> list[str]:
             drift.append(f"memory.db: entry {entry_id} is missing")
         elif live[entry_id] != rebuilt[entry_id]:
             drift.append(f"memory.db: entry {entry_id} differs from the log")
-    return drift or ["memory.db: metadata or vectors differ from the log"]
+    return drift or ["memory.db: metadata, vectors or packed index files differ from the log"]
 
 
 def _file_drift(live: dict[str, str], rebuilt: dict[str, str]) -> list[str]:

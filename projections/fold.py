@@ -32,7 +32,7 @@ from memlog.vocabulary import CONFIDENCE_RANK, MAX_KEYWORDS
 
 
 class Vector(msgspec.Struct, frozen=True, array_like=True):
-    """One embedding of an entry in a provider+model space (little-endian float32)."""
+    """One embedding of an entry in a provider+model space, ``q8`` (``eventlog.vectors``)."""
 
     dimensions: int
     data: bytes
@@ -139,6 +139,8 @@ class State(msgspec.Struct):
     spend: dict[str, Spend] = msgspec.field(default_factory=dict)
     maintenance: dict[str, str] = msgspec.field(default_factory=dict)
     touched_ledger: set[str] = msgspec.field(default_factory=set)
+    #: the entries the events created, in that order (each one's ``slot`` in the views)
+    created: list[str] = msgspec.field(default_factory=list)
 
 
 def space_key(provider: str, model: str) -> str:
@@ -151,9 +153,9 @@ def _union(current: list[str], more: Iterable[str]) -> None:
             current.append(item)
 
 
-def _create(event: Observed) -> Entry:
+def _create(event: Observed, entry_id: str) -> Entry:
     entry = Entry(
-        id=event.entry_id,
+        id=entry_id,
         name=event.name,
         description=event.description,
         category=event.category,
@@ -214,9 +216,10 @@ def _observe_again(entry: Entry, event: Observed) -> None:
 
 
 def _observed(state: State, event: Observed) -> str:
-    entry = state.entries.get(event.entry_id)
+    entry = state.entries.get(entry_id := event.entry_id)  # (a hash of the description)
     if entry is None:
-        entry = state.entries[event.entry_id] = _create(event)
+        entry = state.entries[entry_id] = _create(event, entry_id)
+        state.created.append(entry_id)
     else:
         if not entry.live and event.revive is not False:  # back in every branch memory
             for key in entry.branches:
@@ -228,7 +231,7 @@ def _observed(state: State, event: Observed) -> str:
         if key not in entry.branches:
             entry.branches.append(key)
             _stamp(entry, key, event.ts)
-    return event.entry_id
+    return entry_id
 
 
 def _stamp(entry: Entry, key: str, ts: str) -> None:
@@ -248,8 +251,7 @@ def _recalled(entry: Entry, event: Recalled) -> None:
 
 
 def _reembedded(entry: Entry, event: Reembedded) -> None:
-    key = space_key(event.provider, event.model)
-    entry.vectors[key] = Vector(event.dimensions, event.vector)
+    entry.vectors[space_key(event.provider, event.model)] = Vector(event.dimensions, event.q8)
 
 
 def _labelled(entry: Entry, event: Labelled) -> None:

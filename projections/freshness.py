@@ -16,7 +16,7 @@ from memlog.eventlog.merged import unread_bytes
 from memlog.eventlog.segments import REWRITE_JOURNAL
 from memlog.projections.markdown_view.writer import FORMAT, load_state
 from memlog.projections.sqlite_view import store
-from memlog.projections.sqlite_view.schema import SCHEMA_VERSION
+from memlog.projections.sqlite_view.schema import SCHEMA_VERSION, VIEW_FORMAT
 from memlog.vocabulary import Space
 
 SPACE_KEYS = ("embedding_provider", "embedding_model", "embedding_dimensions")
@@ -33,15 +33,16 @@ def current_seq(home: Path, space: Space) -> int | None:
         return None
     try:
         with store.opened(db_path(home), readonly=True) as db:
-            stored_space = tuple(store.get_meta(db, k) for k in SPACE_KEYS)
+            in_space = store.space_in_force(db, space) is not None
             version = store.get_meta(db, "schema_version")
+            view_format = store.get_meta(db, "view_format")
             stored = store.get_position(db)
     except sqlite3.DatabaseError:
         return None
     if unread_bytes(home / "events", stored.position) != 0:
         return None
-    in_space = stored_space == (space.provider, space.model, str(space.dimensions))
-    current = in_space and version == str(SCHEMA_VERSION) and _markdown_current(home)
+    current = in_space and version == str(SCHEMA_VERSION) and view_format == VIEW_FORMAT
+    current = current and _markdown_current(home)
     return stored.seq if current and _still_there(home, stored) else None
 
 

@@ -1,11 +1,17 @@
 """Keeping the markdown files in step with the SQLite view.
 
 After a catch-up, only the files whose content the applied events changed
-are rendered again, from the rows of the view; when the files stand
-anywhere else than where that catch-up started (a crash between the two, a
-rebuild meanwhile), or were written in an older format, every file is planned
-from all entries instead.  A file
-lock keeps two processes from writing the files at once.
+are written again, and most of them are patched rather than rendered: a file
+is its header and one block per live entry in the order of creation, so an
+entry whose block changed has it replaced where it is, one that left has it
+removed, and a new one that sorts last is appended (a project's file at 100k
+entries holds a thousand of them, which a render would read from the rows).
+A file patched must be the one memlog last wrote and each block found once;
+otherwise, and for branch memory files, the file is rendered again from the
+rows of the view.  When the files stand anywhere else than where that
+catch-up started (a crash between the two, a rebuild meanwhile), or were
+written in an older format, every file is planned from all entries instead.
+A file lock keeps two processes from writing the files at once.
 """
 
 from __future__ import annotations
@@ -13,13 +19,17 @@ from __future__ import annotations
 import contextlib
 import sqlite3
 from pathlib import Path
+from typing import NamedTuple
 
 from memlog import locking
+from memlog.errors import HomeError
+from memlog.files import no_links
 from memlog.projections.fold import Entry
 from memlog.projections.markdown_view import branch, render
 from memlog.projections.markdown_view.writer import (
     FORMAT,
     MarkdownState,
+    digest,
     load_state,
     save_state,
     write_files,
@@ -35,9 +45,38 @@ def locked(folder: Path) -> contextlib.AbstractContextManager[None]:
     return locking.locked(folder / LOCK_NAME)
 
 
-def changed_files(touched: list[Entry], before: dict[str, Signature]) -> dict[str, set[str]]:
-    """The files whose content changed with ``touched``, and the projects each shows."""
-    changed: dict[str, set[str]] = {}
+class Edit(NamedTuple):
+    """An entry's block in one file before and after the events (None: not in it)."""
+
+    old: str | None
+    new: str | None
+    key: tuple[int, str]
+
+
+class Changes(NamedTuple):
+    """The files the events changed, with the projects (or branch keys) each shows, and
+    the blocks that changed in the files made of blocks."""
+
+    files: dict[str, set[str]]
+    edits: dict[str, list[Edit]]
+
+
+def blocks(entry: Entry) -> dict[str, str]:
+    """The block of ``entry`` in each file made of blocks that shows it."""
+    if not entry.live:
+        return {}
+    found = {render.project_path(entry): render.project_block(entry)}
+    if render.global_path(entry.category) in render.paths_of(entry):
+        found[render.global_path(entry.category)] = render.global_block(entry)
+    return found
+
+
+def changed_files(
+    touched: list[Entry], before: dict[str, Signature], old_blocks: dict[str, dict[str, str]]
+) -> Changes:
+    """The files whose content changed with ``touched``, the projects each shows, and the
+    blocks that changed (``old_blocks``: each entry's before the events)."""
+    changes = Changes({}, {})
     for entry in touched:
         old, new = before.get(entry.id), render.signature(entry)
         if old == new:
@@ -45,14 +84,18 @@ def changed_files(touched: list[Entry], before: dict[str, Signature]) -> dict[st
         paths = set(new[0]) | (set(old[0]) if old is not None else set())
         for path in paths:
             keys = render.branch_keys(entry, path) if branch.is_branch_file(path) else set()
-            changed.setdefault(path, set()).update(keys or {entry.source_project})
-    return changed
+            changes.files.setdefault(path, set()).update(keys or {entry.source_project})
+        was, now = old_blocks.get(entry.id, {}), blocks(entry)
+        for path in set(was) | set(now):
+            if was.get(path) != now.get(path):
+                edit = Edit(was.get(path), now.get(path), (entry.created_seq, entry.id))
+                changes.edits.setdefault(path, []).append(edit)
+    return changes
 
 
 def follow(
-    folder: Path, db_path: Path, changed: dict[str, set[str]], before: store.Stored,
-    after: store.Stored,
-) -> list[str]:  # fmt: skip
+    folder: Path, db_path: Path, changed: Changes, before: store.Stored, after: store.Stored
+) -> list[str]:
     """Bring the files to the view's position; notes on hand edits kept."""
     with locked(folder):
         state = load_state(folder)
@@ -66,17 +109,58 @@ def follow(
                 and (state.seq, state.segment) == (before.seq, before.position.segment)
                 and (state.offset == before.position.offset and now == after)
             ):
-                files = _render_changed(db, changed)
+                files = _render_changed(db, folder, changed, state)
             else:
                 files = render.plan(store.load_entries(db).values())
+                state.last = {}
         return write_markdown(folder, files, state, now)
 
 
-def _render_changed(db: sqlite3.Connection, changed: dict[str, set[str]]) -> dict[str, str]:
+def _render_changed(
+    db: sqlite3.Connection, folder: Path, changed: Changes, state: MarkdownState
+) -> dict[str, str]:
     files = {}
-    for path, projects in sorted(changed.items()):
-        files[path] = render.render_file(path, _members(db, path, projects))
+    for path, projects in sorted(changed.files.items()):
+        patched = _patched(folder, path, changed.edits.get(path, []), state)
+        if patched is not None:
+            files[path] = patched
+            continue
+        members = _members(db, path, projects)
+        files[path] = render.render_file(path, members)
+        live = [(e.created_seq, e.id) for e in members if e.live]
+        if live and not branch.is_branch_file(path):
+            state.last[path] = max(live)
+        else:
+            state.last.pop(path, None)
     return files
+
+
+def _patched(folder: Path, path: str, edits: list[Edit], state: MarkdownState) -> str | None:
+    """The file at ``path`` with ``edits`` made in place, when it is the one memlog last
+    wrote and every edit can be made where the whole file would have it; else None."""
+    if branch.is_branch_file(path) or not edits or path not in state.files:
+        return None
+    try:
+        text = no_links(folder / path, folder).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError, HomeError):
+        return None  # rendered whole: ``write_files`` says what is wrong
+    if digest(text.encode("utf-8")) != state.files[path]:
+        return None  # edited by hand: rendered again, a copy of it kept
+    for edit in sorted(edits, key=lambda e: e.key):
+        if edit.old is not None:
+            found = "\n" + edit.old
+            if text.count(found) != 1:
+                return None
+            text = text.replace(found, "\n" + edit.new if edit.new is not None else "")
+            if edit.new is None and state.last.get(path) == edit.key:
+                del state.last[path]  # the new last one is not known
+        elif edit.new is not None:
+            last = state.last.get(path)
+            if last is None or tuple(last) >= edit.key:
+                return None  # it goes somewhere in the middle
+            text += "\n" + edit.new
+            state.last[path] = edit.key
+    return text
 
 
 def _members(db: sqlite3.Connection, path: str, projects: set[str]) -> list[Entry]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import sqlite3
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -32,12 +33,14 @@ from memlog.projections.fold import State, apply
 from memlog.projections.freshness import current_seq, db_path, stored_seq
 from memlog.projections.markdown_view import render
 from memlog.projections.markdown_view.writer import load_state, remove_unplanned
-from memlog.projections.sqlite_view import index_files, indexes, ledger, packed, store, vectors
-from memlog.projections.sqlite_view.vectors import VECTOR_DIR, write_packed
+from memlog.projections.sqlite_view import index_files, indexes, ledger, store, vectors
+from memlog.projections.sqlite_view.schema import VIEW_FORMAT
 from memlog.spawn import spawn_memlog
 from memlog.vocabulary import DEFAULT_SPACE, Space
 
 _CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
+#: where versions before the packed slots kept the vector files
+LEGACY_VECTOR_DIR = "vectors"
 Progress = Callable[[int], None]
 
 
@@ -128,9 +131,12 @@ def _incremental(
     with _preparing(home), store.opened(db_path(home), busy_ms=busy) as db:
         with store.transaction(db):
             before = store.get_position(db)
-            space_changed = _ensure_space(db, space)
+            kept = _check_layout(db, before, space)
             records = _records_after(log, before, on_damage)
-            changed = _apply(db, home, space, records, space_changed)
+            try:
+                changed = _apply(db, home, kept, records)
+            except indexes.Unpatchable:
+                raise _NeedsRebuild from None
             after = store.get_position(db)
     _sweep(home)
     notes = markdown_sync.follow(home, db_path(home), changed, before, after)
@@ -159,47 +165,48 @@ def _records_after(
 
 
 def _apply(
-    db: sqlite3.Connection, folder: Path, space: Space, records: list[Record], repack: bool
-) -> dict[str, set[str]]:
-    """Fold ``records`` into the stored entries they touch; return the markdown files changed."""
+    db: sqlite3.Connection, folder: Path, space: Space, records: list[Record]
+) -> markdown_sync.Changes:
+    """Fold ``records`` into the stored entries they touch; return the markdown files changed.
+
+    This is the whole of a catch-up's work on the views: it reads only the rows of the
+    entries the events name and writes only what they change (``indexes.refresh``), so
+    its cost follows the events, not the size of the view.
+    """
     if not records:
-        if repack:
-            write_packed(db, folder / VECTOR_DIR, space)
-        indexes.refresh(db, folder, space, [], {})
-        return {}
+        return markdown_sync.Changes({}, {})
     ids = {i for r in records for i in r.event.entry_ids}
     state = State(entries=store.load_entries(db, ids))
+    vectors.attach(db, folder, state.entries)
     ledger.load(db, state, (r.event for r in records))
     before = {i: render.signature(e) for i, e in state.entries.items()}
+    blocks = {i: markdown_sync.blocks(e) for i, e in state.entries.items()}
     indexed = indexes.signature(state.entries.values(), space)
-    had = {i: vectors.in_space(e.vectors, space) for i, e in state.entries.items()}
+    slots, count = store.slots_of(db, state.entries), store.slot_count(db)
     for record in records:
         apply(state, record.event)
+    for n, entry_id in enumerate(state.created):
+        slots[entry_id] = count + n
     touched = [state.entries[i] for i in sorted(state.touched)]
-    store.write_entries(db, touched, space.key)
+    store.write_entries(db, touched, space, slots)
     ledger.write(db, state)
-    if repack:
-        write_packed(db, folder / VECTOR_DIR, space)
-    else:
-        vectors.follow_entries(db, folder / VECTOR_DIR, space, touched, had)
-    indexes.refresh(db, folder, space, touched, indexed)
     last = records[-1]
+    total = count + len(state.created)
+    indexes.refresh(db, folder, space, touched, indexed, slots, total, last.ordinal)
     store.set_meta(db, store.position_meta(store.Stored(last.after, last.ordinal)))
-    return markdown_sync.changed_files(touched, before)
+    return markdown_sync.changed_files(touched, before, blocks)
 
 
-def _ensure_space(db: sqlite3.Connection, space: Space) -> bool:
-    """Record ``space`` as the one in force; refill ``embedding`` when it changed."""
-    current = (
-        store.get_meta(db, "embedding_provider"),
-        store.get_meta(db, "embedding_model"),
-        store.get_meta(db, "embedding_dimensions"),
-    )
-    if current == (space.provider, space.model, str(space.dimensions)):
-        return False
-    store.use_space(db, space)
-    store.set_meta(db, _space_meta(space))
-    return True
+def _check_layout(db: sqlite3.Connection, stored: store.Stored, space: Space) -> Space:
+    """The space the catch-up keeps the view in: ``space``, or the view's own while no
+    vector of ``space`` exists (``store.space_in_force``).  A view of another format or
+    of a space to leave, or none yet, is rebuilt from zero."""
+    if not stored.seq and not stored.position.segment:
+        raise _NeedsRebuild  # nothing folded yet: a rebuild is the same work
+    kept = store.space_in_force(db, space)
+    if store.get_meta(db, "view_format") != VIEW_FORMAT or kept is None:
+        raise _NeedsRebuild
+    return kept
 
 
 def _space_meta(space: Space) -> dict[str, str]:
@@ -256,6 +263,7 @@ def rebuild(
         raise leftovers.failure(exc, db_path(folder)) or exc from None
     with markdown_sync.locked(folder):
         files, written = render.plan(state.entries.values()), load_state(folder)
+        written.last = {}  # the files of a rebuild are rendered whole: no order known yet
         notes = remove_unplanned(folder, files, written)
         notes += markdown_sync.write_markdown(folder, files, written, stored)
     live = sum(1 for e in state.entries.values() if e.live)
@@ -265,15 +273,16 @@ def rebuild(
 def _build_database(folder: Path, state: State, space: Space, stored: store.Stored) -> None:
     leftovers.sweep(folder)
     aside = _new_aside(folder)
-    ordered = sorted(state.entries.values(), key=lambda e: e.id)
+    ordered = [state.entries[i] for i in state.created]  # slot order: creation order
+    slots = {entry_id: n for n, entry_id in enumerate(state.created)}
+    meta = {**_space_meta(space), **store.position_meta(stored), "view_format": VIEW_FORMAT}
     try:
         with _preparing(folder):  # no sweep until the live view names the new files
             with store.opened(aside) as db, store.transaction(db):
-                store.write_entries(db, ordered, space.key)
+                store.write_entries(db, ordered, space, slots)
                 ledger.write(db, state, everything=True)
-                write_packed(db, folder / VECTOR_DIR, space)
-                indexes.rebuild(db, folder, space, ordered)
-                store.set_meta(db, {**_space_meta(space), **store.position_meta(stored)})
+                store.set_meta(db, meta)
+                indexes.rebuild(db, folder, space, ordered, stored.seq)
             _switch_in(aside, db_path(folder))
     finally:
         _remove_db_files(aside)  # a rebuild that failed leaves nothing the size of the view
@@ -292,14 +301,16 @@ def _new_aside(folder: Path) -> Path:
 @contextlib.contextmanager
 def _preparing(folder: Path) -> Iterator[None]:
     """Hold off sweeps of every packed file while new ones are written and named."""
-    with packed.preparing(folder / VECTOR_DIR), index_files.preparing(folder):
+    with index_files.preparing(folder):
         yield
 
 
 def _sweep(folder: Path, wait: bool = False) -> None:
-    """Remove the packed files the committed view no longer names."""
-    vectors.sweep(folder / VECTOR_DIR, db_path(folder), wait)
-    index_files.sweep(folder, db_path(folder), wait)
+    """Remove the packed files the committed view no longer names (and the folder of
+    vector files earlier versions kept apart)."""
+    index_files.sweep(folder, db_path(folder), wait, spare=not wait)  # a rebuild: every one
+    if (folder / LEGACY_VECTOR_DIR).is_dir():
+        shutil.rmtree(folder / LEGACY_VECTOR_DIR, ignore_errors=True)
 
 
 def _switch_in(aside: Path, live_path: Path) -> None:

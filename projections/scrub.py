@@ -28,10 +28,11 @@ from memlog.eventlog.redaction import REDACTED
 from memlog.files import atomic_write
 from memlog.projections.markdown_view.writer import load_state
 from memlog.projections.sqlite_view import store
-from memlog.projections.sqlite_view.vectors import VECTOR_DIR
+from memlog.projections.sqlite_view.index_files import INDEX_DIR
 
-#: the log (rewritten by the redaction itself) and the views (rebuilt)
-_SKIP_DIRS = frozenset({"events", VECTOR_DIR})
+#: the log (rewritten by the redaction itself) and the views (rebuilt; ``vectors``: where
+#: earlier versions kept the packed vectors)
+_SKIP_DIRS = frozenset({"events", INDEX_DIR, "vectors"})
 _SKIP_FILES = frozenset(
     {store.DB_NAME, f"{store.DB_NAME}-wal", f"{store.DB_NAME}-shm", seg.QUARANTINE_NAME}
 )

@@ -71,11 +71,23 @@ def words(text: str) -> list[str]:
     """The lower-cased words of ``text``, identifiers split, before stemming."""
     found: list[str] = []
     for word in _WORD.findall(text):
+        if _whole(word):
+            found.append(word.lower())
+            continue
         parts = _BREAK.sub(" ", word).split()
         found += (p.lower() for p in parts)
         if len(parts) > 1:
             found.append(word.lower())
     return [w for w in found if len(w) > 1 and not w.isdigit() and w not in STOPWORDS]
+
+
+def _whole(word: str) -> bool:
+    """Whether ``_BREAK`` finds nothing to split in ``word`` (most words: asked first, it
+    spares a regular expression per word): digits only, or letters with no lower-case
+    one before a capital."""
+    if word.isdigit():
+        return True
+    return word.isalpha() and (word.islower() or word.isupper() or word[1:].islower())
 
 
 def terms(text: str) -> list[str]:
@@ -112,6 +124,8 @@ def query_units(text: str) -> list[Unit]:
     return [Unit(t, (QUERY_K3 + 1.0) * n / (QUERY_K3 + n)) for t, n in found.items()]
 
 
+@lru_cache(maxsize=1 << 16)
 def term_hash(term: str) -> int:
-    """A term's key in the packed lexical index: blake2b-64, little-endian."""
+    """A term's key in the packed lexical index: blake2b-64, little-endian (remembered: a
+    vocabulary is a few thousand terms, hashed again for every entry that holds them)."""
     return int.from_bytes(digests.blake2b(term.encode(), digest_size=8).digest(), "little")

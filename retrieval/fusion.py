@@ -35,13 +35,14 @@ the caller asked to see.
 
 from __future__ import annotations
 
+import math
 from typing import NamedTuple
 
 import numpy as np
 import numpy.typing as npt
 
 from memlog.retrieval.plain import Weights as FusionWeights
-from memlog.retrieval.plain import spread, weights_of
+from memlog.retrieval.plain import weights_of
 
 __all__ = ["Fused", "FusionWeights", "fuse", "neighbour_means", "weights_of", "zscores"]
 
@@ -65,6 +66,15 @@ class Fused(NamedTuple):
     weights: FusionWeights
 
 
+def _spread(values: Floats) -> tuple[float, float]:
+    """``plain.spread`` with the squares taken by numpy: the same IEEE products, summed by
+    the same ``fsum``, so the same two numbers."""
+    count = values.size
+    mean = math.fsum(values.tolist()) / count
+    deviations = values - mean
+    return mean, math.sqrt(math.fsum((deviations * deviations).tolist()) / count)
+
+
 def zscores(raw: Floats | None, size: int, reference: Mask | None = None) -> Floats:
     """``(raw − mean) / std``, the mean and deviation of the ``reference`` candidates (all
     by default); zeros when the signal is missing or constant."""
@@ -73,7 +83,7 @@ def zscores(raw: Floats | None, size: int, reference: Mask | None = None) -> Flo
     among = raw if reference is None else raw[reference]
     if among.size == 0:
         return np.zeros(size, dtype=np.float64)
-    mean, deviation = spread(among.tolist())  # correctly rounded, as ``plain`` has them
+    mean, deviation = _spread(among)  # correctly rounded, as ``plain`` has them
     if deviation <= 1e-12:
         return np.zeros(size, dtype=np.float64)
     return (raw - mean) / deviation

@@ -128,16 +128,17 @@ def neighbour_means(
     ``fusion.neighbour_means``."""
     if neighbours is None or not neighbours.k or not scores:
         return [0.0] * len(scores)
-    k, lists = neighbours.k, neighbours.lists
+    k, lists, stride = neighbours.k, neighbours.lists, neighbours.stride
     counted = reference if reference is not None else [True] * len(scores)
     # each place's score; None for a place that is no (reference) candidate, and for −1
     placed = [scores[p] if p >= 0 and counted[p] else None for p in neighbours.where]
     placed.append(None)
+    size = len(placed) - 1
     means = []
     for row in neighbours.rows:
         total, present = 0.0, 0
-        for j in lists[row * k : row * k + k] if row >= 0 else ():
-            score = placed[j]
+        for j in lists[row * stride : row * stride + k] if row >= 0 else ():
+            score = placed[j] if j < size else None
             if score is not None:
                 total += score
                 present += 1

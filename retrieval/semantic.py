@@ -241,7 +241,7 @@ class SemanticRun:
             return None, 0
         finally:
             self.timings["embed_wait_ms"] = _ms(started)
-        scores, matches = view.cosines(self.space, query_vector, found.positions())
+        scores, matches = view.cosines(self.space, query_vector, found)
         return (scores if matches else None), matches
 
     def _score(

@@ -35,6 +35,9 @@ class MarkdownState(msgspec.Struct):
     files: dict[str, str] = msgspec.field(default_factory=dict)
     #: what a write in progress is writing (empty once it is done)
     pending: dict[str, str] = msgspec.field(default_factory=dict)
+    #: the order key (created_seq, id) of the last entry of a file, where known: an entry
+    #: that sorts after it is appended to the file instead of the file being rendered again
+    last: dict[str, tuple[int, str]] = msgspec.field(default_factory=dict)
 
 
 def digest(data: bytes) -> str:
@@ -50,6 +53,7 @@ def load_state(folder: Path) -> MarkdownState:
 
 def save_state(folder: Path, state: MarkdownState) -> None:
     state.files = dict(sorted(state.files.items()))  # the same files, the same bytes
+    state.last = dict(sorted(state.last.items()))
     atomic_write(folder / STATE_NAME, msgspec.json.encode(state), folder)
 
 

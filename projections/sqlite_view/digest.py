@@ -1,7 +1,9 @@
 """Fingerprints of ``memory.db``: one for the whole view, one per entry row.
 
-Replay reports print them and audits compare them; the packed vector files
-are left out (their names are not content).
+Replay reports print them and audits compare them.  The packed files count by
+what they hold, not by their names (a name says when a file was first
+written): the records each view covers, and the lexical index as the one
+base a rebuild would write.
 """
 
 from __future__ import annotations
@@ -12,34 +14,53 @@ from pathlib import Path
 
 import msgspec
 
-from memlog.projections.sqlite_view import store
+from memlog.projections.sqlite_view import index_files, ranks, store, vectors
+from memlog.projections.sqlite_view.plain import GRAPH
 
 _ENC = msgspec.json.Encoder()
 _TABLES = (
-    ("_metadata", "key"),
-    ("entries", "id"),
-    ("vectors", "provider, model, entry_id"),
-    ("vector_sets", "provider, model"),
-    ("lexical_terms", "entry_id"),
-    ("packed_sets", "kind"),  # content-named files: the name is the content
-    ("sessions", "id"),
-    ("spend", "day"),
+    ("_metadata", "key", "*"),
+    ("entries", "id", "*"),
+    ("vectors", "provider, model, entry_id", "*"),
+    ("packed_sets WHERE kind != 'lxd'", "kind", "kind, count"),  # the delta: in lexicon's
+    ("sessions", "id", "*"),
+    ("spend", "day", "*"),
 )
+#: the slot files, by kind, with their magic
+_SLOT_FILES = ((ranks.KIND, ranks.MAGIC), (vectors.KIND, vectors.MAGIC), GRAPH)
 
 
 def sqlite_digest(path: Path) -> str:
-    """sha256 of the database's content in a canonical order (packed file names left out)."""
-    with store.opened(path, readonly=True) as db:
-        return digest_of(db)
+    """sha256 of the view's content in a canonical order: the database's rows and what its
+    packed files hold."""
+    with store.opened(path, readonly=True) as db, store.snapshot(db):
+        return digest_of(db, path.parent)
 
 
-def digest_of(db: sqlite3.Connection) -> str:
-    """``sqlite_digest`` of an open connection (inside a read transaction: one state)."""
+def digest_of(db: sqlite3.Connection, folder: Path) -> str:
+    """``sqlite_digest`` of an open connection (inside a read transaction: one state) to the
+    database in ``folder``."""
     hasher = hashlib.sha256()
-    for table, order in _TABLES:
-        columns = "provider, model, dimensions, count" if table == "vector_sets" else "*"
+    for table, order, columns in _TABLES:
         for row in db.execute(f"SELECT {columns} FROM {table} ORDER BY {order}"):
             hasher.update(_ENC.encode(row))
+    hasher.update(packed_digest(db, folder).encode("ascii"))
+    return hasher.hexdigest()
+
+
+def packed_digest(db: sqlite3.Connection, folder: Path) -> str:
+    """sha256 of the records this snapshot's slot files cover and of the lexical index as
+    one base (missing ones count as empty)."""
+    from memlog.projections.sqlite_view import lexicon  # numpy: only when digesting
+
+    hasher = hashlib.sha256()
+    for kind, magic in _SLOT_FILES:
+        found = index_files.slots(db, folder, kind, magic)
+        hasher.update(kind.encode("ascii"))
+        if found is not None:
+            hasher.update(_ENC.encode([found.total, found.record, found.extra]))
+            hasher.update(found.data)
+    hasher.update(lexicon.canonical(db, folder) or b"")
     return hasher.hexdigest()
 
 

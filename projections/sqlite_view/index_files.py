@@ -1,11 +1,17 @@
-"""The ranking indexes' packed files (``index/<sha256>.lex``, ``.nbr``): format and pointers.
+"""The packed files of ``index/``: pointers to them, sweeping, and mapping them to read.
 
-The files follow the rules of ``packed`` (written before they are named,
-named by content, swept once the committed view no longer points at them);
-``packed_sets`` holds each kind's pointer (file and count) in the rows'
-transaction.  A file starts with a header (magic, three counts), then the
-16-byte entry ids, then the kind's arrays.  A missing or damaged file costs
-only the signal it carries: readers rank without it.
+``packed_sets`` holds, for each kind, the file the committed view reads and
+how many records of it (slots) that view covers, in the rows' transaction.
+The kinds:
+
+    rnk  what ranking reads of every entry (``ranks``)
+    vec  the vectors of the space in force (``vectors``)
+    nbr  the neighbour lists (``neighbours``)
+    lex  the lexical index (``lexicon``): its base, and ``lxd`` the changes since
+
+A missing or damaged file (``packsums``: each has its block checksums) costs
+only the signal it carries: readers rank without it, and the next rebuild
+writes it again.
 """
 
 from __future__ import annotations
@@ -13,30 +19,21 @@ from __future__ import annotations
 import contextlib
 import mmap
 import sqlite3
-import struct
 import sys
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple
 
 from memlog.projections.sqlite_view import packed, packsums, store
 
-if TYPE_CHECKING:
-    import numpy as np
-
 INDEX_DIR = "index"
 ID_WIDTH = 16
-SUFFIXES = (".lex", ".nbr", ".rnk")
-#: header of every packed file: magic (8 bytes), then three unsigned 64-bit counts
-HEADER = struct.Struct("<8sQQQ")
+SUFFIXES = (".rnk", ".vec", ".nbr", ".lex", ".lxd")
+#: the packed files' little-endian types and their sizes
+SIZES = {"<u8": 8, "<i8": 8, "<f8": 8, "<u4": 4, "<i4": 4, "<f4": 4, "<u2": 2, "<u1": 1, "<i1": 1}
 
 
-def write(folder: Path, kind: str, data: bytes) -> str:
-    """Store ``data`` under its content name in ``folder/index`` (once); return the name.
-
-    Call inside ``preparing(folder)``, before the transaction that points at it commits.
-    """
-    return packed.write(folder / INDEX_DIR, data, f".{kind}")
+def folder_of(home: Path) -> Path:
+    return home / INDEX_DIR
 
 
 def preparing(folder: Path) -> contextlib.AbstractContextManager[None]:
@@ -62,8 +59,9 @@ def point(db: sqlite3.Connection, kind: str, name: str | None, count: int) -> No
         )
 
 
-def sweep(folder: Path, db_path: Path, wait: bool = False) -> list[str]:
-    """Remove index files the committed view no longer points at; the names removed."""
+def sweep(folder: Path, db_path: Path, wait: bool = False, spare: bool = True) -> list[str]:
+    """Remove index files the committed view no longer points at (but the newest delta
+    of the lexical index unless not ``spare``: ``packed.sweep``); the names removed."""
 
     def named() -> set[str]:
         with store.opened(db_path, readonly=True) as db:
@@ -71,114 +69,72 @@ def sweep(folder: Path, db_path: Path, wait: bool = False) -> list[str]:
 
     if not db_path.exists():
         return []
-    return packed.sweep(folder / INDEX_DIR, SUFFIXES, named, wait)
+    return packed.sweep(folder / INDEX_DIR, SUFFIXES, named, wait, (".lxd",) if spare else ())
 
 
-def pack(magic: bytes, counts: tuple[int, int, int], ids: list[str], *arrays: np.ndarray) -> bytes:
-    """Header, the 16-byte ids, then each array's little-endian bytes in order."""
-    import numpy as np
-
-    parts = [HEADER.pack(magic, *counts), "".join(ids).encode("ascii")]
-    parts += [np.ascontiguousarray(a).tobytes() for a in arrays]
-    return b"".join(parts)
-
-
-def open_mapped(
-    folder: Path, name: str, magic: bytes
-) -> tuple[Counts, memoryview, memoryview] | None:
-    """Map a packed file: its counts, its ids' bytes (16 per id, nothing decoded) and the
-    bytes after them; None if unusable."""
+def mapped(folder: Path, name: str) -> memoryview | None:
+    """The file ``index/name`` mapped read-only; None when it is gone, empty or damaged
+    (``packsums.quick``: ranked without it, and ``packsums.noticed`` says so)."""
     path = folder / INDEX_DIR / name
     if packsums.quick(path) is not None:
-        return None  # damaged: ranked without it (``packsums.noticed`` says so)
+        return None
     try:
         with open(path, "rb") as handle:
-            raw = memoryview(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ))
+            return memoryview(mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ))
     except (OSError, ValueError):  # gone (swept), or empty
         return None
-    if len(raw) < HEADER.size:
-        return None
-    found, *counts = HEADER.unpack(raw[: HEADER.size])
-    end = HEADER.size + counts[0] * ID_WIDTH
-    if found != magic or end > len(raw):
-        return None
-    return (counts[0], counts[1], counts[2]), raw[HEADER.size : end], raw[end:]
 
 
-Counts = tuple[int, int, int]
-#: the packed files' little-endian types and their sizes
-SIZES = {"<u8": 8, "<i8": 8, "<f8": 8, "<u4": 4, "<i4": 4, "<f4": 4, "<u1": 1}
-Sections = tuple[Counts, memoryview, list[tuple[str, memoryview]]]
+class Slots(NamedTuple):
+    """The committed records of a slot file: how many, their size, the kind's ``extra``,
+    and their bytes (``total × record``, nothing decoded)."""
+
+    total: int
+    record: int
+    extra: int
+    data: memoryview
 
 
-def sections(
-    db: sqlite3.Connection,
-    folder: Path,
-    kind: str,
-    magic: bytes,
-    parts: Callable[[Counts], list[tuple[str, int]]],
-) -> Sections | None:
-    """The file this snapshot points at for ``kind``, mapped: its counts, its ids' bytes and
-    the bytes of each array ``parts(counts)`` describes (dtype, items), with its dtype;
-    None when there is none or it is unusable (shorter than its header says)."""
+def slots(db: sqlite3.Connection, folder: Path, kind: str, magic: bytes) -> Slots | None:
+    """The records this snapshot covers of its ``kind`` file; None when there is none, or
+    it is not a file of ``magic`` or shorter than its count says."""
     found = pointer(db, kind)
-    opened = open_mapped(folder, found[0], magic) if found else None
-    if opened is None:
+    raw = mapped(folder, found[0]) if found else None
+    if found is None or raw is None or len(raw) < packed.HEADER.size:
         return None
-    counts, ids, raw = opened
-    arrays, at = [], 0
-    for dtype, items in parts(counts):
+    got, record, _, extra, _ = packed.HEADER.unpack(raw[: packed.HEADER.size])
+    end = packed.HEADER.size + found[1] * record
+    if got != magic or record <= 0 or end > len(raw):
+        return None
+    return Slots(found[1], record, extra, raw[packed.HEADER.size : end])
+
+
+def arrays(
+    raw: memoryview, start: int, parts: list[tuple[str, int]]
+) -> list[tuple[str, memoryview]] | None:
+    """The arrays ``parts`` (dtype, items) laid one after another from ``start``; None when
+    the file is shorter than they say."""
+    found, at = [], start
+    for dtype, items in parts:
         end = at + SIZES[dtype] * items
         if end > len(raw):
             return None
-        arrays.append((dtype, raw[at:end]))
+        found.append((dtype, raw[at:end]))
         at = end
-    return counts, ids, arrays
+    return found
 
 
-def load(
-    db: sqlite3.Connection,
-    folder: Path,
-    kind: str,
-    magic: bytes,
-    parts: Callable[[Counts], list[tuple[str, int]]],
-) -> tuple[Counts, np.ndarray, list[np.ndarray]] | None:
-    """``sections`` as numpy arrays over the mapping (the ids as ``S16``, nothing copied)."""
-    import numpy as np
-
-    found = sections(db, folder, kind, magic, parts)
-    if found is None:
-        return None
-    counts, ids, arrays = found
-    return (
-        counts,
-        np.frombuffer(ids, dtype=f"S{ID_WIDTH}"),
-        [np.frombuffer(data, dtype=dtype) for dtype, data in arrays],
-    )
+_CODES = {"<f4": "f", "<f8": "d", "<u8": "Q", "<i8": "q", "<u4": "I", "<i4": "i", "<u2": "H",
+          "<u1": "B", "<i1": "b"}  # fmt: skip
 
 
-def load_plain(
-    db: sqlite3.Connection,
-    folder: Path,
-    kind: str,
-    magic: bytes,
-    parts: Callable[[Counts], list[tuple[str, int]]],
-) -> tuple[Counts, memoryview, list[memoryview[Any]]] | None:
-    """``sections`` without numpy: each array as a typed memoryview over the mapping;
-    None also on a big-endian machine (the files are little-endian)."""
-    found = sections(db, folder, kind, magic, parts) if sys.byteorder == "little" else None
-    if found is None:
-        return None
-    counts, ids, arrays = found
-    return counts, ids, [_typed(data, dtype) for dtype, data in arrays]
+def typed(raw: memoryview, dtype: str) -> memoryview[Any]:
+    """``raw`` read as items of ``dtype`` without numpy (native order: callers check
+    ``little_endian``)."""
+    view: memoryview[Any] = raw.cast(_CODES[dtype])  # type: ignore[call-overload]
+    return view
 
 
-def _typed(raw: memoryview, dtype: str) -> memoryview[Any]:
-    """``raw`` read as items of ``dtype`` (native order: the caller checked it is little)."""
-    if dtype in ("<f4", "<f8"):
-        return raw.cast("f" if dtype == "<f4" else "d")
-    if dtype in ("<u8", "<i8"):
-        return raw.cast("Q" if dtype == "<u8" else "q")
-    if dtype == "<u1":
-        return raw.cast("B")
-    return raw.cast("I" if dtype == "<u4" else "i")
+def little_endian() -> bool:
+    """Whether the machine reads the files' little-endian numbers natively."""
+    return sys.byteorder == "little"

@@ -1,12 +1,13 @@
-"""The ranking indexes beside the rows: the lexical index, the neighbour lists and the
-packed columns ranking reads (``ranks``).
+"""The packed files beside the rows: vectors, what ranking reads, the lexical index, the
+neighbour lists.
 
 The runner calls ``refresh`` in the transaction of every catch-up, after the
 rows are written, and ``rebuild`` when it builds the view from zero, both
-inside ``index_files.preparing``; both leave the same files (see ``lexicon``
-and ``neighbours``), and the runner sweeps the old ones once it committed.  Only what the
-events changed is redone: the terms of touched entries whose text or
-liveness changed, the neighbour lists around vectors that came or went.
+inside ``index_files.preparing``; both leave the same records (``packed``),
+and the runner sweeps files no longer named once it committed.  Only what the
+events changed is written: the records of the entries they touched (and of
+new ones), the lexical postings of entries whose text or liveness changed,
+the neighbour lists around vectors that came, went or moved.
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from memlog.projections.fold import Entry
-from memlog.projections.sqlite_view import index_files, ranks, store
+from memlog.projections.sqlite_view import index_files, ranks, vectors
 from memlog.vocabulary import Space
 
-LEXICON, NEIGHBOURS = "lex", "nbr"  # the kinds of lexicon.py and neighbours.py
-
 Signature = dict[str, tuple[bool, bytes | None, tuple[str, ...]]]
+
+
+class Unpatchable(Exception):
+    """A packed file the view names is missing or damaged: only a rebuild writes it again."""
 
 
 def indexed_text(entry: Entry) -> tuple[str, ...]:
@@ -32,34 +35,67 @@ def indexed_text(entry: Entry) -> tuple[str, ...]:
 
 def signature(entries: Iterable[Entry], space: Space) -> Signature:
     """What of each entry the indexes depend on: liveness, its vector, its indexed text."""
-    found: Signature = {}
-    for entry in entries:
-        vector = entry.vectors.get(space.key)
-        data = vector.data if vector is not None and vector.dimensions == space.dimensions else None
-        found[entry.id] = (entry.live, data, indexed_text(entry))
-    return found
+    return {e.id: (e.live, vectors.in_space(e.vectors, space), indexed_text(e)) for e in entries}
 
 
 def refresh(
-    db: sqlite3.Connection, folder: Path, space: Space, touched: list[Entry], before: Signature
+    db: sqlite3.Connection,
+    folder: Path,
+    space: Space,
+    touched: list[Entry],
+    before: Signature,
+    slots: dict[str, int],
+    count: int,
+    ordinal: int,
 ) -> None:
-    """Update the indexes for the ``touched`` entries (``before``: their signature before)."""
+    """Update the packed files for the ``touched`` entries (``before``: their signature
+    before the events; ``slots``: theirs, new ones included; ``count``: slots in all);
+    ``Unpatchable`` when a file cannot be patched."""
     from memlog.projections.sqlite_view import lexicon, neighbours  # numpy: only when writing
 
     after = signature(touched, space)
-    if index_files.pointer(db, LEXICON) is None:  # a new or migrated view: index everything
-        lexicon.write_terms(db, store.load_entries(db).values())
-        lexicon.build(db, folder)
-    else:  # a recall or a count changes nothing indexed: no tokenising, no rebuild
-        worded = [e for e in touched if _differs(before.get(e.id), after[e.id], 0, 2)]
-        if worded and lexicon.write_terms(db, worded):
-            lexicon.build(db, folder)
-    changed = [i for i, sig in after.items() if _differs(before.get(i), sig, 0, 1)]
-    regraphed = bool(changed) or _stale(db, space)
-    if regraphed:
-        neighbours.build(db, folder, space, changed)
-    if touched or regraphed or index_files.pointer(db, ranks.KIND) is None:
-        ranks.build(db, folder)  # counts, recalls, liveness, the neighbour lists
+    old = {e.id: before.get(e.id) for e in touched}
+    grown = count > (index_files.pointer(db, ranks.KIND) or ("", 0))[1]
+    recorded = [e for e in touched if _differs(old[e.id], after[e.id], 1)]
+    gained = sum(_has(after[e.id]) - _has(old[e.id]) for e in recorded)
+    vector_rows = [(slots[e.id], e) for e in recorded]
+    if (vector_rows or grown) and not vectors.patch(db, folder, space, vector_rows, count, gained):
+        raise Unpatchable("vectors")
+    if touched and not ranks.patch(db, folder, [e.id for e in touched], count, _vectored(after)):
+        raise Unpatchable("ranks")
+    worded = [e for e in touched if _differs(old[e.id], after[e.id], 0, 2)]
+    documents = [(slots[e.id], lexicon.document(e)) for e in worded]
+    if (documents or grown) and not lexicon.patch(db, folder, ordinal, count, documents):
+        raise Unpatchable("lexicon")
+    graphed = [e for e in touched if _differs(old[e.id], after[e.id], 0, 1)]
+    was = {slots[e.id]: _member(old[e.id]) for e in graphed}
+    moved = [slots[e.id] for e in graphed if _member(old[e.id]) and _member(after[e.id])]
+    if (graphed or grown) and not neighbours.patch(db, folder, space, was, moved):
+        raise Unpatchable("neighbours")
+
+
+def rebuild(
+    db: sqlite3.Connection, folder: Path, space: Space, ordered: list[Entry], ordinal: int
+) -> None:
+    """Write every packed file from zero for ``ordered`` (every entry, in slot order)."""
+    from memlog.projections.sqlite_view import lexicon, neighbours
+
+    vectors.build(db, folder, ordinal, space, ordered)
+    ranks.build(db, folder, ordinal, _vectored(signature(ordered, space)))
+    lexicon.build(db, folder, ordinal, ordered)
+    neighbours.build(db, folder, ordinal, space)
+
+
+def _vectored(found: Signature) -> ranks.Vectored:
+    return lambda entry_id: _has(found.get(entry_id)) == 1
+
+
+def _has(sig: tuple[bool, bytes | None, tuple[str, ...]] | None) -> int:
+    return int(sig is not None and sig[1] is not None)
+
+
+def _member(sig: tuple[bool, bytes | None, tuple[str, ...]] | None) -> bool:
+    return sig is not None and sig[0] and sig[1] is not None
 
 
 def _differs(
@@ -69,21 +105,3 @@ def _differs(
 ) -> bool:
     """Whether the signature ``parts`` changed (an entry not there before has changed)."""
     return old is None or any(old[n] != new[n] for n in parts)
-
-
-def _stale(db: sqlite3.Connection, space: Space) -> bool:
-    from memlog.projections.sqlite_view import neighbours
-
-    current = store.get_meta(db, "neighbour_space")
-    return index_files.pointer(db, NEIGHBOURS) is None or current != neighbours.space_tag(space)
-
-
-def rebuild(db: sqlite3.Connection, folder: Path, space: Space, entries: list[Entry]) -> None:
-    """Build both indexes from zero for ``entries`` (the whole view)."""
-    from memlog.projections.sqlite_view import lexicon, neighbours
-
-    lexicon.write_terms(db, entries)
-    lexicon.build(db, folder)
-    db.execute("DELETE FROM _metadata WHERE key = 'neighbour_space'")
-    neighbours.build(db, folder, space)
-    ranks.build(db, folder)

@@ -1,160 +1,314 @@
-"""The lexical index: BM25 over stemmed, identifier-split terms, packed for numpy.
+"""The lexical index: BM25 over stemmed, identifier-split terms, packed and patched.
 
 Each live entry's terms (``projections.terms`` over its name, description,
-keywords, reasoning and metadata lines) are kept in ``lexical_terms`` as
-sorted 64-bit term hashes with their counts; only entries an event touched
-are tokenised again.  From those rows the packed file
-``index/<sha256>.lex`` is built whenever an indexed entry changed:
+keywords, reasoning and metadata lines) are posted in two files:
 
-    header  b"MLLEX001", documents n, terms t, postings p
-    ids     n × 16 ASCII bytes, in id order
-    hashes  t × uint64, ascending (blake2b-64 of the term)
-    starts  (t + 1) × uint64: term i's postings are [starts[i], starts[i+1])
-    docs    p × uint32, ascending within a term
-    weights p × float32: the BM25 weight of the term in the document,
-            idf · tf (k1 + 1) / (tf + k1 (1 − b + b · len / avglen)), k1 1.2, b 0.75,
-            idf ln(1 + (n − df + 0.5) / (df + 0.5))
+* the **base**, ``index/<generation>.lex``, written whole by a rebuild or a
+  compaction and never changed (``lexfiles``: term hashes ascending, each
+  term's postings as slots ascending with the term's count, each slot's
+  document length);
+* the **delta**, ``index/<generation>.lxd``: what catch-ups changed since
+  (the base slots no longer read from the base, and the postings and lengths
+  of the entries whose text or liveness changed, new ones included), written
+  whole by each catch-up that changes an indexed entry.  Past ``DELTA_LIMIT``
+  postings it is folded into a new base.
 
-A query is scored by looking its term hashes up with a binary search and
-adding the postings of those terms only, so the cost follows the query's
-terms, never the number of entries that match; an identifier's terms
-(``terms.query_units``) count in the entries that hold all of them.
+Weights are not stored: BM25 depends on the number of documents and their
+mean length, which every new entry changes.  A query is scored from the
+counts, df being the postings found for the term in both files, with k1 1.2,
+b 0.75 and idf ln(1 + (N − df + 0.5) / (df + 0.5)):
+
+    idf · tf · (k1 + 1) / (tf + k1 · ((1 − b) + b · length / mean length))
+
+in float64, term by term in the query's order, so a base with a delta and
+the base a rebuild writes give the same scores, bit for bit, and so does
+``plain.View.lexical_list`` without numpy.  The cost follows the query's
+terms, never the number of entries that match.
 """
 
 from __future__ import annotations
 
+import math
 import sqlite3
-from collections import Counter
+from array import array
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
 from memlog.projections.fold import Entry
-from memlog.projections.sqlite_view import index_files
+from memlog.projections.sqlite_view import index_files, packed
 from memlog.projections.sqlite_view.indexes import indexed_text
-from memlog.projections.sqlite_view.plain import LEXICON, lexicon_parts
+from memlog.projections.sqlite_view.lexfiles import (
+    BASE,
+    BASE_HEAD,
+    DELTA,
+    DELTA_HEAD,
+    K1,
+    Files,
+    load_files,
+)
+from memlog.projections.sqlite_view.lexfiles import B as _B
 from memlog.projections.terms import Unit, term_counts, term_hash
 
-KIND, MAGIC = LEXICON
-K1 = 1.2
-B = 0.75
-_TERM = np.dtype([("hash", "<u8"), ("count", "<f4")])
+#: postings a delta may hold before it is folded into a new base
+DELTA_LIMIT = 32768
+_TF_MAX = 255
 
 Floats = npt.NDArray[np.float64]
+Doc = tuple[int, list[tuple[int, int]]]  # length, (hash, count) ascending
 
 
-def term_row(counts: Counter[str]) -> bytes:
-    """Term hashes ascending with their counts, as stored in ``lexical_terms``."""
-    row = np.array(sorted((term_hash(t), n) for t, n in counts.items()), dtype=_TERM)
-    return row.tobytes()
+def document(entry: Entry) -> Doc | None:
+    """An entry's postings (None: not indexed, it is not live)."""
+    if not entry.live:
+        return None
+    counts = term_counts(indexed_text(entry))
+    postings = sorted((term_hash(t), min(n, _TF_MAX)) for t, n in counts.items())
+    return sum(n for _, n in postings), postings
 
 
-def write_terms(db: sqlite3.Connection, entries: Iterable[Entry]) -> bool:
-    """Keep ``lexical_terms`` in step with ``entries``; whether any row changed."""
-    batch = list(entries)
-    ids = [e.id for e in batch]
-    old = dict(_select_terms(db, ids))
-    rows = {e.id: term_row(term_counts(indexed_text(e))) for e in batch if e.live}
-    gone = [(i,) for i in ids if i in old and i not in rows]
-    new = [(i, blob) for i, blob in rows.items() if old.get(i) != blob]
-    db.executemany("DELETE FROM lexical_terms WHERE entry_id = ?", gone)
-    db.executemany(
-        "INSERT INTO lexical_terms(entry_id, terms) VALUES (?, ?) "
-        "ON CONFLICT(entry_id) DO UPDATE SET terms = excluded.terms",
-        new,
+# -- writing -------------------------------------------------------------------------------------
+
+
+def _base_bytes(slots: int, hashes: np.ndarray, at: np.ndarray, tf: np.ndarray,
+                lengths: np.ndarray) -> bytes:  # fmt: skip
+    """The base file of the postings ``(hashes, at, tf)`` (any order) and ``lengths``."""
+    order = np.lexsort((at, hashes))
+    hashes, at, tf = hashes[order], at[order], tf[order]
+    terms, starts = np.unique(hashes, return_index=True)
+    indexed = lengths >= 0
+    head = BASE_HEAD.pack(BASE, slots, len(terms), len(hashes), int(indexed.sum()),
+                          int(lengths[indexed].sum()))  # fmt: skip
+    parts = [
+        terms.astype("<u8"), np.append(starts, len(hashes)).astype("<u8"), at.astype("<u4"),
+        tf.astype("<u1"), lengths.astype("<i4"),
+    ]  # fmt: skip
+    return head + b"".join(np.ascontiguousarray(p).tobytes() for p in parts)
+
+
+def build(db: sqlite3.Connection, folder: Path, ordinal: int, ordered: list[Entry]) -> None:
+    """Index every entry (``ordered``: in slot order) in a new base; no delta."""
+    lengths = np.full(len(ordered), -1, dtype=np.int64)
+    hashes, at, tf = array("Q"), array("q"), array("q")  # 8 bytes a posting, not 36
+    for slot, entry in enumerate(ordered):
+        doc = document(entry)
+        if doc is None:
+            continue
+        lengths[slot] = doc[0]
+        hashes.extend(h for h, _ in doc[1])
+        tf.extend(n for _, n in doc[1])
+        at.extend([slot] * len(doc[1]))
+    postings = (
+        np.frombuffer(hashes, np.uint64),
+        np.frombuffer(at, np.int64),
+        np.frombuffer(tf, np.int64),
     )
-    return bool(gone or new)
+    data = _base_bytes(len(ordered), *postings, lengths)
+    _point_base(db, folder, ordinal, data, len(ordered))
 
 
-def _select_terms(db: sqlite3.Connection, ids: list[str]) -> list[tuple[str, bytes]]:
-    found: list[tuple[str, bytes]] = []
-    for start in range(0, len(ids), 500):
-        chunk = ids[start : start + 500]
-        marks = ",".join("?" * len(chunk))
-        sql = f"SELECT entry_id, terms FROM lexical_terms WHERE entry_id IN ({marks})"
-        found += db.execute(sql, chunk).fetchall()
-    return found
+def _point_base(db: sqlite3.Connection, folder: Path, ordinal: int, data: bytes,
+                slots: int) -> None:  # fmt: skip
+    name = packed.generation_name(ordinal, ".lex")
+    index_files.point(db, "lex", packed.write(folder / index_files.INDEX_DIR, name, data), slots)
+    index_files.point(db, "lxd", None, 0)
 
 
-def build(db: sqlite3.Connection, folder: Path) -> None:
-    """Pack ``lexical_terms`` into a new index file and point ``packed_sets`` at it."""
-    rows = db.execute("SELECT entry_id, terms FROM lexical_terms ORDER BY entry_id").fetchall()
-    data = encode([r[0] for r in rows], [np.frombuffer(r[1], dtype=_TERM) for r in rows])
-    index_files.point(db, KIND, index_files.write(folder, KIND, data), len(rows))
+class _Delta:
+    """A delta being changed: base slots dropped, and the documents it holds."""
+
+    def __init__(self, files: Files) -> None:
+        self.files = files
+        self.dropped = set(files.dropped.tolist()) if files.dropped is not None else set()
+        self.docs: dict[int, Doc] = {}
+        if files.doc_slots is not None and files.doc_lengths is not None:
+            postings = self._postings()
+            lengths = zip(files.doc_slots.tolist(), files.doc_lengths.tolist(), strict=True)
+            for slot, length in lengths:
+                self.docs[slot] = (length, postings.get(slot, []))
+
+    def _postings(self) -> dict[int, list[tuple[int, int]]]:
+        found: dict[int, list[tuple[int, int]]] = {}
+        files = self.files
+        columns = (files.delta_hashes, files.delta_slots, files.delta_tf)
+        listed = [c.tolist() if c is not None else [] for c in columns]
+        for h, slot, n in zip(*listed, strict=True):
+            found.setdefault(slot, []).append((h, n))
+        return {slot: sorted(p) for slot, p in found.items()}
+
+    def change(self, slot: int, doc: Doc | None) -> None:
+        if slot < self.files.slots and self.files.lengths[slot] >= 0:
+            self.dropped.add(slot)
+        self.docs.pop(slot, None)
+        if doc is not None:
+            self.docs[slot] = doc
+
+    def size(self) -> int:
+        return sum(len(d[1]) for d in self.docs.values())
+
+    def lengths(self, slots: int) -> np.ndarray:
+        """Every slot's document length as the base and this delta say (−1: none)."""
+        lengths = np.full(slots, -1, dtype=np.int64)
+        base = np.asarray(self.files.lengths, dtype=np.int64)
+        lengths[: len(base)] = base
+        if self.dropped:
+            lengths[np.fromiter(self.dropped, dtype=np.int64)] = -1
+        for slot, (length, _) in self.docs.items():
+            lengths[slot] = length
+        return lengths
+
+    def delta_bytes(self, slots: int) -> bytes:
+        lengths = self.lengths(slots)
+        indexed = lengths >= 0
+        rows = sorted((h, slot, n) for slot, (_, p) in self.docs.items() for h, n in p)
+        docs = sorted(self.docs.items())
+        head = DELTA_HEAD.pack(DELTA, int(indexed.sum()), int(lengths[indexed].sum()),
+                               len(self.dropped), len(rows), len(docs))  # fmt: skip
+        parts = [
+            np.array(sorted(self.dropped), dtype="<u4"),
+            np.array([r[0] for r in rows], dtype="<u8"),
+            np.array([r[1] for r in rows], dtype="<u4"),
+            np.array([r[2] for r in rows], dtype="<u1"),
+            np.array([s for s, _ in docs], dtype="<u4"),
+            np.array([d[0] for _, d in docs], dtype="<i4"),
+        ]
+        return head + b"".join(p.tobytes() for p in parts)
+
+    def compacted(self, slots: int) -> bytes:
+        """The base a rebuild would write for the same postings."""
+        files = self.files
+        per_term = np.diff(np.asarray(files.starts, dtype=np.int64)).astype(np.int64)
+        hashes = np.repeat(np.asarray(files.hashes, dtype=np.uint64), per_term)
+        at = np.asarray(files.slots_of_postings, dtype=np.int64)
+        tf = np.asarray(files.tf, dtype=np.int64)
+        keep = ~np.isin(at, np.fromiter(self.dropped | set(self.docs), dtype=np.int64))
+        rows = [(h, slot, n) for slot, (_, p) in self.docs.items() for h, n in p]
+        more = np.array(rows, dtype=np.uint64).reshape(-1, 3)
+        return _base_bytes(
+            slots, np.concatenate([hashes[keep], more[:, 0]]),
+            np.concatenate([at[keep], more[:, 1].astype(np.int64)]),
+            np.concatenate([tf[keep], more[:, 2].astype(np.int64)]), self.lengths(slots),
+        )  # fmt: skip
 
 
-def encode(ids: list[str], docs: list[npt.NDArray[np.void]]) -> bytes:
-    """The packed file for documents ``docs`` (term rows) named ``ids`` (ascending)."""
-    sizes = np.array([len(d) for d in docs], dtype=np.int64)
-    flat = np.concatenate(docs) if docs else np.zeros(0, dtype=_TERM)
-    doc = np.repeat(np.arange(len(docs), dtype=np.uint32), sizes)
-    order = np.lexsort((doc, flat["hash"]))
-    hashes, doc, tf = flat["hash"][order], doc[order], flat["count"][order].astype(np.float64)
-    terms, starts, df = np.unique(hashes, return_index=True, return_counts=True)
-    lengths = np.array([float(d["count"].sum()) for d in docs])
-    n = max(len(docs), 1)
-    idf = np.log1p((n - df + 0.5) / (df + 0.5))
-    norm = K1 * (1 - B + B * lengths / max(float(lengths.mean()) if docs else 1.0, 1e-9))
-    weights = np.repeat(idf, df) * tf * (K1 + 1) / (tf + norm[doc]) if doc.size else tf
-    bounds = np.append(starts, len(hashes)).astype("<u8")
-    counts = (len(ids), len(terms), len(hashes))
-    return index_files.pack(
-        MAGIC, counts, ids, terms.astype("<u8"), bounds, doc.astype("<u4"),
-        weights.astype("<f4"),
-    )  # fmt: skip
+def patch(db: sqlite3.Connection, folder: Path, ordinal: int, slots: int,
+          changed: Iterable[tuple[int, Doc | None]]) -> bool:  # fmt: skip
+    """Record the new documents of ``changed`` slots (None: no longer indexed) in a new
+    delta, or in a new base past ``DELTA_LIMIT``; False without a base to patch."""
+    files = load_files(db, folder)
+    if files is None:
+        return False
+    delta = _Delta(files)
+    for slot, doc in changed:
+        delta.change(slot, doc)
+    count = max(slots, files.slots)
+    if delta.size() > DELTA_LIMIT:
+        _point_base(db, folder, ordinal, delta.compacted(count), count)
+        return True
+    name = packed.generation_name(ordinal, ".lxd")
+    data = delta.delta_bytes(count)
+    index_files.point(db, "lxd", packed.write(folder / index_files.INDEX_DIR, name, data), count)
+    base = index_files.pointer(db, "lex")
+    assert base is not None
+    index_files.point(db, "lex", base[0], count)
+    return True
 
 
-@dataclass(frozen=True)
+def canonical(db: sqlite3.Connection, folder: Path) -> bytes | None:
+    """The base a rebuild would write for what this snapshot's files hold (audits compare
+    it); None without an index."""
+    files = load_files(db, folder)
+    if files is None:
+        return None
+    found = index_files.pointer(db, "lex")
+    return _Delta(files).compacted(max(found[1] if found else 0, files.slots))
+
+
+# -- reading -------------------------------------------------------------------------------------
+
+
 class Lexicon:
-    """A mapped lexical index."""
+    """A mapped lexical index (a base and perhaps a delta), scored with numpy."""
 
-    ids: npt.NDArray[np.bytes_]
-    hashes: npt.NDArray[np.uint64]
-    starts: npt.NDArray[np.uint64]
-    docs: npt.NDArray[np.uint32]
-    weights: npt.NDArray[np.float32]
+    def __init__(self, files: Files) -> None:
+        self.files = files
+        self.hashes = np.frombuffer(files.hashes, dtype="<u8")
+        self.starts = np.frombuffer(files.starts, dtype="<u8")
+        self.at = np.frombuffer(files.slots_of_postings, dtype="<u4")
+        self.tf = np.frombuffer(files.tf, dtype="<u1")
+        self.lengths = np.frombuffer(files.lengths, dtype="<i4")
+        self.dropped = _array(files.dropped, "<u4")
+        self.delta_hashes = _array(files.delta_hashes, "<u8")
+        self.delta_slots = _array(files.delta_slots, "<u4")
+        self.delta_tf = _array(files.delta_tf, "<u1")
+        self.doc_slots = _array(files.doc_slots, "<u4")
+        self.doc_lengths = _array(files.doc_lengths, "<i4")
 
-    def score(self, units: Sequence[Unit]) -> Floats:
-        """BM25 of every document for a query's units (``terms.query_units``): a unit of
-        several terms adds their weights in the documents that hold all of them."""
-        scores = np.zeros(len(self.ids), dtype=np.float64)
-        if not units or not len(self.hashes):
-            return scores
+    def score(self, units: Sequence[Unit], size: int) -> Floats:
+        """BM25 of every slot below ``size`` for a query's units (``terms.query_units``): a
+        unit of several terms adds their weights in the slots that hold all of them (the
+        sums ``lexfiles.scores`` adds, in the same order)."""
+        scores = np.zeros(max(size, self.files.slots), dtype=np.float64)
         for unit in units:
-            found = [self.postings(term) for term in unit.terms]
-            if any(p is None for p in found):
+            found = [self._weights(term) for term in unit.terms]
+            if not found or any(not groups for groups in found):
                 continue
             if len(found) == 1:
-                docs, weights = found[0]  # type: ignore[misc]
-                # docs unique; float64 products, as ``plain.View.lexical_list`` adds them
-                scores[docs] += unit.weight * weights.astype(np.float64)
+                for slots, weights in found[0]:  # slots unique within and across groups
+                    scores[slots] += unit.weight * weights
                 continue
-            part = np.zeros(len(self.ids), dtype=np.float64)
-            held = np.zeros(len(self.ids), dtype=np.int64)
-            for docs, weights in found:  # type: ignore[misc]
-                part[docs] += weights.astype(np.float64)
-                held[docs] += 1
+            part = np.zeros(len(scores), dtype=np.float64)
+            held = np.zeros(len(scores), dtype=np.int64)
+            for groups in found:
+                for slots, weights in groups:
+                    part[slots] += weights
+                    held[slots] += 1
             every = held == len(found)
             scores[every] += unit.weight * part[every]
-        return scores
+        return scores[:size]
 
-    def postings(self, term: str) -> tuple[npt.NDArray[np.uint32], npt.NDArray[np.float32]] | None:
-        """The documents holding ``term`` and its weight in each; None if none does."""
-        wanted = term_hash(term)
-        at = int(np.searchsorted(self.hashes, np.uint64(wanted)))
-        if at >= len(self.hashes) or int(self.hashes[at]) != wanted:
-            return None
-        begin, end = int(self.starts[at]), int(self.starts[at + 1])
-        return self.docs[begin:end], self.weights[begin:end]
+    def _weights(self, term: str) -> list[tuple[np.ndarray, Floats]]:
+        """The slots holding ``term`` (the base's, then the delta's) and its BM25 weight in
+        each; empty when none does."""
+        found = self._postings(term_hash(term))
+        df = sum(len(slots) for slots, _, _ in found)
+        if not df:
+            return []
+        documents, mean = self.files.documents, self.files.mean_length
+        idf = math.log1p((documents - df + 0.5) / (df + 0.5))
+        weights = []
+        for slots, tf, lengths in found:
+            norm = K1 * ((1.0 - _B) + _B * lengths / mean)
+            weights.append((slots, idf * tf * (K1 + 1.0) / (tf + norm)))
+        return weights
+
+    def _postings(self, wanted: int) -> list[tuple[np.ndarray, Floats, Floats]]:
+        found = []
+        at = int(np.searchsorted(self.hashes, wanted))
+        if at < len(self.hashes) and int(self.hashes[at]) == wanted:
+            begin, end = int(self.starts[at]), int(self.starts[at + 1])
+            slots = self.at[begin:end].astype(np.int64)
+            keep = ~np.isin(slots, self.dropped) if len(self.dropped) else slots >= 0
+            slots = slots[keep]
+            tf = self.tf[begin:end][keep].astype(np.float64)
+            found.append((slots, tf, self.lengths[slots].astype(np.float64)))
+        begin = int(np.searchsorted(self.delta_hashes, wanted, "left"))
+        end = int(np.searchsorted(self.delta_hashes, wanted, "right"))
+        if end > begin:
+            slots = self.delta_slots[begin:end].astype(np.int64)
+            lengths = self.doc_lengths[np.searchsorted(self.doc_slots, slots)]
+            tf = self.delta_tf[begin:end].astype(np.float64)
+            found.append((slots, tf, lengths.astype(np.float64)))
+        return found
+
+
+def _array(view: memoryview | None, dtype: str) -> np.ndarray:
+    return np.frombuffer(view, dtype=dtype) if view is not None else np.zeros(0, dtype=dtype)
 
 
 def load(db: sqlite3.Connection, folder: Path) -> Lexicon | None:
     """The index this snapshot points at, mapped; None when there is none or it is unusable."""
-    found = index_files.load(db, folder, KIND, MAGIC, lexicon_parts)
-    if found is None:
-        return None
-    _, ids, (hashes, starts, docs, weights) = found
-    return Lexicon(ids, hashes, starts, docs, weights)
+    files = load_files(db, folder)
+    return Lexicon(files) if files is not None else None

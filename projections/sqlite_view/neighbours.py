@@ -1,177 +1,118 @@
-"""Each entry's nearest neighbours by cosine, kept up to date as vectors come and go.
+"""Each entry's nearest neighbours, kept in ``index/<generation>.nbr`` and brought up to
+date by every catch-up (the lists themselves: ``graph``).
 
-The graph holds the live entries with a vector in the space in force; each
-keeps its ``K`` most similar others, best first, ties broken by id.  It is
-packed in ``index/<sha256>.nbr`` (see ``packed``):
+A slot file (``packed``), one record per slot:
 
-    header  b"MLNBR001", entries n, K, quantisation scale s
-    ids     n × 16 ASCII bytes, in id order
-    index   n × K int32: positions of the neighbours in ``ids`` (−1: none)
-    dots    n × K int32: their similarity, the exact dot product of the
-            quantised vectors (≈ cosine · s²)
+    lists   K × int32: the neighbours' slots, best first (−1: none)
+    probes  PROBES × uint16: the probed pivots' slots / ``STRIDE``, most similar first
+            (65535: none)
 
-Similarities are computed on the vectors rounded to integers
-(``round(v · s)``, ``s`` chosen so a dot product stays below 2²⁴): every
-product and partial sum is then an exact integer in float32, whatever
-order BLAS adds them in, so an incremental update and a rebuild from the
-log produce the same lists, byte for byte.
-
-Updating after events: an entry whose vector is new or changed, or that
-lost a neighbour, gets its list computed afresh against every entry; every
-other entry merges its old list with the new and changed vectors.  The
-result equals computing the whole graph again, at the cost of the changes.
+An entry that is no member has no list and no probe.  A catch-up rewrites
+the records whose list or probes changed and appends those of new entries;
+a rebuild writes them all, the same bytes.
 """
 
 from __future__ import annotations
 
-import math
 import sqlite3
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-import numpy.typing as npt
 
-from memlog.projections.sqlite_view import index_files
-from memlog.projections.sqlite_view.plain import GRAPH, graph_parts
-from memlog.projections.sqlite_view.vectors import space_rows
+from memlog.projections.sqlite_view import graph as g
+from memlog.projections.sqlite_view import index_files, packed, ranks, vectors
+from memlog.projections.sqlite_view.graph import Bools, Graph, Vectors
+from memlog.projections.sqlite_view.plain import GRAPH
 from memlog.vocabulary import Space
 
 KIND, MAGIC = GRAPH
-K = 10
-_EXACT = 2**24 - 1
-_BLOCK = 512
-
-Ints = npt.NDArray[np.int64]
-Matrix = npt.NDArray[np.float32]
+_NO_PROBE = 0xFFFF
+RECORD = np.dtype([("lists", "<i4", (g.K,)), ("probes", "<u2", (g.PROBES,))])
+_EXTRA = g.K << 32 | g.PROBES
 
 
-def scale(dimensions: int) -> int:
-    """The largest integer scale ≤ 127 whose dot products stay exact in float32."""
-    return max(1, min(127, math.isqrt(_EXACT // max(dimensions, 1))))
+def records(graph: Graph, slots: Iterable[int]) -> list[tuple[int, bytes]]:
+    """The records of ``slots``, as the file holds them."""
+    chosen = np.fromiter(slots, dtype=np.int64)
+    table = np.zeros(len(chosen), dtype=RECORD)
+    table["lists"] = graph.lists[chosen]
+    probes = graph.probes[chosen]
+    table["probes"] = np.where(probes >= 0, probes // g.STRIDE, _NO_PROBE)
+    return [(int(s), table[n].tobytes()) for n, s in enumerate(chosen.tolist())]
 
 
-@dataclass(frozen=True)
-class Graph:
-    ids: npt.NDArray[np.bytes_]  # S16
-    index: npt.NDArray[np.int32]
-    dots: npt.NDArray[np.int32]
-
-
-def quantised(db: sqlite3.Connection, space: Space) -> tuple[list[str], Matrix]:
-    """The live entries' vectors of ``space``, in id order, rounded to integers."""
-    rows = space_rows(db, space)
-    live = {r[0] for r in db.execute("SELECT id FROM entries WHERE status = 'live'")}
-    kept = [r for r in rows if r[0] in live]
-    flat = np.frombuffer(b"".join(r[1] for r in kept), dtype="<f4")
-    matrix = flat.reshape(len(kept), space.dimensions).astype(np.float32)
-    return [r[0] for r in kept], np.rint(matrix * scale(space.dimensions)).astype(np.float32)
-
-
-def top(dots: Matrix, rows: Ints, k: int) -> tuple[npt.NDArray[np.int32], npt.NDArray[np.int32]]:
-    """For each row of ``dots`` (the similarities of entry ``rows[i]`` with every entry), the
-    ``k`` best other entries: highest dot first, then lowest position."""
-    size = dots.shape[1]
-    key = -dots.astype(np.int64) * (1 << 32) + np.arange(size, dtype=np.int64)
-    key[np.arange(len(rows)), rows] = np.iinfo(np.int64).max  # never one's own neighbour
-    width = min(k, size - 1)
-    index = np.full((len(rows), k), -1, dtype=np.int32)
-    best = np.full((len(rows), k), 0, dtype=np.int32)
-    if width <= 0:
-        return index, best
-    part = np.argpartition(key, width - 1, axis=1)[:, :width]
-    order = np.take_along_axis(part, np.argsort(np.take_along_axis(key, part, 1), axis=1), 1)
-    index[:, :width] = order
-    best[:, :width] = np.take_along_axis(dots, order, 1).astype(np.int32)
-    return index, best
-
-
-def compute(matrix: Matrix, rows: Ints, k: int = K) -> tuple[np.ndarray, np.ndarray]:
-    """Neighbour lists of ``rows`` against the whole matrix, in blocks."""
-    index = np.full((len(rows), k), -1, dtype=np.int32)
-    dots = np.zeros((len(rows), k), dtype=np.int32)
-    for start in range(0, len(rows), _BLOCK):
-        chunk = rows[start : start + _BLOCK]
-        index[start : start + len(chunk)], dots[start : start + len(chunk)] = top(
-            matrix[chunk] @ matrix.T, chunk, k
-        )
-    return index, dots
-
-
-def build(db: sqlite3.Connection, folder: Path, space: Space, changed: Iterable[str] = ()) -> None:
-    """Bring the packed graph in line with the vectors; ``changed``: ids whose vector changed
-    (every list is computed afresh when there is no graph of this space yet)."""
-    ids, matrix = quantised(db, space)
-    row = db.execute("SELECT value FROM _metadata WHERE key = 'neighbour_space'").fetchone()
-    old = load(db, folder) if row is not None and row[0] == space_tag(space) else None
-    if old is None:
-        index, dots = compute(matrix, np.arange(len(ids), dtype=np.int64))
-    else:
-        index, dots = update(old, ids, matrix, set(changed))
-    data = index_files.pack(MAGIC, (len(ids), K, scale(space.dimensions)), ids, index, dots)
-    index_files.point(db, KIND, index_files.write(folder, KIND, data), len(ids))
-    db.execute(
-        "INSERT OR REPLACE INTO _metadata(key, value) VALUES ('neighbour_space', ?)",
-        (space_tag(space),),
-    )
-
-
-def space_tag(space: Space) -> str:
-    return f"{space.key}/{space.dimensions}"
-
-
-def update(
-    old: Graph, ids: list[str], matrix: Matrix, changed: set[str]
-) -> tuple[np.ndarray, np.ndarray]:
-    """The new lists from the old ones: see the module's docstring."""
-    old_ids = [i.decode("ascii") for i in old.ids.tolist()]
-    before = {entry_id: n for n, entry_id in enumerate(old_ids)}
-    fresh = np.array([i not in before or i in changed for i in ids], dtype=bool)
-    position = {entry_id: n for n, entry_id in enumerate(ids)}
-    gone = np.array([i not in position or i in changed for i in old_ids] + [False], dtype=bool)
-    remap = np.array([position.get(i, -1) for i in old_ids] + [-1], dtype=np.int64)
-    lost = np.asarray(gone[old.index].any(axis=1), dtype=bool)  # −1 reads the appended False
-    redo = fresh.copy()
-    for n, entry_id in enumerate(old_ids):
-        if entry_id in position and lost[n]:
-            redo[position[entry_id]] = True
-    index, dots = np.full((len(ids), K), -1, np.int32), np.zeros((len(ids), K), np.int32)
-    rows = np.flatnonzero(redo)
-    index[rows], dots[rows] = compute(matrix, rows)
-    _merge(old, ids, matrix, before, remap, ~redo, np.flatnonzero(fresh), index, dots)
-    return index, dots
-
-
-def _merge(
-    old: Graph, ids: list[str], matrix: Matrix, before: dict[str, int], remap: Ints,
-    keep: npt.NDArray[np.bool_], fresh: Ints, index: np.ndarray, dots: np.ndarray,
-) -> None:  # fmt: skip
-    """Old lists of the ``keep`` entries merged with their similarity to the ``fresh`` ones."""
-    rows = np.flatnonzero(keep)
-    if not len(rows):
-        return
-    previous = np.array([before[ids[r]] for r in rows], dtype=np.int64)
-    old_index = remap[old.index[previous]]
-    old_dots = np.where(old_index >= 0, old.dots[previous], 0).astype(np.float32)
-    new_dots = matrix[rows] @ matrix[fresh].T if len(fresh) else np.zeros((len(rows), 0))
-    pool_index = np.concatenate([old_index, np.broadcast_to(fresh, new_dots.shape)], axis=1)
-    pool_dots = np.concatenate([old_dots, new_dots.astype(np.float32)], axis=1)
-    valid = pool_index >= 0
-    key = np.where(
-        valid, -pool_dots.astype(np.int64) * (1 << 32) + pool_index, np.iinfo(np.int64).max
-    )
-    order = np.argsort(key, axis=1, kind="stable")[:, :K]
-    chosen = np.take_along_axis(pool_index, order, 1)
-    chosen_valid = np.take_along_axis(valid, order, 1)
-    index[rows] = np.where(chosen_valid, chosen, -1)
-    dots[rows] = np.where(chosen_valid, np.take_along_axis(pool_dots, order, 1), 0)
-
-
-def load(db: sqlite3.Connection, folder: Path) -> Graph | None:
-    """The graph this snapshot points at, mapped; None when there is none or it is unusable."""
-    found = index_files.load(db, folder, KIND, MAGIC, graph_parts)
+def _vectors(db: sqlite3.Connection, folder: Path, space: Space) -> Vectors | None:
+    found = vectors.read(db, folder, space)
     if found is None:
         return None
-    (count, k, _), ids, (index, dots) = found
-    return Graph(ids, index.reshape(count, k), dots.reshape(count, k))
+    return Vectors.of(found.data, found.total, space.dimensions)
+
+
+def _members(db: sqlite3.Connection, folder: Path) -> Bools | None:
+    found = ranks.read(db, folder)
+    if found is None:
+        return None
+    flags = np.frombuffer(found.data, dtype=np.dtype(ranks.DTYPE), count=found.total)["flags"]
+    both = ranks.LIVE | ranks.VECTOR
+    return np.asarray((flags & both) == both)
+
+
+def build(db: sqlite3.Connection, folder: Path, ordinal: int, space: Space) -> None:
+    """Write the whole graph of the members the committed-to-be rank and vector files
+    name into a new file."""
+    vecs, members = _vectors(db, folder, space), _members(db, folder)
+    count = len(members) if members is not None else 0
+    graph = g.compute(vecs, members) if vecs is not None and members is not None else None
+    graph = graph or Graph.empty(count)
+    table = np.zeros(count, dtype=RECORD)
+    table["lists"] = graph.lists
+    table["probes"] = np.where(graph.probes >= 0, graph.probes // g.STRIDE, _NO_PROBE)
+    data = packed.header(MAGIC, RECORD.itemsize, _EXTRA) + table.tobytes()
+    name = packed.generation_name(ordinal, f".{KIND}")
+    index_files.point(db, KIND, packed.write(folder / index_files.INDEX_DIR, name, data), count)
+
+
+def patch(
+    db: sqlite3.Connection,
+    folder: Path,
+    space: Space,
+    was_member: dict[int, bool],
+    moved: Iterable[int],
+) -> bool:
+    """Bring the graph in line with the rank and vector files after a catch-up:
+    ``was_member`` says, for the slots the events touched, whether each was a member
+    before; ``moved``: members whose vector changed.  False when there is no graph to
+    patch (the caller builds one)."""
+    found = read(db, folder)
+    vecs, after = _vectors(db, folder, space), _members(db, folder)
+    if found is None or vecs is None or after is None:
+        return False
+    old = Graph(found.lists.copy(), found.probes.copy())
+    before = after.copy()
+    before[len(old.lists) :] = False
+    for slot, member in was_member.items():
+        before[slot] = member and slot < len(old.lists)
+    changed = np.zeros(len(after), dtype=bool)
+    changed[list(moved)] = True
+    if not (before != after).any() and not changed.any():  # no member came, went or moved
+        graph, differing = Graph.empty(len(after)), np.arange(len(old.lists), len(after))
+    else:
+        graph, differing = g.update(vecs, old, before, after, changed & before & after)
+    pointer = index_files.pointer(db, KIND)
+    assert pointer is not None
+    ok = packed.patch(folder / index_files.INDEX_DIR, pointer[0], RECORD.itemsize, pointer[1],
+                      records(graph, differing.tolist()))  # fmt: skip
+    if ok:
+        index_files.point(db, KIND, pointer[0], len(after))
+    return ok
+
+
+def read(db: sqlite3.Connection, folder: Path) -> Graph | None:
+    """The graph this snapshot points at, mapped; None when there is none or it is unusable."""
+    found = index_files.slots(db, folder, KIND, MAGIC)
+    if found is None or found.extra != _EXTRA or found.record != RECORD.itemsize:
+        return None
+    table = np.frombuffer(found.data, dtype=RECORD, count=found.total)
+    probes = table["probes"].astype(np.int32)
+    return Graph(table["lists"], np.where(probes != _NO_PROBE, probes * g.STRIDE, -1))

@@ -1,32 +1,52 @@
-"""Packed files beside ``memory.db``: named by their content, appended in place, swept.
+"""Packed files beside ``memory.db``: one row per entry, patched in place, swept.
 
-A packed file holds fixed-size rows that readers map into memory (the vector
-matrix; any other per-row data can use the same mechanism).  A row of
-``memory.db`` points at it: the file name and how many rows it covers.  Four
-rules keep every reader consistent without taking a lock to read:
+Every live entry is ranked on every start, and reading what ranking needs
+row by row out of SQLite costs more than the rest of the ranking; so the
+projection keeps it packed in files readers map into memory.  Each entry has
+a **slot**, its place in the order the log created the entries (``slot`` in
+``entries``), and a slot file holds one fixed-size record per slot, in slot
+order, after a 32-byte header:
 
-1. **Written before it is named.**  A file (or the rows appended to it) is
-   written and fsynced *before* the transaction that points at it commits, so
-   a reader that follows the pointer of its own snapshot finds its rows there.
-2. **Named by content.**  A new file is called ``<sha256 of its bytes>`` plus
-   the kind's suffix, so the same rows always make the same file: two rebuilds
-   of one log leave byte-identical homes, and a rebuild that finds its file
-   already there (same name, same size) reuses it.
-3. **Committed rows never change.**  A catch-up that only adds rows appends
-   them after the last row of the file, writing those rows and nothing else,
-   and only when the file ends exactly where the committed pointer says (else
-   a crash left rows nobody committed, and a new file is written instead).
-   The name stays that of the rows the file was created with.
-4. **Swept once nothing points at it.**  Writers hold ``.packed.lock`` shared
+    magic   8 bytes, the kind and its format version
+    record  uint32: bytes per record
+    flags   uint32: 0 (reserved)
+    extra   uint64: what the kind needs to read its records (e.g. dimensions)
+    spare   uint64: 0 (reserved, e.g. for the size of checksummed blocks)
+
+So a catch-up writes what its events changed and nothing else: the records
+of the entries they touched, rewritten where they are, and the records of
+new entries, appended.  A rebuild writes the same bytes from zero: the file
+is a function of the log, and the record of an entry depends on that entry
+(and, for the neighbour lists, on the vectors), never on how the file was
+brought there.  The rules that keep readers consistent without a lock:
+
+1. **Written before it is named.**  A file and its changes are written and
+   fsynced *before* the transaction that records them commits (``packed_sets``
+   holds the file and how many records it covers); readers read only the
+   records their snapshot covers.
+2. **Named by generation.**  A file is called by the ordinal of the log event
+   it was first written for (``000000030000.rnk``), so two rebuilds of the
+   same log make the same names and bytes; a rebuild that finds its name taken
+   replaces the file atomically (a reader keeps the file it mapped).
+3. **Patched under the view's write lock.**  Records change only inside the
+   catch-up's write transaction, by whole aligned records; a record past the
+   committed count that a crash left behind is cut before anything is written.
+   A reader may see a record of a transaction that is about to commit (or that
+   a crash cut short: the next catch-up writes it again, from the same
+   events); readers treat what records hold as hints (a neighbour past their
+   count is no neighbour).
+4. **Checked.**  Beside each file, ``<file>.sums`` (``packsums``) holds a CRC-32
+   of each 64 KiB block, recorded after every write and patch (a patch sums
+   again only the blocks it wrote), so a reader sees damage before it ranks.
+5. **Swept once nothing points at it.**  Writers hold ``.packed.lock`` shared
    from before they write a file until the transaction naming it has
    committed (``preparing``); ``sweep`` takes it exclusively and removes every
-   file of a kind that the committed view does not name, so a file on its way
-   to being named is never removed.  Unlinking a file a reader has mapped is
-   safe on POSIX; a reader that finds its file gone reads the rows of
-   ``memory.db`` instead.  Disk use stays that of the live rows.
+   file of a kind that the committed view does not name.  Unlinking a file a
+   reader has mapped is safe on POSIX; a reader that finds its file gone ranks
+   without what it holds.
 
-A new kind needs a suffix, a ``kind``-specific way to name the files its
-committed rows point at, and these four calls.
+Whole files (the lexical index's base and delta, see ``lexicon``) follow the
+same rules, written once and never patched.
 """
 
 from __future__ import annotations
@@ -34,21 +54,26 @@ from __future__ import annotations
 import contextlib
 import fcntl
 import os
-from collections.abc import Callable, Iterator
+import struct
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from memlog.files import atomic_write, fsync_dir, open_private, private_dir, write_all
+from memlog.files import atomic_write, fsync_dir, open_private, private_dir
 from memlog.projections.sqlite_view import packsums
 
 LOCK_NAME = ".packed.lock"
 _TMP_SUFFIX = ".tmp"
+#: magic, record size, flags, extra, spare
+HEADER = struct.Struct("<8sIIQQ")
 
 
-def content_name(data: bytes, suffix: str) -> str:
-    """The name of a packed file holding ``data``: its sha256 and the kind's suffix."""
-    import hashlib  # (OpenSSL: fast for large files; only writers load it)
+def generation_name(ordinal: int, suffix: str) -> str:
+    """The name of a file first written for the log event ``ordinal``."""
+    return f"{ordinal:012d}{suffix}"
 
-    return hashlib.sha256(data).hexdigest() + suffix
+
+def header(magic: bytes, record: int, extra: int = 0) -> bytes:
+    return HEADER.pack(magic, record, 0, extra, 0)
 
 
 @contextlib.contextmanager
@@ -58,49 +83,88 @@ def preparing(folder: Path) -> Iterator[None]:
         yield
 
 
-def write(folder: Path, data: bytes, suffix: str) -> str:
-    """Write ``data`` as a new content-named file (reusing an identical one); its name.
+def write(folder: Path, name: str, data: bytes) -> str:
+    """Write ``data`` as the whole file ``name`` (atomically; an older file of that
+    name is replaced, a reader keeps the one it mapped); its name.
 
     Call inside ``preparing``, before the transaction that names the file.
     """
-    name = content_name(data, suffix)
-    path = folder / name
-    try:
-        if path.stat().st_size == len(data) and packsums.full(path) is None:
-            if not packsums.sidecar(path).exists():  # written by an earlier version
-                packsums.record(path)
-            return name  # the same name and size, checked block by block: the same bytes
-    except FileNotFoundError:
-        pass
-    atomic_write(path, data, folder.parent)
-    packsums.record(path)
+    with packsums.patching(folder):  # a file of that name replaced: its sums follow
+        atomic_write(folder / name, data, folder.parent)
+        packsums.record(folder / name)
     return name
 
 
-def append(folder: Path, name: str, size: int, data: bytes) -> bool:
-    """Append ``data`` to the file ``name`` if it is exactly ``size`` bytes long now.
+def patch(
+    folder: Path,
+    name: str,
+    record: int,
+    committed: int,
+    records: Iterable[tuple[int, bytes]],
+) -> bool:
+    """Write ``records`` (slot, bytes of one record) into the slot file ``name``, whose
+    first ``committed`` records the committed view covers; slots past them must follow
+    on from ``committed`` without a gap.  False (nothing written) when the file is
+    missing or shorter than the committed records: the caller writes it anew.
 
-    False (nothing written) when the file is missing or another length: the
-    caller writes a new file instead.  Call inside ``preparing``.
+    Call inside ``preparing`` and inside the transaction that records the new count.
     """
     try:
-        fd = open_private(folder / name, os.O_WRONLY)
+        fd = open_private(folder / name, os.O_RDWR)
     except FileNotFoundError:
         return False
     try:
-        if os.fstat(fd).st_size != size:
+        end = HEADER.size + committed * record
+        if os.fstat(fd).st_size < end:
             return False
-        try:
-            os.lseek(fd, size, os.SEEK_SET)
-            write_all(fd, data)
-            os.fsync(fd)
-            packsums.record(folder / name, changed_from=size)
-        except OSError:
-            _truncate_quietly(fd, size)
-            raise
+        with packsums.patching(folder):  # its bytes are ahead of its sums meanwhile
+            written = _patch(fd, end, record, records)
+            packsums.record(folder / name, changed=written)
         return True
     finally:
         os.close(fd)
+
+
+def _patch(
+    fd: int, end: int, record: int, records: Iterable[tuple[int, bytes]]
+) -> list[tuple[int, int]]:
+    """Cut what a crash left past ``end``, write ``records``, sync; the byte ranges written
+    (on failure, the file is cut back to ``end``)."""
+    os.ftruncate(fd, end)  # records a crash left past the committed ones
+    written = []
+    try:
+        for offset, data in _runs(records, record):
+            at = HEADER.size + offset * record
+            _write_at(fd, data, at)
+            written.append((at, at + len(data)))
+        os.fsync(fd)
+    except OSError:
+        _truncate_quietly(fd, end)
+        raise
+    return written
+
+
+def _runs(records: Iterable[tuple[int, bytes]], record: int) -> Iterator[tuple[int, bytes]]:
+    """Consecutive slots joined into one write each (slot of the first, bytes)."""
+    start, parts = -1, list[bytes]()
+    for slot, data in sorted(records):
+        if len(data) != record:
+            raise ValueError(f"a record of {len(data)} bytes in a file of {record}-byte records")
+        if parts and slot == start + len(parts):
+            parts.append(data)
+            continue
+        if parts:
+            yield start, b"".join(parts)
+        start, parts = slot, [data]
+    if parts:
+        yield start, b"".join(parts)
+
+
+def _write_at(fd: int, data: bytes, offset: int) -> None:
+    view = memoryview(data)
+    while view:
+        written = os.pwrite(fd, view, offset)
+        view, offset = view[written:], offset + written
 
 
 def sweep(
@@ -108,8 +172,11 @@ def sweep(
     suffix: str | tuple[str, ...],
     referenced: Callable[[], set[str]],
     wait: bool = False,
+    spare: tuple[str, ...] = (),
 ) -> list[str]:
-    """Remove the files of ``folder`` ending in ``suffix`` that ``referenced()`` does not name.
+    """Remove the files of ``folder`` ending in ``suffix`` that ``referenced()`` does not name
+    (but the newest unnamed one of each kind in ``spare``: a reader that read the pointer
+    just before a catch-up named a newer file still finds it).
 
     ``referenced`` reads the names the committed view points at; it is called
     once the lock is held, so no file on its way to being named is removed.
@@ -117,18 +184,24 @@ def sweep(
     one does it).  Returns the names removed.
     """
     names = _names(folder)
-    files = [n for n in names if n.endswith(suffix)]
-    if len(files) <= 1 and not any(_is_tmp(n) for n in names):
-        return []  # the one file left is the one named (a view always names its file)
+    suffixes = (suffix,) if isinstance(suffix, str) else suffix
+    files = [n for n in names if n.endswith(suffixes)]
+    if len(files) <= len(suffixes) and not any(_is_tmp(n) for n in names):
+        if len({n.rsplit(".", 1)[-1] for n in files}) == len(files):
+            return []  # one file of each kind: the one named (a view always names its files)
     flags = fcntl.LOCK_EX | (0 if wait else fcntl.LOCK_NB)
     try:
         with _lock(folder, flags):
-            return _remove_unreferenced(folder, suffix, referenced())
+            keep = referenced()
+            for kind in spare:
+                unnamed = [n for n in _names(folder) if n.endswith(kind) and n not in keep]
+                keep |= set(unnamed[-1:])  # names sort by generation: the newest
+            return _remove_unreferenced(folder, suffixes, keep)
     except BlockingIOError:
         return []
 
 
-def _remove_unreferenced(folder: Path, suffix: str | tuple[str, ...], keep: set[str]) -> list[str]:
+def _remove_unreferenced(folder: Path, suffix: tuple[str, ...], keep: set[str]) -> list[str]:
     removed = []
     names = _names(folder)
     for name in names:
@@ -171,5 +244,5 @@ def _names(folder: Path) -> list[str]:
 
 
 def _truncate_quietly(fd: int, size: int) -> None:
-    with contextlib.suppress(OSError):  # rows past ``size`` are named by nothing: harmless
+    with contextlib.suppress(OSError):  # records past ``size`` are named by nothing
         os.ftruncate(fd, size)

@@ -1,6 +1,6 @@
 """Checksums of the packed files, kept beside each one: damage found, never ranked on.
 
-A packed file (``vectors/*.vec``, ``index/*.lex``, ``.nbr``, ``.rnk``) is a
+A packed file (``index/*.vec``, ``.lex``, ``.lxd``, ``.nbr``, ``.rnk``) is a
 projection of the log like ``memory.db``, but SQLite checks its own pages and
 nothing checked these: flipped bytes changed scores, made ranking fail, or
 left a start with nothing to inject.  Each file now has a sidecar,
@@ -9,12 +9,15 @@ written to and a CRC-32 of every 64 KiB block of it, written (and synced) by
 the writer after the file's bytes and before the transaction that names the
 file, so a reader that follows a committed pointer finds sums that cover it.
 
-* ``record`` after a write, a patch or an append: the sums of the blocks from
-  the first byte changed on (the others are kept).
+* ``record`` after a write, a patch or an append: the sums of the blocks it
+  wrote (the others are kept).
 * ``quick`` when a reader opens a file: its size and the first and last block
   of what the sums cover, ~0.1 ms whatever the file's size, so a start never
   hashes a whole file; the sidecar is read before the file, so a file grown
-  by an append meanwhile still checks out.
+  by an append meanwhile still checks out.  A catch-up patches records in
+  place, their bytes before their sums, under ``patching``: a block that
+  fails is checked again once no patch is under way, with the sums read
+  again, so a patch is never taken for damage.
 * ``full`` for ``memlog verify``: every block.
 
 Files written before the sums were kept have no sidecar: they pass ``quick``
@@ -26,17 +29,23 @@ for the hook's error log.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import os
 import struct
+import time
 import zlib
 from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
 from pathlib import Path
 
-from memlog.files import atomic_write
+from memlog.files import atomic_write, open_private
 
 SUFFIX = ".sums"
 BLOCK = 1 << 16
+#: held exclusively while records are patched in place (``patching``)
+PATCH_LOCK = ".patch.lock"
+#: how long a reader that found a block failing waits for a patch to finish
+PATCH_WAIT_S = 1.0
 _MAGIC = b"MLSUMS01"
 _HEAD = struct.Struct("<8sIQ")  # magic, block size, the size the sums cover
 _noticed: list[str] = []
@@ -47,20 +56,42 @@ def sidecar(path: Path) -> Path:
     return path.with_name(path.name + SUFFIX)
 
 
-def record(path: Path, changed_from: int = 0) -> None:
-    """Sum ``path`` as it is now, again from byte ``changed_from`` on (the blocks before
-    are kept from its sidecar when that covers them); write the sidecar, synced."""
+def record(
+    path: Path, changed_from: int = 0, changed: Iterable[tuple[int, int]] | None = None
+) -> None:
+    """Sum ``path`` as it is now: again from byte ``changed_from`` on, or, given the byte
+    ranges ``changed`` (start, end) a patch wrote, only their blocks and those past the
+    size the sidecar covered (the other blocks are kept from its sidecar when that covers
+    them); write the sidecar, synced."""
     kept = _read(path)
     with open(path, "rb") as handle:
         size = os.fstat(handle.fileno()).st_size
-        first = 0
-        if kept is not None and changed_from > 0:
-            first = min(changed_from, kept[0]) // BLOCK
-        sums = list(kept[1][:first]) if kept is not None else []
-        for block in range(first, (size + BLOCK - 1) // BLOCK):
-            sums.append(zlib.crc32(os.pread(handle.fileno(), BLOCK, block * BLOCK)))
+        count = (size + BLOCK - 1) // BLOCK
+        redo = _blocks_to_sum(kept, size, count, changed_from, changed)
+        sums = list(kept[1][:count]) if kept is not None else []
+        sums += [0] * (count - len(sums))
+        for block in redo:
+            sums[block] = zlib.crc32(os.pread(handle.fileno(), BLOCK, block * BLOCK))
     body = _HEAD.pack(_MAGIC, BLOCK, size) + struct.pack(f"<{len(sums)}I", *sums)
     atomic_write(sidecar(path), body, path.parent.parent)
+
+
+def _blocks_to_sum(
+    kept: tuple[int, tuple[int, ...]] | None,
+    size: int,
+    count: int,
+    changed_from: int,
+    changed: Iterable[tuple[int, int]] | None,
+) -> Iterable[int]:
+    """The blocks whose sums must be made again."""
+    if kept is None or (changed is None and changed_from <= 0):
+        return range(count)
+    covered = min(kept[0], size)  # a block past it, or holding its end, changed in length
+    first = (covered // BLOCK) if changed is not None else min(changed_from, covered) // BLOCK
+    redo = set(range(first, count))
+    for start, end in changed or ():
+        redo.update(range(start // BLOCK, min((max(end, start + 1) - 1) // BLOCK + 1, count)))
+    return sorted(redo)
 
 
 @contextlib.contextmanager
@@ -79,18 +110,65 @@ def quick(path: Path) -> str | None:
     against it): its size, and the first and last block its sums cover."""
     if _REFUSED.get():
         return "refused: ranking from the rows"
+    reason = _quick(path)
+    if reason is None:
+        return None
+    with _no_patch(path.parent) as waited:  # its bytes may be ahead of its sums
+        if waited:
+            reason = _quick(path)
+    return _note(path, reason) if reason is not None else None
+
+
+def _quick(path: Path) -> str | None:
     kept = _read(path)  # before the file: an append after it only adds bytes past its size
     if kept is None:
-        return None if not sidecar(path).exists() else _note(path, "unreadable sums")
+        return None if not sidecar(path).exists() else "unreadable sums"
     size, sums = kept
     try:
         with open(path, "rb") as handle:
             if os.fstat(handle.fileno()).st_size < size:
-                return _note(path, f"shorter than the {size} bytes it was written with")
+                return f"shorter than the {size} bytes it was written with"
             blocks = sorted({0, len(sums) - 1}) if sums else []
-            return _check(path, handle.fileno(), size, sums, blocks)
+            return _check(handle.fileno(), size, sums, blocks)
     except FileNotFoundError:
         return None  # swept: the reader goes without it
+
+
+@contextlib.contextmanager
+def patching(folder: Path) -> Iterator[None]:
+    """Held by a writer from the first byte of a patch to its sums (``quick``)."""
+    fd = open_private(folder / PATCH_LOCK, os.O_RDWR | os.O_CREAT)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
+
+
+@contextlib.contextmanager
+def _no_patch(folder: Path) -> Iterator[bool]:
+    """No patch under way in ``folder`` inside (True), or none could be waited for within
+    ``PATCH_WAIT_S`` (False: what was found stands)."""
+    try:
+        fd = open_private(folder / PATCH_LOCK, os.O_RDONLY)
+    except OSError:  # never patched (or not readable): nothing to wait for
+        yield False
+        return
+    try:
+        yield _shared(fd, time.monotonic() + PATCH_WAIT_S)
+    finally:
+        os.close(fd)
+
+
+def _shared(fd: int, deadline: float) -> bool:
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.005)
 
 
 def full(path: Path) -> str | None:
@@ -105,7 +183,7 @@ def full(path: Path) -> str | None:
         with open(path, "rb") as handle:
             if os.fstat(handle.fileno()).st_size < size:
                 return f"shorter than the {size} bytes it was written with"
-            return _check(path, handle.fileno(), size, sums, range(len(sums)), note=False)
+            return _check(handle.fileno(), size, sums, range(len(sums)))
     except FileNotFoundError:
         return "missing"
 
@@ -134,14 +212,11 @@ def remove(path: Path) -> None:
         sidecar(path).unlink()
 
 
-def _check(
-    path: Path, fd: int, size: int, sums: tuple[int, ...], blocks: Iterable[int], note: bool = True
-) -> str | None:
+def _check(fd: int, size: int, sums: tuple[int, ...], blocks: Iterable[int]) -> str | None:
     for block in blocks:
         length = min(BLOCK, size - block * BLOCK)
         if zlib.crc32(os.pread(fd, length, block * BLOCK)) != sums[block]:
-            reason = f"block {block + 1} of {len(sums)} fails its checksum"
-            return _note(path, reason) if note else reason
+            return f"block {block + 1} of {len(sums)} fails its checksum"
     return None
 
 

@@ -11,22 +11,20 @@ so both give the same numbers.
 
 from __future__ import annotations
 
-import bisect
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from operator import itemgetter
 from pathlib import Path
 from types import TracebackType
 from typing import Any, NamedTuple, Self
 
 from memlog.errors import ViewError
 from memlog.projections.fold import Entry
-from memlog.projections.sqlite_view import index_files, ranks, store
-from memlog.projections.terms import query_units, term_hash
+from memlog.projections.sqlite_view import index_files, ranks, store, vectors
+from memlog.projections.sqlite_view.lexfiles import document_frequency, load_files, scores
+from memlog.projections.terms import query_units
 from memlog.vocabulary import CATEGORIES, Space
 
-LEXICON = ("lex", b"MLLEX001")
-GRAPH = ("nbr", b"MLNBR001")
+GRAPH = ("nbr", b"MLNBR002")
 
 #: days from the time recency counts from (``ranks.SINCE``) to a moment, never negative
 DAYS = f"coalesce(max(julianday(?) - {ranks.SINCE}, 0.0), 0.0)"
@@ -55,8 +53,8 @@ class View:
             raise ViewError(f"{path} does not exist")
         self.db = store.connect(path, readonly=True)
         self.db.execute("BEGIN")  # one snapshot for every read below
-        #: the neighbour lists ``columns`` read with its candidates (``neighbour_lists``)
-        self._around: tuple[list[str], list[int], int, int, memoryview[Any]] | None = None
+        #: the candidates ``columns`` read last: their ids and slots (``slots_of``)
+        self._last: tuple[Sequence[str], list[int]] | None = None
 
     def __enter__(self) -> Self:
         return self
@@ -69,18 +67,18 @@ class View:
     def columns(self, categories: Sequence[str], now: datetime) -> Columns:
         """The candidates of ``categories``, in id order, their recency counted to ``now``:
         from the packed file (``ranks``), else from the rows."""
-        moment = now.astimezone(UTC).replace(tzinfo=None).isoformat()
         packed = self._packed_columns(categories, now)
         if packed is not None:
             return packed
+        moment = now.astimezone(UTC).replace(tzinfo=None).isoformat()
         marks = ",".join("?" * len(categories))
         rows = self.db.execute(
-            f"SELECT id, category, observation_count, {LEVEL}, {DAYS}, recall_count "
+            f"SELECT id, category, observation_count, {LEVEL}, {DAYS}, recall_count, slot "
             f"FROM entries WHERE status = 'live' AND category IN ({marks}) ORDER BY id",
             [moment, *categories],
         ).fetchall()
-        columns: list[tuple[Any, ...]] = list(zip(*rows, strict=True)) if rows else [()] * 6
-        return Columns(
+        columns: list[tuple[Any, ...]] = list(zip(*rows, strict=True)) if rows else [()] * 7
+        found = Columns(
             ids=list(columns[0]),
             categories=list(columns[1]),
             observation_count=[float(n) for n in columns[2]],
@@ -88,37 +86,33 @@ class View:
             days=list(columns[4]),
             recall_count=[float(n) for n in columns[5]],
         )
-
-    def packed(self, categories: Sequence[str]) -> Packed | None:
-        """The packed file's columns and which of its entries are in ``categories``; None
-        without a file, or for a category it does not name (``columns`` reads the rows)."""
-        wanted = {CATEGORIES.index(c) for c in categories if c in CATEGORIES}
-        found = index_files.load_plain(self.db, self.folder, ranks.KIND, ranks.MAGIC, ranks.parts)
-        if found is None or len(wanted) != len(set(categories)):
-            return None
-        (count, k, _), names, arrays = found
-        codes = arrays[3].tolist()
-        keep = [i for i, code in enumerate(codes) if code in wanted]
-        return Packed(count, k, names, codes, keep, *arrays)
+        self._last = (found.ids, [int(s) for s in columns[6]])
+        return found
 
     def _packed_columns(self, categories: Sequence[str], now: datetime) -> Columns | None:
-        found = self.packed(categories)
-        if found is None:
+        """``columns`` from the packed records; None without them, or for a category they
+        do not name (``columns`` reads the rows)."""
+        wanted = {CATEGORIES.index(c) for c in categories if c in CATEGORIES}
+        found = ranks.read(self.db, self.folder) if index_files.little_endian() else None
+        if found is None or len(wanted) != len(set(categories)):
             return None
-        keep = found.keep
-        if not keep:
-            return Columns([], [], [], [], [], [])
         julian = self.julian(now)
-        take = itemgetter(*keep) if len(keep) > 1 else (lambda values: (values[keep[0]],))
-        ids = list(take(decoded_ids(found.names, found.entries)))
-        self._around = (ids, keep, found.entries, found.k, found.around)
+        chosen = sorted(
+            (entry_id, slot, since, count, recalls, code, level)
+            for slot, (entry_id, since, count, recalls, code, level, flags) in enumerate(
+                ranks.RECORD.iter_unpack(found.data)
+            )
+            if flags & ranks.LIVE and code in wanted
+        )
+        ids = [c[0].decode("ascii") for c in chosen]
+        self._last = (ids, [c[1] for c in chosen])
         return Columns(
             ids=ids,
-            categories=[CATEGORIES[c] for c in take(found.codes)],
-            observation_count=[float(n) for n in take(found.counts.tolist())],
-            confidence=[ranks.LEVELS[c] for c in take(found.levels.tolist())],
-            days=[max(julian - s, 0.0) for s in take(found.since.tolist())],
-            recall_count=[float(n) for n in take(found.recalls.tolist())],
+            categories=[CATEGORIES[c[5]] for c in chosen],
+            observation_count=[float(c[3]) for c in chosen],
+            confidence=[ranks.LEVELS[c[6]] for c in chosen],
+            days=[max(julian - c[2], 0.0) for c in chosen],
+            recall_count=[float(c[4]) for c in chosen],
         )
 
     def julian(self, now: datetime) -> float:
@@ -128,6 +122,8 @@ class View:
 
     def has_vectors(self, space: Space) -> bool:
         """Whether any entry has a vector in ``space`` (else a query needs no embedding)."""
+        if store.space_of(self.db) == space:
+            return vectors.vector_count(self.db) > 0
         row = self.db.execute(
             "SELECT 1 FROM vectors WHERE provider = ? AND model = ? AND dimensions = ? LIMIT 1",
             space,
@@ -138,128 +134,59 @@ class View:
         """The entries of ``ids``, in id order."""
         return store.load_ids(self.db, ids, vectors)
 
+    def slots_of(self, ids: Sequence[str]) -> list[int]:
+        """The slot of each of ``ids`` (−1: none): the candidates' own when ``columns``
+        gave these ids."""
+        if self._last is not None and self._last[0] is ids:
+            return self._last[1]
+        found = store.slots_of(self.db, ids)
+        return [found.get(i, -1) for i in ids]
+
+    def slot_count(self) -> int:
+        """How many slots the packed records cover (the rows' when there are none)."""
+        found = index_files.pointer(self.db, ranks.KIND)
+        return found[1] if found is not None else store.slot_count(self.db)
+
     def lexical_list(self, query: str, ids: Sequence[str]) -> list[float] | None:
         """BM25 of the packed lexical index for each of ``ids``; None without an index.
         The same sums, in the same order, as ``lexicon.Lexicon.score``."""
-        found = index_files.load_plain(self.db, self.folder, *LEXICON, lexicon_parts)
-        if found is None:
+        files = load_files(self.db, self.folder)
+        if files is None:
             return None
-        (documents, terms, _), names, (hashes, starts, docs, weights) = found
-
-        def postings(term: str) -> list[tuple[int, float]] | None:
-            wanted = term_hash(term)
-            at = bisect.bisect_left(hashes, wanted)
-            if at >= terms or hashes[at] != wanted:
-                return None
-            begin, end = starts[at], starts[at + 1]
-            return list(zip(docs[begin:end].tolist(), weights[begin:end].tolist(), strict=True))
-
-        sums = [0.0] * documents
-        for unit in query_units(query):
-            _add_unit(sums, unit.weight, [postings(term) for term in unit.terms])
-        where = _where(decoded_ids(names, documents))
-        return [sums[where[i]] if i in where else 0.0 for i in ids]
+        slots = self.slots_of(ids)
+        sums = scores(files, query_units(query), max(self.slot_count(), files.slots))
+        return [sums[s] if 0 <= s < len(sums) else 0.0 for s in slots]
 
     def document_frequencies(self, terms: Sequence[str]) -> tuple[int, list[int]] | None:
         """The number of indexed entries and how many of them hold each of ``terms``
         (stemmed, as ``term_counts`` gives them); None without a lexical index."""
-        found = index_files.load_plain(self.db, self.folder, *LEXICON, lexicon_parts)
-        if found is None:
+        files = load_files(self.db, self.folder)
+        if files is None:
             return None
-        (documents, count, _), _, (hashes, starts, _, _) = found
-        frequencies = []
-        for term in terms:
-            wanted = term_hash(term)
-            at = bisect.bisect_left(hashes, wanted)
-            held = at < count and hashes[at] == wanted
-            frequencies.append(int(starts[at + 1] - starts[at]) if held else 0)
-        return documents, frequencies
+        return files.documents, [document_frequency(files, term) for term in terms]
 
     def neighbour_lists(self, ids: Sequence[str]) -> Neighbours | None:
-        """Each of ``ids``' neighbours among them: from the packed columns when ``columns``
-        gave these ids (no id to map), else from the neighbour file; None without either."""
-        if self._around is not None and self._around[0] is ids:
-            _, keep, count, k, around = self._around
-            if not k:
-                return None
-            place = [-1] * count
-            for i, at in enumerate(keep):
-                place[at] = i
-            return Neighbours(k, keep, around.tolist(), place)
-        found = index_files.load_plain(self.db, self.folder, *GRAPH, graph_parts)
-        if found is None:
+        """Each of ``ids``' neighbours among them; None without a neighbour file."""
+        found = index_files.slots(self.db, self.folder, GRAPH[0], GRAPH[1])
+        if found is None or not index_files.little_endian():
             return None
-        (count, k, _), names, (index, _dots) = found
-        graph = decoded_ids(names, count)
-        candidate, row = _where(ids), _where(graph)
-        to_ids = [candidate.get(g, -1) for g in graph]
-        return Neighbours(k, [row.get(i, -1) for i in ids], index.tolist(), to_ids)
-
-
-class Packed(NamedTuple):
-    """The packed columns (``ranks``) over the mapping, and the places of the entries asked
-    for; ``codes`` already as a list (the filter read it)."""
-
-    entries: int
-    k: int
-    names: memoryview
-    codes: list[int]
-    keep: list[int]
-    since: memoryview[Any]
-    counts: memoryview[Any]
-    recalls: memoryview[Any]
-    categories: memoryview[Any]
-    levels: memoryview[Any]
-    around: memoryview[Any]
+        slots = self.slots_of(ids)
+        where = [-1] * found.total
+        for place, slot in enumerate(slots):
+            if 0 <= slot < found.total:
+                where[slot] = place
+        rows = [s if 0 <= s < found.total else -1 for s in slots]
+        lists = index_files.typed(found.data, "<i4").tolist()
+        return Neighbours(found.extra >> 32, rows, lists, where, found.record // 4)
 
 
 class Neighbours(NamedTuple):
-    """Neighbour lists: candidate i's are ``lists[rows[i] * k : rows[i] * k + k]`` (no list
-    when ``rows[i]`` is −1), places that ``where`` turns into candidates (−1: none)."""
+    """Neighbour lists: candidate i's are ``lists[rows[i] * stride :][:k]`` (no list when
+    ``rows[i]`` is −1), places that ``where`` turns into candidates (−1, or past its end:
+    none)."""
 
     k: int
     rows: list[int]
     lists: list[int]
     where: list[int]
-
-
-def decoded_ids(names: memoryview, count: int) -> list[str]:
-    """The 16-byte ids of a packed file, decoded."""
-    text = bytes(names).decode("ascii")
-    width = index_files.ID_WIDTH
-    return [text[i * width : i * width + width] for i in range(count)]
-
-
-def _add_unit(
-    sums: list[float], weight: float, found: list[list[tuple[int, float]] | None]
-) -> None:
-    """Add a query unit's weight times its terms' BM25 weights to ``sums``, in the documents
-    that hold every one of its terms (term by term, the order ``lexicon`` adds in)."""
-    if not found or any(p is None for p in found):
-        return
-    if len(found) == 1:
-        for doc, value in found[0]:  # type: ignore[union-attr]
-            sums[doc] += value if weight == 1.0 else weight * value
-        return
-    part: dict[int, float] = {}
-    held: dict[int, int] = {}
-    for postings in found:
-        for doc, value in postings:  # type: ignore[union-attr]
-            part[doc] = part.get(doc, 0.0) + value
-            held[doc] = held.get(doc, 0) + 1
-    for doc, total in part.items():
-        if held[doc] == len(found):
-            sums[doc] += weight * total
-
-
-def _where(ids: Sequence[str]) -> dict[str, int]:
-    return {entry_id: i for i, entry_id in enumerate(ids)}
-
-
-def lexicon_parts(counts: index_files.Counts) -> list[tuple[str, int]]:
-    _, terms, postings = counts
-    return [("<u8", terms), ("<u8", terms + 1), ("<u4", postings), ("<f4", postings)]
-
-
-def graph_parts(counts: index_files.Counts) -> list[tuple[str, int]]:
-    return [("<i4", counts[0] * counts[1])] * 2
+    stride: int

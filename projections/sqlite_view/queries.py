@@ -15,10 +15,12 @@ import msgspec
 
 from memlog.errors import EntryNotFound, InvalidInput
 from memlog.projections.fold import Entry
-from memlog.projections.sqlite_view import store
+from memlog.projections.sqlite_view import ranks, store
+from memlog.projections.sqlite_view import vectors as packed_vectors
 from memlog.vocabulary import Space
 
-_NOT_IN_SPACE = (
+#: live entries without a row in the table of vectors (of spaces not in force)
+_NOT_IN_TABLE = (
     "id NOT IN (SELECT entry_id FROM vectors WHERE provider = ? AND model = ? AND dimensions = ?)"
 )
 
@@ -37,6 +39,7 @@ def find_entry(folder: Path, prefix: str) -> Entry:
         raise InvalidInput(f"{prefix!r} is not an entry id (16 hex characters or a prefix)")
     with store.opened(folder / store.DB_NAME, readonly=True) as db:
         found = store.load_where(db, "id LIKE ?", [text + "%"])
+        packed_vectors.attach(db, folder, {e.id: e for e in found})
     if not found:
         raise EntryNotFound(f"no entry with id {text}")
     if len(found) > 1:
@@ -45,14 +48,19 @@ def find_entry(folder: Path, prefix: str) -> Entry:
 
 
 def entries(folder: Path, ids: Iterable[str] | None = None, vectors: bool = True) -> list[Entry]:
-    """Entries of ``ids`` (all without), in id order; none when there is no view."""
+    """Entries of ``ids`` (all without), in id order, with their vectors (unless not
+    wanted); none when there is no view."""
     path = folder / store.DB_NAME
     if not path.exists():
         return []
     with store.opened(path, readonly=True) as db:
         if ids is None:
-            return list(store.load_entries(db).values())
-        return store.load_ids(db, ids, vectors)
+            found = store.load_entries(db)
+        else:
+            found = {e.id: e for e in store.load_ids(db, ids, vectors)}
+        if vectors:
+            packed_vectors.attach(db, folder, found)
+        return list(found.values())
 
 
 def entry_counts(folder: Path) -> dict[str, object]:
@@ -78,24 +86,44 @@ def entry_counts(folder: Path) -> dict[str, object]:
 def pending_entries(
     folder: Path, space: Space, ids: Iterable[str] | None = None, everything: bool = False
 ) -> list[Entry]:
-    """Live entries without a vector in ``space`` (all live ones with ``everything``)."""
-    where = "status = 'live'" + ("" if everything else f" AND {_NOT_IN_SPACE}")
-    params: list[object] = [] if everything else list(space)
+    """Live entries without a vector in ``space`` (all live ones with ``everything``), of
+    ``ids`` when given."""
     with store.opened(folder / store.DB_NAME) as db:
-        found = store.load_where(db, where, params)
-    if ids is not None:
-        wanted = set(ids)
-        found = [e for e in found if e.id in wanted]
-    return found
+        if everything:
+            found = store.load_where(db, "status = 'live'", [])
+            wanted = set(ids) if ids is not None else None
+            return [e for e in found if wanted is None or e.id in wanted]
+        pending = _pending_ids(db, folder, space, ids)
+        return store.load_ids(db, pending)
 
 
 def pending_count(folder: Path, space: Space) -> int:
     """How many live entries lack a vector in ``space``."""
     with store.opened(folder / store.DB_NAME, readonly=True) as db:
-        row = db.execute(
-            f"SELECT count(*) FROM entries WHERE status = 'live' AND {_NOT_IN_SPACE}", space
-        ).fetchone()
-    return int(row[0])
+        return len(_pending_ids(db, folder, space, None))
+
+
+def _pending_ids(
+    db: sqlite3.Connection, folder: Path, space: Space, ids: Iterable[str] | None
+) -> list[str]:
+    """Live entries (of ``ids``) without a vector in ``space``: the packed records say for
+    the space in force, the table of vectors for any other."""
+    records = ranks.read(db, folder) if store.space_of(db) == space else None
+    if records is None:
+        where = f"status = 'live' AND {_NOT_IN_TABLE}"
+        found = [r[0] for r in db.execute(f"SELECT id FROM entries WHERE {where}", space)]
+        return found if ids is None else sorted(set(found) & set(ids))
+    if ids is None:
+        slots: Iterable[int] = range(records.total)
+    else:
+        slots = [s for s in store.slots_of(db, ids).values() if 0 <= s < records.total]
+    size, flags = ranks.RECORD.size, ranks.LIVE | ranks.VECTOR
+    found = []
+    for slot in slots:
+        record = records.data[slot * size : (slot + 1) * size]
+        if record[size - 6] & flags == ranks.LIVE:
+            found.append(bytes(record[:16]).decode("ascii"))
+    return sorted(found)
 
 
 def list_live(

@@ -1,37 +1,45 @@
-"""What ranking reads of every live entry, packed: ``index/<sha256>.rnk``.
+"""What ranking reads of every entry, one record per slot: ``index/<generation>.rnk``.
 
 Every start ranks all live entries, and reading their columns row by row
-from SQLite costs more than the rest of the ranking.  So every catch-up that
-touches an entry packs them again (at 10k entries, a few hundred kilobytes
-written by the recorder, after the start):
+from SQLite costs more than the rest of the ranking.  So the projection
+keeps them packed (``packed``: a slot file), one 40-byte record per entry in
+slot order, live or not:
 
-    header  b"MLRNK001", entries n, neighbours per entry k, 0
-    ids     n × 16 ASCII bytes, in id order
-    since   n × float64: julianday of the time recency counts from (``SINCE``),
-            +inf when it cannot be read (then the days are 0)
-    counts  n × uint32: observation count
-    recalls n × uint32: recall count
-    codes   n × uint8: category, its place in ``CATEGORIES`` (4: another)
-    levels  n × uint8: confidence, its place in ``LEVELS`` (2: another, as medium)
-    around  n × k int32: the entry's neighbours (``neighbours``' lists, best first) as
-            places in this file (−1: none), so a ranking maps no id to find them
+    id       16 ASCII bytes
+    since    float64: julianday of the time recency counts from (``SINCE``),
+             +inf when it cannot be read (then the days are 0)
+    count    uint32: observation count
+    recalls  uint32: recall count
+    code     uint8: category, its place in ``CATEGORIES`` (4: another)
+    level    uint8: confidence, its place in ``LEVELS`` (2: another, as medium)
+    flags    uint8: ``LIVE``, ``VECTOR`` (a vector in the space in force)
+    (5 bytes of padding, so ``since`` stays aligned)
 
-The file is named by its content, so a rebuild from the log writes the same
-bytes; readers map it (``plain.View.columns``).
+A catch-up rewrites the records of the entries its events touched and
+appends those of new entries; a rebuild writes them all.  Both read the
+values through the same SQL, so they write the same bytes.
 """
 
 from __future__ import annotations
 
 import sqlite3
-import sys
-from array import array
+import struct
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from memlog.projections.sqlite_view import index_files
+from memlog.projections.sqlite_view import index_files, packed
 from memlog.vocabulary import CATEGORIES
 
+Vectored = Callable[[str], bool]
 KIND = "rnk"
-MAGIC = b"MLRNK001"
+MAGIC = b"MLRNK002"
+RECORD = struct.Struct("<16sdIIBBB5x")
+LIVE, VECTOR = 1, 2
+#: the record's fields as numpy reads them (``reading``)
+DTYPE = [
+    ("id", "S16"), ("since", "<f8"), ("count", "<u4"), ("recalls", "<u4"), ("code", "u1"),
+    ("level", "u1"), ("flags", "u1"), ("pad", "V5"),
+]  # fmt: skip
 #: confidence levels by code; anything else ranks as medium
 LEVELS = ("high", "low", "medium")
 #: the ``Last observed`` date of an entry known only from imported files, else NULL
@@ -45,53 +53,75 @@ IMPORTED_OBSERVED = (
 SINCE = f"coalesce(julianday({IMPORTED_OBSERVED}), julianday(updated_at))"
 _CODES = " ".join(f"WHEN '{c}' THEN {n}" for n, c in enumerate(CATEGORIES))
 _LEVELS = " ".join(f"WHEN '{c}' THEN {n}" for n, c in enumerate(LEVELS[:2]))
+_SELECT = (
+    f"SELECT slot, id, {SINCE}, observation_count, recall_count, "
+    f"CASE category {_CODES} ELSE {len(CATEGORIES)} END, CASE confidence {_LEVELS} ELSE 2 END, "
+    "status = 'live' FROM entries"
+)
 
 
-def build(db: sqlite3.Connection, folder: Path) -> None:
-    """Pack every live entry into a new file and point ``packed_sets`` at it (after the
-    neighbour lists are built: it carries them too)."""
-    rows = db.execute(
-        f"SELECT id, {SINCE}, observation_count, recall_count, "
-        f"CASE category {_CODES} ELSE {len(CATEGORIES)} END, CASE confidence {_LEVELS} ELSE 2 END "
-        "FROM entries WHERE status = 'live' ORDER BY id"
-    ).fetchall()
-    columns = list(zip(*rows, strict=True)) if rows else [()] * 6
-    since = [float("inf") if s is None else s for s in columns[1]]
-    k, around = _around(db, folder, list(columns[0]))
-    arrays = [
-        array("d", since), array("I", columns[2]), array("I", columns[3]),
-        array("B", columns[4]), array("B", columns[5]), array("i", around),
-    ]  # fmt: skip
-    if sys.byteorder != "little":
-        for packed in arrays:
-            packed.byteswap()
-    data = b"".join(
-        [index_files.HEADER.pack(MAGIC, len(rows), k, 0), "".join(columns[0]).encode("ascii")]
-        + [a.tobytes() for a in arrays]
-    )
-    index_files.point(db, KIND, index_files.write(folder, KIND, data), len(rows))
+def records(
+    db: sqlite3.Connection, ids: Iterable[str] | None, vectored: Vectored
+) -> Iterator[tuple[int, bytes]]:
+    """``(slot, record)`` of the entries ``ids`` (all of them, in slot order, without);
+    ``vectored(id)``: whether the entry has a vector in the space in force."""
+    if ids is None:
+        rows: Iterable[tuple[object, ...]] = db.execute(_SELECT + " ORDER BY slot")
+    else:
+        wanted = sorted(set(ids))
+        rows = [
+            row
+            for start in range(0, len(wanted), 500)
+            for row in db.execute(
+                f"{_SELECT} WHERE id IN ({','.join('?' * len(wanted[start : start + 500]))})",
+                wanted[start : start + 500],
+            )
+        ]
+    for slot, entry_id, since, count, recalls, code, level, live in rows:
+        flags = (LIVE if live else 0) | (VECTOR if vectored(str(entry_id)) else 0)
+        since_value = float("inf") if since is None else float(since)  # type: ignore[arg-type]
+        data = RECORD.pack(
+            str(entry_id).encode("ascii"), since_value, count, recalls, code, level, flags
+        )
+        yield int(slot), data  # type: ignore[call-overload]
 
 
-def _around(db: sqlite3.Connection, folder: Path, ids: list[str]) -> tuple[int, list[int]]:
-    """The neighbour lists as places among ``ids`` (ascending), and their length."""
-    import numpy as np
-
-    from memlog.projections.sqlite_view import neighbours
-
-    graph = neighbours.load(db, folder)
-    if graph is None or not ids or not len(graph.ids):
-        return 0, []
-    keys = np.asarray(ids, dtype="S16")
-    at = np.minimum(np.searchsorted(graph.ids, keys), len(graph.ids) - 1)
-    rows = np.where(graph.ids[at] == keys, at, -1)  # each entry's row in the graph
-    back = np.minimum(np.searchsorted(keys, graph.ids), len(keys) - 1)
-    places = np.append(np.where(keys[back] == graph.ids, back, -1), -1)  # graph row → place
-    found = np.full((len(ids), graph.index.shape[1]), -1, dtype=np.int64)
-    have = rows >= 0
-    found[have] = places[graph.index[rows[have]]]
-    return graph.index.shape[1], found.ravel().tolist()
+def build(db: sqlite3.Connection, folder: Path, ordinal: int, vectored: Vectored) -> int:
+    """Write every entry's record into a new file and point ``packed_sets`` at it; the
+    number of slots."""
+    rows = [data for _, data in records(db, None, vectored)]
+    name = packed.generation_name(ordinal, f".{KIND}")
+    data = packed.header(MAGIC, RECORD.size) + b"".join(rows)
+    index_files.point(db, KIND, packed.write(folder / index_files.INDEX_DIR, name, data), len(rows))
+    return len(rows)
 
 
-def parts(counts: index_files.Counts) -> list[tuple[str, int]]:
-    n, k = counts[0], counts[1]
-    return [("<f8", n), ("<u4", n), ("<u4", n), ("<u1", n), ("<u1", n), ("<i4", n * k)]
+def patch(
+    db: sqlite3.Connection,
+    folder: Path,
+    ids: Iterable[str],
+    slots: int,
+    vectored: Vectored,
+) -> bool:
+    """Rewrite the records of ``ids`` (and append new ones) so the file covers ``slots``
+    entries; False when there is no file to patch (the caller builds one)."""
+    found = index_files.pointer(db, KIND)
+    if found is None:
+        return False
+    changed = list(records(db, ids, vectored))
+    folder = folder / index_files.INDEX_DIR
+    if not packed.patch(folder, found[0], RECORD.size, found[1], changed):
+        return False
+    index_files.point(db, KIND, found[0], slots)
+    return True
+
+
+def has_vector(found: index_files.Slots, slot: int) -> bool:
+    """Whether the record of ``slot`` says its entry has a vector in the space in force."""
+    return bool(found.data[slot * RECORD.size + RECORD.size - 6] & VECTOR)
+
+
+def read(db: sqlite3.Connection, folder: Path) -> index_files.Slots | None:
+    """The records this snapshot covers, mapped; None without a usable file."""
+    found = index_files.slots(db, folder, KIND, MAGIC)
+    return found if found is not None and found.record == RECORD.size else None

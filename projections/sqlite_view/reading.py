@@ -15,21 +15,15 @@ import sqlite3
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
-from typing import Any, NamedTuple
+from types import TracebackType
+from typing import NamedTuple, overload
 
 import numpy as np
 import numpy.typing as npt
 
-from memlog.projections.sqlite_view import lexicon, neighbours, packsums, ranks
-from memlog.projections.sqlite_view.plain import DAYS, View, decoded_ids
-from memlog.projections.sqlite_view.vectors import (
-    ID_WIDTH,
-    SUFFIX,
-    VECTOR_DIR,
-    packed_file,
-    row_size,
-    space_rows,
-)
+from memlog.eventlog.vectors import floats
+from memlog.projections.sqlite_view import lexicon, neighbours, ranks, vectors
+from memlog.projections.sqlite_view.plain import DAYS, View
 from memlog.projections.terms import query_units
 from memlog.vocabulary import CATEGORIES, Space
 
@@ -61,16 +55,22 @@ def fts_query(text: str | None) -> str | None:
     return " OR ".join(f'"{t}"' for t in unique) if unique else None
 
 
+def _names(codes: npt.NDArray[np.uint8], names: Sequence[str]) -> list[str]:
+    """Each code's name."""
+    return [names[code] for code in codes.tolist()]
+
+
 class Candidates(NamedTuple):
     """Live entries eligible for injection, as parallel columns (``days``: see
-    ``plain.DAYS``)."""
+    ``plain.DAYS``), in id order; ``slots``: each one's slot (−1: not known)."""
 
-    ids: list[str]
+    ids: Sequence[str]
     categories: list[str]
     observation_count: Floats
     confidence: list[str]
     days: Floats
     recall_count: Floats
+    slots: npt.NDArray[np.int64] | None = None
 
     def positions(self) -> dict[str, int]:
         return {entry_id: i for i, entry_id in enumerate(self.ids)}
@@ -81,14 +81,68 @@ class Matrix(NamedTuple):
     vectors: npt.NDArray[np.float32]
 
 
+def id_order(ids: npt.NDArray[np.bytes_]) -> npt.NDArray[np.intp]:
+    """The order that sorts 16-byte ids: their bytes as two big-endian numbers compare as
+    the ids do; the first sorts them all, the second only the few that share the first."""
+    halves = np.frombuffer(ids.tobytes(), dtype=">u8").reshape(len(ids), 2).astype(np.uint64)
+    order: npt.NDArray[np.intp] = np.argsort(halves[:, 0], kind="stable")
+    first = halves[order, 0]
+    tied = np.flatnonzero(first[1:] == first[:-1])
+    if len(tied):
+        runs = np.unique(np.concatenate([tied, tied + 1]))
+        ranked = np.lexsort((halves[order[runs], 1], first[runs]))
+        order[runs] = order[runs][ranked]
+    return order
+
+
+class PackedIds(Sequence[str]):
+    """Candidates' ids as the packed records hold them, decoded one by one when asked (a
+    ranking reads a few of 100k)."""
+
+    def __init__(self, raw: bytes) -> None:
+        self._raw = raw
+
+    def __len__(self) -> int:
+        return len(self._raw) // 16
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self[n] for n in range(len(self))[index]]
+        at = range(len(self))[index]
+        return self._raw[16 * at : 16 * at + 16].decode("ascii")
+
+
 class Snapshot(View):
     """The view at one moment, read-only, with numpy: ``with Snapshot(folder) as view: …``."""
+
+    def __init__(self, folder: Path) -> None:
+        super().__init__(folder)
+        self._fts_db: sqlite3.Connection | None = None
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._fts_db is not None:
+            self._fts_db.close()
+        super().__exit__(kind, exc, tb)
+
+    def records(self) -> npt.NDArray[np.void] | None:
+        """The packed ranking records (``ranks``) as a structured array over the mapping."""
+        found = ranks.read(self.db, self.folder)
+        if found is None:
+            return None
+        return np.frombuffer(found.data, dtype=np.dtype(ranks.DTYPE), count=found.total)
 
     def candidates(self, categories: Sequence[str], now: datetime) -> Candidates:
         packed = self._packed_candidates(categories, now)
         if packed is not None:
             return packed
         found = self.columns(categories, now)
+        slots = np.asarray(self.slots_of(found.ids), dtype=np.int64)
         return Candidates(
             ids=found.ids,
             categories=found.categories,
@@ -96,46 +150,59 @@ class Snapshot(View):
             confidence=found.confidence,
             days=np.asarray(found.days, dtype=np.float64),
             recall_count=np.asarray(found.recall_count, dtype=np.float64),
+            slots=slots,
         )
 
     def _packed_candidates(self, categories: Sequence[str], now: datetime) -> Candidates | None:
-        """``candidates`` from the packed file as arrays over its mapping (as ``columns``
-        reads it, without a list per column); None as ``columns`` falls back."""
-        found = self.packed(categories)
-        if found is None:
+        """``candidates`` from the packed records, as arrays over their mapping; None as
+        ``columns`` falls back."""
+        wanted = [CATEGORIES.index(c) for c in categories if c in CATEGORIES]
+        records = self.records()
+        if records is None or len(wanted) != len(set(categories)):
             return None
-        keep = np.asarray(found.keep, dtype=np.intp)
-        ids = decoded_ids(found.names, found.entries)
-
-        def column(view: memoryview) -> npt.NDArray[Any]:
-            return np.frombuffer(view, dtype=view.format)[keep]
-
+        live = (records["flags"] & ranks.LIVE) != 0
+        slots = np.flatnonzero(live & np.isin(records["code"], wanted))
+        named = records["id"][slots]
+        order = id_order(named)
+        slots, ids = slots[order], PackedIds(named[order].tobytes())
+        self._last = (ids, slots.tolist())
         return Candidates(
-            ids=[ids[i] for i in found.keep],
-            categories=[CATEGORIES[found.codes[i]] for i in found.keep],
-            observation_count=column(found.counts).astype(np.float64),
-            confidence=[ranks.LEVELS[c] for c in column(found.levels).tolist()],
-            days=np.maximum(self.julian(now) - column(found.since), 0.0),
-            recall_count=column(found.recalls).astype(np.float64),
+            ids=ids,
+            categories=_names(records["code"][slots], CATEGORIES),
+            observation_count=records["count"][slots].astype(np.float64),
+            confidence=_names(records["level"][slots], ranks.LEVELS),
+            days=np.maximum(self.julian(now) - records["since"][slots], 0.0),
+            recall_count=records["recalls"][slots].astype(np.float64),
+            slots=slots.astype(np.int64),
         )
 
+    def _slots(self, ids: Sequence[str] | Candidates) -> npt.NDArray[np.int64]:
+        if isinstance(ids, Candidates) and ids.slots is not None:
+            return ids.slots
+        wanted = ids.ids if isinstance(ids, Candidates) else ids
+        return np.asarray(self.slots_of(wanted), dtype=np.int64)
+
     def rowid_positions(self, ids: Sequence[str]) -> dict[int, int]:
-        """The ``entries`` rowids (the FTS5 rowids) of ``ids``, each to its position."""
+        """The ``entries`` rowids of ``ids`` (the rowids of ``bm25``'s index), each to its
+        position."""
         where = {entry_id: i for i, entry_id in enumerate(ids)}
         rows = self.db.execute("SELECT rowid, id FROM entries WHERE status = 'live'")
         return {rowid: where[i] for rowid, i in rows if i in where}
 
     def bm25(self, query: str | None, by_rowid: dict[int, int]) -> Floats:
-        """Negated bm25 per candidate (higher is better; 0 where the query does not match).
+        """Negated FTS5 bm25 per candidate (higher is better; 0 where the query does not
+        match), as spec #024's D3 ranks: an FTS5 index of every entry's name,
+        description, keywords and reasoning (with its metadata lines), built in memory
+        the first time this snapshot is asked (the view keeps one index of its text, the
+        packed lexical one).
 
-        ``by_rowid`` maps the candidates' ``entries`` rowids (the FTS rowids) to their
-        positions; no join back to ``entries``, which at 10k matches costs a third more.
+        ``by_rowid`` maps the candidates' ``entries`` rowids to their positions.
         """
         scores = np.zeros(len(by_rowid), dtype=np.float64)
         expression = fts_query(query)
         if expression is None or not by_rowid:
             return scores
-        rows = self.db.execute(
+        rows = self._fts().execute(
             "SELECT rowid, -bm25(entries_fts) FROM entries_fts WHERE entries_fts MATCH ?",
             (expression,),
         )
@@ -145,49 +212,66 @@ class Snapshot(View):
                 scores[index] = max(float(score), 0.0)
         return scores
 
+    def _fts(self) -> sqlite3.Connection:
+        found = self._fts_db
+        if found is None:
+            found = sqlite3.connect(":memory:")
+            found.execute(
+                "CREATE VIRTUAL TABLE entries_fts USING fts5(name, description, keywords, "
+                "reasoning, tokenize='porter unicode61 remove_diacritics 2')"
+            )
+            rows = self.db.execute(
+                "SELECT rowid, name, description, keywords, reasoning || ' ' || details "
+                "FROM entries"
+            )
+            found.executemany(
+                "INSERT INTO entries_fts(rowid, name, description, keywords, reasoning) "
+                "VALUES (?, ?, ?, ?, ?)",
+                rows,
+            )
+            self._fts_db = found
+        return found
+
     def matrix(self, space: Space) -> Matrix:
-        """Every vector of ``space`` (ids in id order): the packed file, else the rows."""
+        """Every vector of ``space`` (ids in slot order), as float32."""
         return load_matrix(self.db, self.folder, space)
 
     def cosines(
-        self, space: Space, query: npt.NDArray[np.float32], where: dict[str, int]
-    ) -> tuple[Floats, int]:
-        """Cosine of the query with each candidate's vector in ``space`` (0 without one)."""
-        return vector_scores(self.db, self.folder, space, query, where)
+        self, space: Space, query: npt.NDArray[np.float32],
+        where: dict[str, int] | Candidates,
+    ) -> tuple[Floats, int]:  # fmt: skip
+        """Cosine of the query with each candidate's vector in ``space`` (0 without one),
+        and how many candidates have one; ``where``: the candidates, or their ids to their
+        positions."""
+        if isinstance(where, Candidates):
+            return vector_scores(self.db, self.folder, space, query, self._slots(where))
+        ids = sorted(where, key=where.__getitem__)
+        return vector_scores(self.db, self.folder, space, query, self._slots(ids))
 
-    def lexical(self, query: str, ids: Sequence[str]) -> Floats | None:
-        """BM25 of the packed lexical index for each of ``ids``; None without an index."""
+    def lexical(self, query: str, ids: Sequence[str] | Candidates) -> Floats | None:
+        """BM25 of the packed lexical index for each candidate; None without an index."""
         index = lexicon.load(self.db, self.folder)
         if index is None:
             return None
-        where = align(index.ids, np.asarray(ids, dtype="S16"))
-        scores = index.score(query_units(query))
-        return np.where(where >= 0, scores[np.maximum(where, 0)], 0.0)
+        slots = self._slots(ids)
+        scores = index.score(query_units(query), max(self.slot_count(), index.files.slots))
+        inside = (slots >= 0) & (slots < len(scores))
+        return np.where(inside, scores[np.where(inside, slots, 0)], 0.0)
 
-    def neighbours(self, ids: Sequence[str]) -> npt.NDArray[np.int64] | None:
-        """Each of ``ids``' neighbours as positions in ``ids`` (−1: none, or not among them)."""
-        graph = neighbours.load(self.db, self.folder)
+    def neighbours(self, ids: Sequence[str] | Candidates) -> npt.NDArray[np.int64] | None:
+        """Each candidate's neighbours as positions among them (−1: none, or not among them)."""
+        graph = neighbours.read(self.db, self.folder)
         if graph is None:
             return None
-        keys = np.asarray(ids, dtype="S16")
-        rows = align(graph.ids, keys)
-        to_ids = np.append(align(keys, graph.ids), -1)
-        found = np.full((len(ids), graph.index.shape[1]), -1, dtype=np.int64)
-        have = rows >= 0
-        found[have] = to_ids[graph.index[rows[have]]]
+        slots = self._slots(ids)
+        place = np.full(len(graph.lists) + 1, -1, dtype=np.int64)  # the last: −1 and beyond
+        known = (slots >= 0) & (slots < len(graph.lists))
+        place[slots[known]] = np.flatnonzero(known)
+        found = np.full((len(slots), graph.lists.shape[1]), -1, dtype=np.int64)
+        lists = graph.lists[slots[known]].astype(np.int64)
+        lists[(lists < 0) | (lists >= len(graph.lists))] = len(graph.lists)
+        found[known] = place[lists]
         return found
-
-
-def align(
-    source: Sequence[str] | npt.NDArray[np.bytes_], target: Sequence[str] | npt.NDArray[np.bytes_]
-) -> npt.NDArray[np.int64]:
-    """For each id of ``target``, its position in ``source`` (both ascending), or −1."""
-    if not len(source) or not len(target):
-        return np.full(len(target), -1, dtype=np.int64)
-    left = np.asarray(source, dtype="S16")
-    right = np.asarray(target, dtype="S16")
-    at = np.minimum(np.searchsorted(left, right), len(left) - 1)
-    return np.where(left[at] == right, at, -1).astype(np.int64)
 
 
 def vector_scores(
@@ -195,46 +279,73 @@ def vector_scores(
     folder: Path,
     space: Space,
     query: npt.NDArray[np.float32],
-    where: dict[str, int],
+    slots: npt.NDArray[np.int64],
 ) -> tuple[Floats, int]:
-    """Cosine of the query with each vector of ``space`` whose id is in ``where``, by position;
-    and how many candidates had one."""
-    scores = np.zeros(len(where), dtype=np.float64)
-    matrix = load_matrix(db, folder, space)
-    if not matrix.ids:
+    """Cosine of the query with the vector of each of ``slots`` in ``space`` (0 without
+    one), and how many of them have one."""
+    scores = np.zeros(len(slots), dtype=np.float64)
+    found = vectors.read(db, folder, space)
+    records = ranks.read(db, folder)
+    if found is None or records is None or not len(slots):
         return scores, 0
-    cosines = matrix.vectors @ query.astype(np.float32)
-    rows = [(where[i], n) for n, i in enumerate(matrix.ids) if i in where]
-    if rows:
-        target, source = (np.asarray(x) for x in zip(*rows, strict=True))
-        scores[target] = cosines[source]
-    return scores, len(rows)
+    count = min(found.total, records.total)
+    flags = np.frombuffer(records.data, dtype=np.dtype(ranks.DTYPE), count=records.total)["flags"]
+    inside = (slots >= 0) & (slots < count)
+    have = np.zeros(len(slots), dtype=bool)
+    have[inside] = (flags[slots[inside]] & ranks.VECTOR) != 0
+    if not have.any():
+        return scores, 0
+    table = np.frombuffer(found.data, dtype=np.uint8, count=found.total * found.record)
+    rows = table.reshape(found.total, found.record)
+    products = _products(rows, query.astype(np.float32), count)
+    scores[have] = products[slots[have]]
+    return scores, int(have.sum())
 
 
-def _map(path: Path, count: int, dims: int) -> Matrix | None:
-    """The first ``count`` rows of a packed file, mapped; None when it cannot be."""
-    width = row_size(dims)
-    if packsums.quick(path) is not None:
-        return None  # damaged: the rows instead (``packsums.noticed`` says so)
-    try:
-        if count == 0:
-            return Matrix([], np.zeros((0, dims), dtype=np.float32))
-        raw = np.memmap(path, dtype=np.uint8, mode="r", shape=(count * width,))
-    except (OSError, ValueError):  # gone (swept), or shorter than its pointer says
-        return None
-    rows = raw.reshape(count, width)
-    ids = rows[:, :ID_WIDTH].tobytes().decode("ascii")
-    matrix = rows[:, ID_WIDTH:].view("<f4")  # strided: no copy, BLAS reads it as is
-    return Matrix([ids[i : i + ID_WIDTH] for i in range(0, len(ids), ID_WIDTH)], matrix)
+_BLOCK = 8192
+
+
+def _products(rows: npt.NDArray[np.uint8], query: npt.NDArray[np.float32], count: int) -> Floats:
+    """scale × (levels · query) for the first ``count`` records, a block at a time (the
+    int8 levels become float32 a block at a time, never the whole matrix)."""
+    out = np.empty(count, dtype=np.float64)
+    for start in range(0, count, _BLOCK):
+        block = rows[start : min(start + _BLOCK, count)]
+        scale = block[:, :4].copy().view("<f4").ravel()
+        levels = block[:, 4:].view(np.int8).astype(np.float32)
+        out[start : start + len(block)] = (levels @ query) * scale
+    return out
 
 
 def load_matrix(db: sqlite3.Connection, folder: Path, space: Space) -> Matrix:
-    """Every vector of ``space`` in ``db``'s snapshot; ``folder`` is the view's home."""
-    packed = packed_file(db, space)
-    if packed is not None and packed[1].endswith(SUFFIX):
-        mapped = _map(folder / VECTOR_DIR / packed[1], packed[0], space.dimensions)
-        if mapped is not None:
-            return mapped
-    rows = space_rows(db, space)
-    flat = np.frombuffer(b"".join(r[1] for r in rows), dtype="<f4")
-    return Matrix([r[0] for r in rows], flat.reshape(len(rows), space.dimensions))
+    """Every vector of ``space`` in ``db``'s snapshot (those of the space in force, from its
+    packed file; another space's, from the rows), as float32, ids in slot (row) order."""
+    found = vectors.read(db, folder, space)
+    records = ranks.read(db, folder)
+    if found is not None and records is not None:
+        table = np.frombuffer(records.data, dtype=np.dtype(ranks.DTYPE), count=records.total)
+        count = min(found.total, records.total)
+        have = np.flatnonzero((table["flags"][:count] & ranks.VECTOR) != 0)
+        rows = np.frombuffer(found.data, dtype=np.uint8, count=found.total * found.record)
+        rows = rows.reshape(found.total, found.record)[have]
+        scale = rows[:, :4].copy().view("<f4")
+        levels = rows[:, 4:].view(np.int8).astype(np.float32)
+        ids = [i.decode("ascii") for i in table["id"][have].tolist()]
+        return Matrix(ids, (levels * scale).astype(np.float32))
+    others = space_rows(db, space)
+    return Matrix([r[0] for r in others], _dequantised([r[1] for r in others], space.dimensions))
+
+
+def space_rows(db: sqlite3.Connection, space: Space) -> list[tuple[str, bytes]]:
+    """Every ``(entry_id, q8 vector)`` of ``space`` in the table of other spaces' vectors."""
+    return db.execute(
+        "SELECT entry_id, vector FROM vectors WHERE provider = ? AND model = ? "
+        "AND dimensions = ? ORDER BY entry_id",
+        space,
+    ).fetchall()
+
+
+def _dequantised(rows: list[bytes], dimensions: int) -> npt.NDArray[np.float32]:
+    if not rows:
+        return np.zeros((0, dimensions), dtype=np.float32)
+    return np.stack([floats(data) for data in rows]).astype(np.float32)

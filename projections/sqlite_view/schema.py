@@ -194,6 +194,28 @@ def m007_entry_layout(db: sqlite3.Connection) -> None:
     db.execute("ALTER TABLE entries ADD COLUMN layout TEXT NOT NULL DEFAULT '[]'")
 
 
+def m008_packed_slots(db: sqlite3.Connection) -> None:
+    """Each vector stored once, text indexed once, and every packed file patched in place:
+    the vectors of the space in force live only in their packed file (the table keeps
+    other spaces'), the inline ``embedding`` and the term rows go (the packed lexical
+    index holds the terms; the covering index only kept ranking off the wide rows), so
+    does FTS5 (a second index of the same text, read only by ``memory_ranking: d3``,
+    which now indexes the rows in memory when it ranks: ``reading.Snapshot.bm25``), and
+    every entry gets its ``slot``, its record in each packed file.  The next catch-up
+    rebuilds the view from the log (``VIEW_FORMAT``)."""
+    for trigger in ("entries_ai", "entries_ad", "entries_au"):
+        db.execute(f"DROP TRIGGER IF EXISTS {trigger}")
+    for table in ("entries_fts", "lexical_terms", "vector_sets"):
+        db.execute(f"DROP TABLE IF EXISTS {table}")
+    db.execute("DROP INDEX IF EXISTS entries_rank")
+    columns = {row[1] for row in db.execute("PRAGMA table_info(entries)")}
+    if "embedding" in columns:
+        db.execute("ALTER TABLE entries DROP COLUMN embedding")
+    if "slot" not in columns:
+        db.execute("ALTER TABLE entries ADD COLUMN slot INTEGER NOT NULL DEFAULT -1")
+    db.execute("DELETE FROM packed_sets")
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_initial", m001_initial),
     ("m002_rank_index", m002_rank_index),
@@ -202,7 +224,11 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("m005_rank_index_recency", m005_rank_index_recency),
     ("m006_branch_index", m006_branch_index),
     ("m007_entry_layout", m007_entry_layout),
+    ("m008_packed_slots", m008_packed_slots),
 ]
+#: the format of the rows and packed files the code writes; a view recorded with another
+#: (``_metadata.view_format``) is rebuilt from the log before it is caught up
+VIEW_FORMAT = "2"
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from pathlib import Path
@@ -35,14 +35,14 @@ _LIST_COLUMNS = (
 ENTRY_COLUMNS = (
     "id", "name", "description", "reasoning", "category", "keywords", "references",
     "observation_count", "confidence", "recall_count", "last_recalled_at", "created_at",
-    "updated_at", "created_seq", "source", "source_project", "embedding", "projects", "features",
+    "updated_at", "created_seq", "source", "source_project", "projects", "features",
     "sources", "origins", "provenance", "details", "last_observed", "promoted",
     "promotion_reason", "status", "status_reason", "superseded_by", "section", "branches",
     "branch_stamps", "layout",
 )  # fmt: skip
 QUOTED_COLUMNS = _QUOTED = ", ".join(f'"{c}"' for c in ENTRY_COLUMNS)
 _UPSERT = (
-    f"INSERT INTO entries ({_QUOTED}) VALUES ({', '.join('?' * len(ENTRY_COLUMNS))}) "
+    f"INSERT INTO entries ({_QUOTED}, slot) VALUES ({', '.join('?' * len(ENTRY_COLUMNS))}, ?) "
     f"ON CONFLICT(id) DO UPDATE SET "
     + ", ".join(f'"{c}" = excluded."{c}"' for c in ENTRY_COLUMNS[1:])
 )
@@ -191,33 +191,79 @@ def position_meta(stored: Stored) -> dict[str, str]:
     }
 
 
-def entry_row(entry: Entry, space: str) -> tuple[Any, ...]:
-    vector = entry.vectors.get(space)
+def entry_row(entry: Entry, slot: int) -> tuple[Any, ...]:
     values: dict[str, Any] = {c: getattr(entry, c, None) for c in ENTRY_COLUMNS}
     for column in _LIST_COLUMNS:
         values[column] = _JSON.encode(values[column]).decode("utf-8")
-    values["embedding"] = vector.data if vector is not None else None
     values["promoted"] = int(entry.promoted)
-    return tuple(values[c] for c in ENTRY_COLUMNS)
+    return (*(values[c] for c in ENTRY_COLUMNS), slot)
 
 
-def vector_rows(entry: Entry) -> list[tuple[str, str, str, int, bytes]]:
+def vector_rows(entry: Entry, space: Space) -> list[tuple[str, str, str, int, bytes]]:
+    """The rows of an entry's vectors in other spaces than ``space`` (whose vectors the
+    packed file holds: ``vectors``)."""
     rows = []
     for key, vector in sorted(entry.vectors.items()):
         provider, model = key.split("/", 1)
-        rows.append((entry.id, provider, model, vector.dimensions, vector.data))
+        if (provider, model, vector.dimensions) != tuple(space):
+            rows.append((entry.id, provider, model, vector.dimensions, vector.data))
     return rows
 
 
-def write_entries(db: sqlite3.Connection, entries: Iterable[Entry], space: str) -> None:
-    """Upsert ``entries`` and replace their vectors (inside the caller's transaction)."""
+def write_entries(
+    db: sqlite3.Connection, entries: Iterable[Entry], space: Space, slots: Mapping[str, int]
+) -> None:
+    """Upsert ``entries`` (a new one at its slot in ``slots``; an entry keeps its slot) and
+    replace their vectors of other spaces (inside the caller's transaction)."""
     batch = list(entries)
-    db.executemany(_UPSERT, [entry_row(e, space) for e in batch])
+    db.executemany(_UPSERT, [entry_row(e, slots.get(e.id, -1)) for e in batch])
     db.executemany("DELETE FROM vectors WHERE entry_id = ?", [(e.id,) for e in batch])
     db.executemany(
         "INSERT INTO vectors(entry_id, provider, model, dimensions, vector) VALUES (?,?,?,?,?)",
-        [row for e in batch for row in vector_rows(e)],
+        [row for e in batch for row in vector_rows(e, space)],
     )
+
+
+def slots_of(db: sqlite3.Connection, ids: Iterable[str]) -> dict[str, int]:
+    """The slot of each of ``ids`` that has a row."""
+    wanted, select = sorted(set(ids)), "SELECT id, slot FROM entries"
+    rows = (r for chunk in _chunks(wanted) for r in _select_in(db, select, "id", chunk))
+    return {r[0]: int(r[1]) for r in rows}
+
+
+def slot_count(db: sqlite3.Connection) -> int:
+    """How many slots the entries hold (one per entry ever created): the count the packed
+    ranking records cover, else the rows'."""
+    row = db.execute("SELECT count FROM packed_sets WHERE kind = 'rnk'").fetchone()
+    if row is None:
+        row = db.execute("SELECT max(slot) + 1 FROM entries").fetchone()
+    return int(row[0]) if row is not None and row[0] is not None else 0
+
+
+def space_in_force(db: sqlite3.Connection, wanted: Space) -> Space | None:
+    """The space the view stays in when a caller configured with ``wanted`` catches it up:
+    ``wanted`` itself when it is the view's; the view's own while not one vector of
+    ``wanted`` exists (a process that runs with another configuration, a background
+    sweep, a provider chosen but nothing embedded with it yet, would otherwise rebuild
+    the whole view, and the next one back); None when the view must move to ``wanted``
+    (a rebuild)."""
+    current = space_of(db)
+    if current == wanted:
+        return wanted
+    row = db.execute(
+        "SELECT 1 FROM vectors WHERE provider = ? AND model = ? AND dimensions = ? LIMIT 1",
+        wanted,
+    ).fetchone()
+    return current if current is not None and row is None else None
+
+
+def space_of(db: sqlite3.Connection) -> Space | None:
+    """The space in force the view was built for (None before any)."""
+    provider, model = get_meta(db, "embedding_provider"), get_meta(db, "embedding_model")
+    dimensions = get_meta(db, "embedding_dimensions")
+    if not provider or not dimensions.isdigit():
+        return None
+    return Space(provider, model, int(dimensions))
 
 
 def row_entry(row: sqlite3.Row | tuple[Any, ...]) -> Entry:
@@ -227,12 +273,12 @@ def row_entry(row: sqlite3.Row | tuple[Any, ...]) -> Entry:
     values["promoted"] = bool(values["promoted"])
     values["reasoning"] = values["reasoning"] or ""
     values["source_project"] = values["source_project"] or ""
-    del values["embedding"]
     return Entry(**values)
 
 
 def load_entries(db: sqlite3.Connection, ids: Iterable[str] | None = None) -> dict[str, Entry]:
-    """Entries (all, or those of ``ids``) with every vector they have."""
+    """Entries (all, or those of ``ids``) with their vectors of other spaces than the one in
+    force (``vectors.attach`` adds that one's, from the packed file)."""
     if ids is None:
         rows = db.execute(_SELECT + " ORDER BY id").fetchall()
     else:
@@ -262,15 +308,6 @@ def load_ids(db: sqlite3.Connection, ids: Iterable[str], vectors: bool = False) 
     if vectors:
         _attach_vectors(db, entries)
     return list(entries.values())
-
-
-def use_space(db: sqlite3.Connection, space: Space) -> None:
-    """Fill ``entries.embedding`` from the vectors of ``space`` (the space now in force)."""
-    db.execute(
-        "UPDATE entries SET embedding = (SELECT vector FROM vectors v WHERE v.entry_id = "
-        "entries.id AND v.provider = ? AND v.model = ? AND v.dimensions = ?)",
-        space,
-    )
 
 
 def _attach_vectors(db: sqlite3.Connection, entries: dict[str, Entry]) -> None:

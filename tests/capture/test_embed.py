@@ -77,7 +77,7 @@ def pending(monkeypatch: pytest.MonkeyPatch | None = None) -> int:
 def matrix(home: Path, space: Space) -> tuple[list[str], np.ndarray]:  # type: ignore[type-arg]
     db = store.connect(db_path(home))
     try:
-        found = load_matrix(db, home / "vectors", space)
+        found = load_matrix(db, home, space)
         return found.ids, np.array(found.vectors)
     finally:
         db.close()
@@ -95,7 +95,8 @@ def test_observations_are_embedded_at_write_time(memlog_home: Path) -> None:
     observe_many(5)
     assert pending() == 0
     ids, vectors = matrix(memlog_home, HASHING)
-    assert len(ids) == 5 and np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+    # kept as q8: each value within half a step of its vector's scale
+    assert len(ids) == 5 and np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-2)
 
 
 def test_unavailable_provider_leaves_entries_pending(
@@ -187,7 +188,7 @@ def test_replay_reproduces_vectors_without_any_provider(
     ids, vectors = matrix(memlog_home, OPENAI)
     assert len(ids) == 7
     monkeypatch.setenv("MEMLOG_EMBEDDING_BASE_URL", "http://127.0.0.1:9")  # nothing listens
-    for path in [db_path(memlog_home), memlog_home / "vectors"]:
+    for path in [db_path(memlog_home), memlog_home / "index"]:
         if path.is_dir():
             for child in path.iterdir():
                 child.unlink()

@@ -168,13 +168,14 @@ def test_migrations_build_the_schema_from_blank(tmp_path: Path) -> None:
     spec = {
         "id", "name", "description", "reasoning", "category", "keywords", "references",
         "observation_count", "confidence", "recall_count", "last_recalled_at", "created_at",
-        "updated_at", "source", "source_project", "embedding",
+        "updated_at", "source", "source_project",
     }  # fmt: skip
-    assert spec | {"projects", "features", "sources", "provenance"} <= columns
+    assert spec | {"projects", "features", "sources", "provenance", "slot"} <= columns
+    assert "embedding" not in columns  # the vectors: in their packed file, once
     triggers = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='trigger'")}
-    assert triggers == {"entries_ai", "entries_ad", "entries_au"}
+    assert triggers == set()  # no FTS5 to feed: the text is indexed once, in index/*.lex
     indexes = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type='index'")}
-    assert {"entries_live", "entries_rank", "vectors_entry"} <= indexes
+    assert {"entries_live", "vectors_entry"} <= indexes and "entries_rank" not in indexes
     assert store.get_meta(db, "schema_version") == str(schema.SCHEMA_VERSION)
     assert schema.migrate(db) == []  # applying again is a no-op
     db.close()
@@ -236,11 +237,10 @@ def test_concurrent_reader_always_sees_a_complete_view(memlog_home: Path) -> Non
                 db.execute("BEGIN")
                 count = db.execute("SELECT count(*) FROM entries").fetchone()[0]
                 seq = db.execute("SELECT value FROM _metadata WHERE key='log_seq'").fetchone()[0]
-                hits = db.execute(
-                    "SELECT count(*) FROM entries_fts WHERE entries_fts MATCH 'number'"
-                ).fetchone()[0]
+                rnk = "SELECT count FROM packed_sets WHERE kind = 'rnk'"
+                records = db.execute(rnk).fetchone()[0]
                 db.execute("COMMIT")
-                assert hits == count
+                assert records == count
                 seen.add((count, seq))
             except BaseException as exc:  # noqa: BLE001 - reported below
                 errors.append(exc)
@@ -287,7 +287,7 @@ def test_an_old_database_migrates_to_the_current_schema(tmp_path: Path) -> None:
         "WHERE status = 'live' AND category IN (?, ?) ORDER BY id",
         ("2026-01-01T00:00:00", "patterns", "heuristics"),
     ).fetchall()
-    assert "COVERING INDEX entries_rank" in " ".join(str(r) for r in plan)
+    assert "USING INDEX entries_live" in " ".join(str(r) for r in plan)
     plan = migrated.execute(  # the hook's branch memory, as ``queries.branch_entries`` asks it
         f"EXPLAIN QUERY PLAN {queries.BRANCH_ENTRIES}", ("project/branch",)
     ).fetchall()

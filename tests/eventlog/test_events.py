@@ -12,6 +12,7 @@ from unittest import mock
 
 import msgspec
 import msgspec.inspect as mi
+import numpy as np
 import pytest
 from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
@@ -35,7 +36,12 @@ from memlog.eventlog.events import (
 )
 from memlog.eventlog.log import Damage, EventLog
 from memlog.eventlog.secrets import REDACTED
+from memlog.eventlog.vectors import quantise
 from memlog.eventlog.verify import verify_log
+from memlog.projections.runner import catch_up
+from memlog.projections.sqlite_view import queries, store
+from memlog.projections.sqlite_view.reading import load_matrix
+from memlog.vocabulary import Space
 
 # -- strategies built from the schemas themselves ----------------------------------
 
@@ -75,12 +81,23 @@ def strategy_for(kind: mi.Type) -> st.SearchStrategy[Any]:
 
 
 def struct_strategy(cls: type[msgspec.Struct]) -> st.SearchStrategy[Any]:
-    """Every field of ``cls`` drawn, defaulted ones included."""
+    """Every field of ``cls`` drawn, defaulted ones included (a vector as long as its
+    dimensions and encoding say)."""
     info = mi.type_info(cls)
     assert isinstance(info, mi.StructType)
     fields = {f.name: strategy_for(f.type) for f in info.fields}
     if issubclass(cls, EventBase):  # the log reads times of 1970-9000 only (or none)
         fields["ts"] = st.one_of(st.just(""), TIMES)
+    if cls is Reembedded:
+        fields["dimensions"] = st.integers(min_value=1, max_value=64)
+        fields.pop("vector")
+        return st.fixed_dictionaries(fields).flatmap(
+            lambda kwargs: st.binary(
+                min_size=(size := 4 * kwargs["dimensions"] if kwargs["encoding"] == "f32"
+                          else 4 + kwargs["dimensions"]),
+                max_size=size,
+            ).map(lambda vector: cls(vector=vector, **kwargs))
+        )  # fmt: skip
     return st.fixed_dictionaries(fields).map(lambda kwargs: cls(**kwargs))
 
 
@@ -108,8 +125,18 @@ def test_writer_is_part_of_the_round_trip() -> None:
 
 # -- schema evolution: lines stored by earlier versions ----------------------------
 
-#: ``entry.observed`` exactly as it is written today
+#: ``entry.observed`` exactly as it is written today: fields at their default left out
 STORED_TODAY = (
+    b'{"type":"entry.observed","seq":1,"id":"01a2001c-52f4-7a3e-9d1b-3c5e8f0a7b21",'
+    b'"ts":"2026-11-21T23:47:12.345678Z","writer":{"tool":"memlog/0.1.0",'
+    b'"command":"observe","host":"build-host","pid":4242},"name":"Retry flaky network calls",'
+    b'"description":"Wrap outbound HTTP calls in a bounded retry with jitter.",'
+    b'"category":"patterns","reasoning":"Seen three times in CI.","confidence":"high",'
+    b'"keywords":["retry","http"],"references":["net/client.py"],"source":"retro",'
+    b'"project":"alpha","feature":"023-memory","sum":"ad0f9768f1a9fb9a"}\n'
+)
+#: the same event as written with every field spelled out (before defaults were left out)
+STORED_BEFORE_COMPACT = (
     b'{"type":"entry.observed","seq":1,"id":"01a2001c-52f4-7a3e-9d1b-3c5e8f0a7b21",'
     b'"ts":"2026-11-21T23:47:12.345678Z","v":1,"writer":{"tool":"memlog/0.1.0",'
     b'"command":"observe","host":"build-host","pid":4242},"redacted":[],"batch_end":0,'
@@ -132,6 +159,15 @@ STORED_BEFORE_LAYOUT = (
     b'"keywords":["retry","http"],"references":["net/client.py"],"source":"retro",'
     b'"project":"alpha","feature":"023-memory","count":null,"last_observed":"","origin":"",'
     b'"details":[],"section":"","branch":"","stable_id":"","revive":null,"sum":"7ae40ae4cc945ba1"}\n'
+)
+#: its vector as written before ``q8``: little-endian float32 [0.5, −0.25, 0.125, 1.0]
+STORED_F32_VECTOR = (
+    b'{"type":"entry.reembedded","seq":2,"id":"01a2001c-52f4-7a3e-9d1b-3c5e8f0a7b22",'
+    b'"ts":"2026-11-21T23:47:13.000001Z","v":1,"writer":{"tool":"memlog/0.1.0",'
+    b'"command":"embed","host":"build-host","pid":4242},"redacted":[],"batch_end":0,'
+    b'"redactions":[],"entry_id":"10861e8caed9c4fe","provider":"hashing",'
+    b'"model":"blake2b-words","dimensions":4,"vector":"AAAAPwAAgL4AAAA+AACAPw==",'
+    b'"sum":"de9473c75c483376"}\n'
 )
 #: the same event as written with ``section`` and ``branch`` but before redactions were
 #: recorded by class (and before ``stable_id`` and ``revive``)
@@ -184,6 +220,7 @@ STORED_FIRST_RELEASE = (
 )
 STORED_LINES = {
     "today": STORED_TODAY,
+    "before-compact": STORED_BEFORE_COMPACT,
     "before-layout": STORED_BEFORE_LAYOUT,
     "before-branch": STORED_BEFORE_BRANCH,
     "before-redactions": STORED_BEFORE_REDACTIONS,
@@ -220,6 +257,28 @@ def test_stored_lines_still_decode(version: str) -> None:
 
 def test_the_encoding_of_today_is_stable() -> None:
     assert encode_line(STORED_EVENT) == STORED_TODAY
+
+
+def test_a_stored_float32_vector_replays_as_the_same_q8_a_new_line_carries(
+    memlog_home: Path,
+) -> None:
+    old = decode_line(STORED_F32_VECTOR)
+    assert isinstance(old, Reembedded) and old.encoding == "f32"
+    floats = [0.5, -0.25, 0.125, 1.0]
+    assert np.frombuffer(old.vector, "<f4").tolist() == floats
+    (memlog_home / "events").mkdir(parents=True)
+    segment = memlog_home / "events" / "00000000000000000001.jsonl"
+    segment.write_bytes(STORED_BEFORE_COMPACT + STORED_F32_VECTOR)
+    space = Space("hashing", "blake2b-words", 4)
+    assert catch_up(memlog_home, space).applied == 2
+    with store.opened(memlog_home / "memory.db", readonly=True) as db:
+        found = queries.entries(memlog_home, [old.entry_id])[0].vectors[space.key]
+        matrix = load_matrix(db, memlog_home, space)
+    assert found.data == quantise(floats)  # the bytes a q8 line of those floats carries
+    assert matrix.ids == [old.entry_id]
+    assert matrix.vectors[0].tolist() == pytest.approx(floats, abs=1 / 254)
+    new = msgspec.structs.replace(old, vector=quantise(floats), encoding="q8")
+    assert decode_line(encode_line(new)) == new and b'"encoding":"q8"' in encode_line(new)
 
 
 def test_stored_old_line_replays_from_a_log(memlog_home: Path) -> None:

@@ -119,8 +119,16 @@ def errors(home: Path) -> str:
 
 
 def test_a_resident_answers_as_the_hook_itself_would(
-    home: Path, runtime: Path, project: Path
+    home: Path, runtime: Path, project: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # an active feature gives the start a query to rank by; the recall the first start
+    # records changes the next one's prominence, which is left out so both rank alike
+    feature = project / "docs" / "features" / "023-review-loops"
+    feature.mkdir(parents=True)
+    (project / ".claude").mkdir()  # the project's root
+    (feature / ".meta.json").write_text('{"slug": "review-loops", "status": "active"}')
+    (feature / "spec.md").write_text("# Review loops\n\nReviewers flag pre-existing code.\n")
+    monkeypatch.setenv("MEMLOG_FUSION_PROMINENCE_WEIGHT", "0")
     process = start_resident(home, project)
     served, _ = start_hook(project, "s-1")
     assert recorder.settled(home)
@@ -130,6 +138,7 @@ def test_a_resident_answers_as_the_hook_itself_would(
     assert process.wait(10) == 0
     own, _ = start_hook(project, "s-2", MEMLOG_RESIDENT_MINUTES="0")
     assert served and served == own
+    assert "semantic: active (vector=0, fts5=0)" not in served  # ranked by a query
     assert not errors(home)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import sqlite3
+from datetime import UTC, datetime
 from pathlib import Path
 
 import numpy as np
@@ -24,12 +25,13 @@ from memlog.eventlog.events import (
     content_hash,
 )
 from memlog.eventlog.log import EventLog
+from memlog.projections import markdown_sync
 from memlog.projections.fold import fold
 from memlog.projections.markdown_view.writer import markdown_files
 from memlog.projections.runner import catch_up, db_path, rebuild
 from memlog.projections.sqlite_view import store
 from memlog.projections.sqlite_view.digest import sqlite_digest
-from memlog.projections.sqlite_view.reading import load_matrix
+from memlog.projections.sqlite_view.reading import Snapshot, load_matrix
 from memlog.projections.sqlite_view.schema import SCHEMA_VERSION
 from memlog.vocabulary import DEFAULT_SPACE, Space
 
@@ -231,19 +233,22 @@ def test_reembedding_does_not_touch_updated_at(memlog_home: Path) -> None:
 
 # -- the SQLite view ------------------------------------------------------------------
 
+NOW = datetime(2026, 1, 1, tzinfo=UTC)
+
 
 def test_fts_and_vectors_follow_the_rows(memlog_home: Path) -> None:
     write_log(memlog_home, SOME_EVENTS)
     catch_up(memlog_home)
+    with Snapshot(memlog_home) as view:  # D3's FTS5 bm25, from an index of the rows
+        found = view.candidates(["heuristics", "patterns", "anti-patterns", "facts"], NOW)
+        scores = view.bm25("alpha", view.rowid_positions(found.ids))
+    assert [i for i, s in zip(found.ids, scores, strict=True) if s > 0] == [IDS[2]]
     db = store.connect(db_path(memlog_home))
-    hits = db.execute(
-        "SELECT e.id FROM entries_fts JOIN entries e ON e.rowid = entries_fts.rowid "
-        "WHERE entries_fts MATCH 'alpha'"
-    ).fetchall()
-    assert {h[0] for h in hits} == {IDS[2]}  # labelled keywords are indexed
-    matrix = load_matrix(db, memlog_home / "vectors", DEFAULT_SPACE)
+    assert db.execute("SELECT name FROM sqlite_master WHERE name LIKE '%fts%'").fetchall() == []
+    matrix = load_matrix(db, memlog_home, DEFAULT_SPACE)
     assert matrix.ids == [IDS[0]]
-    assert np.frombuffer(vector(1), "<f4").tolist() == pytest.approx(matrix.vectors[0].tolist())
+    expected = np.frombuffer(vector(1), "<f4")  # kept as q8: within half a step of its scale
+    assert np.abs(matrix.vectors[0] - expected).max() <= np.abs(expected).max() / 254 + 1e-7
     meta = dict(db.execute("SELECT key, value FROM _metadata").fetchall())
     assert meta["embedding_provider"] == "local" and meta["schema_version"] == str(SCHEMA_VERSION)
     assert meta["log_seq"] == str(len(SOME_EVENTS))
@@ -266,13 +271,15 @@ def test_vector_spaces_never_mix(memlog_home: Path) -> None:
     )
     catch_up(memlog_home)
     db = store.connect(db_path(memlog_home))
-    assert load_matrix(db, memlog_home / "vectors", DEFAULT_SPACE).ids == [IDS[0]]
+    assert load_matrix(db, memlog_home, DEFAULT_SPACE).ids == [IDS[0]]
+    assert load_matrix(db, memlog_home, other).ids == [IDS[2]]  # from the table of others
     db.close()
-    catch_up(memlog_home, other)  # the configured space changes
+    catch_up(memlog_home, other)  # the configured space changes: the view is rebuilt
     db = store.connect(db_path(memlog_home))
-    assert load_matrix(db, memlog_home / "vectors", other).ids == [IDS[2]]
-    embedded = db.execute("SELECT id FROM entries WHERE embedding IS NOT NULL").fetchall()
-    assert embedded == [(IDS[2],)]
+    assert load_matrix(db, memlog_home, other).ids == [IDS[2]]
+    assert load_matrix(db, memlog_home, DEFAULT_SPACE).ids == [IDS[0]]
+    in_table = db.execute("SELECT entry_id, provider FROM vectors").fetchall()
+    assert in_table == [(IDS[0], "local")]  # each vector once: the one in force is packed
     db.close()
 
 
@@ -327,3 +334,32 @@ def test_reader_keeps_its_snapshot_during_a_rebuild(memlog_home: Path) -> None:
                          "FROM entries").fetchone()  # fmt: skip
     assert new == (6, str(len(SOME_EVENTS)))
     reader.close()
+
+
+def test_catch_ups_patch_the_markdown_files_in_place(
+    memlog_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A new entry that sorts last is appended to its file, a changed one replaced where it
+    is, a retired one removed, without reading the file's other entries from the rows; the
+    files equal those a rebuild writes."""
+    same = {"category": "patterns", "project": "alpha"}  # all in one file
+    log = write_log(memlog_home, [observed(0, **same), observed(1, **same)])
+    catch_up(memlog_home)
+    log.append([observed(2, **same)])  # rendered: after a rebuild the last entry is not known
+    catch_up(memlog_home)
+
+    def unread(*args: object) -> list[object]:
+        raise AssertionError("the file was rendered from the rows")
+
+    monkeypatch.setattr(markdown_sync, "_members", unread)
+    for events in (
+        [observed(3, **same)],  # appended
+        [observed(1, **same, source="retro", reasoning="Seen twice.")],  # replaced in place
+        [Retired(entry_id=IDS[2], reason="wrong")],  # removed
+    ):
+        log.append(events)
+        assert not catch_up(memlog_home).rebuilt
+    monkeypatch.undo()
+    copy_log(memlog_home, tmp_path / "full")
+    rebuild(tmp_path / "full")
+    assert markdown_files(memlog_home) == markdown_files(tmp_path / "full")

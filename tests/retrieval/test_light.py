@@ -59,7 +59,7 @@ def test_fuse_equals_numpy_bit_for_bit(seed: int) -> None:
     n = [1, 2, 7, 50, 400, 3000][seed]
     lexical, prominence, around = signals(seed, n)
     weights = plain.Weights(0.8, 0.4, 0.2, 0.3)
-    graph = Neighbours(10, list(range(n)), [j for r in around for j in r], list(range(n)))
+    graph = Neighbours(10, list(range(n)), [j for r in around for j in r], list(range(n)), 10)
     ours = plain.fuse(lexical, prominence, graph, weights)
     theirs = fusion.fuse(
         np.array(lexical), None, np.array(prominence), np.array(around, dtype=np.int64), weights
@@ -76,7 +76,7 @@ def test_fuse_over_a_reference_equals_numpy_bit_for_bit(seed: int) -> None:
     reference = [random.Random(seed + i).random() < 0.8 for i in range(n)]
     reference[0] = True
     weights = plain.Weights(1.0, 0.25, 0.05, 1.0)
-    graph = Neighbours(10, list(range(n)), [j for r in around for j in r], list(range(n)))
+    graph = Neighbours(10, list(range(n)), [j for r in around for j in r], list(range(n)), 10)
     ours = plain.fuse(lexical, prominence, graph, weights, reference)
     theirs = fusion.fuse(
         np.array(lexical), None, np.array(prominence), np.array(around, dtype=np.int64),
@@ -111,8 +111,12 @@ def test_spread_and_zscores_by_hand() -> None:
 
 def test_neighbour_means_by_hand() -> None:
     scores = [1.0, -3.0, 2.0]
-    graph = Neighbours(2, [0, 1, -1], [1, 2, 0, -1], [0, 1, 2])
+    graph = Neighbours(2, [0, 1, -1], [1, 2, 0, -1], [0, 1, 2], 2)
     assert plain.neighbour_means(scores, graph) == [0.0, 1.0, 0.0]
+    wider = Neighbours(2, [0, 1, -1], [1, 2, 7, 0, -1, 7], [0, 1, 2], 3)  # records of 3
+    assert plain.neighbour_means(scores, wider) == [0.0, 1.0, 0.0]
+    beyond = Neighbours(2, [0, 1], [1, 9, 0, 9], [0, 1], 2)  # past the records: no one
+    assert plain.neighbour_means([1.0, 2.0], beyond) == [2.0, 1.0]
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -147,15 +151,15 @@ def test_the_view_counts_days_from_the_right_moment(tmp_path: Path) -> None:
         ("e" * 16, "2025-04-02T00:00:00.5Z", '["manual"]', "", "high"),
         ("f" * 16, "not a time", '["manual"]', "", "high"),
     ]
-    for entry_id, updated, sources, observed, level in rows:
+    for slot, (entry_id, updated, sources, observed, level) in enumerate(rows, 1):
         db.execute(
-            f"{base}, sources, last_observed, confidence, observation_count, recall_count) "
-            "VALUES (?, 'n', 'd', 'patterns', 't', ?, 'm', ?, ?, ?, 3, 4)",
-            (entry_id, updated, sources, observed, level),
+            f"{base}, sources, last_observed, confidence, observation_count, recall_count, "
+            "slot) VALUES (?, 'n', 'd', 'patterns', 't', ?, 'm', ?, ?, ?, 3, 4, ?)",
+            (entry_id, updated, sources, observed, level, slot),
         )
     with index_files.preparing(home):
         db.execute("BEGIN")
-        ranks.build(db, home)
+        ranks.build(db, home, 99, lambda _: False)
         db.execute("COMMIT")
     now = datetime(2025, 3, 31, 12, 0, tzinfo=UTC)
     with View(home) as view:

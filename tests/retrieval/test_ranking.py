@@ -14,8 +14,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from memlog.projections.sqlite_view import packed, reading
-from memlog.projections.sqlite_view.vectors import SUFFIX, VECTOR_DIR, pack_rows
+from memlog.eventlog.vectors import q8_size, quantise_rows
+from memlog.projections.sqlite_view import index_files, packed, ranks, reading, store, vectors
 from memlog.retrieval import ranking
 from memlog.vocabulary import Space
 
@@ -261,11 +261,26 @@ def test_ac1b_relevant_entries_fill_the_top_25() -> None:
 # -- AC 9a: the local computation at 10k × 768 --------------------------------------------------
 
 
-def write_packed(folder: Path, ids: list[str], matrix: np.ndarray) -> str:
-    """A packed vector file as the sqlite view writes it: one row per id, then its floats."""
-    folder.mkdir(parents=True, exist_ok=True)
-    rows = zip(ids, (row.astype("<f4").tobytes() for row in matrix), strict=True)
-    return packed.write(folder, pack_rows(rows), SUFFIX)
+def packed_view(
+    folder: Path, ids: list[str], matrix: np.ndarray, space: Space
+) -> sqlite3.Connection:
+    """A view holding only the packed files ``vector_scores`` reads: every entry live with
+    its vector (``q8``), one record per slot."""
+    ranked = b"".join(ranks.RECORD.pack(i.encode(), 0.0, 1, 0, 0, 2, ranks.LIVE | ranks.VECTOR)
+                      for i in ids)  # fmt: skip
+    folder = folder / index_files.INDEX_DIR
+    packed.write(folder, "1.rnk", packed.header(ranks.MAGIC, ranks.RECORD.size) + ranked)
+    size = q8_size(space.dimensions)
+    rows = b"".join(quantise_rows(matrix))
+    packed.write(folder, "1.vec", packed.header(vectors.MAGIC, size, space.dimensions) + rows)
+    db = sqlite3.connect(":memory:")
+    db.execute("CREATE TABLE packed_sets (kind TEXT PRIMARY KEY, file TEXT, count INTEGER)")
+    db.executemany("INSERT INTO packed_sets VALUES (?, ?, ?)",
+                   [("rnk", "1.rnk", len(ids)), ("vec", "1.vec", len(ids))])  # fmt: skip
+    db.execute("CREATE TABLE _metadata (key TEXT PRIMARY KEY, value TEXT)")
+    store.set_meta(db, {"embedding_provider": space.provider, "embedding_model": space.model,
+                        "embedding_dimensions": str(space.dimensions)})  # fmt: skip
+    return db
 
 
 @pytest.mark.ac("024:9a")
@@ -277,19 +292,15 @@ def test_ac9a_vector_scores_scoring_and_selection_at_10k_by_768(tmp_path: Path) 
     query = matrix[planted].copy()
     ids = [f"{i:016x}" for i in range(n)]
     space = Space("gemini", "gemini-embedding-001", dims)
-    name = write_packed(tmp_path / VECTOR_DIR, ids, matrix)
-    db = sqlite3.connect(":memory:")
-    db.execute(
-        "CREATE TABLE vector_sets (provider TEXT, model TEXT, dimensions INTEGER, "
-        "count INTEGER, file TEXT)"
-    )
-    db.execute("INSERT INTO vector_sets VALUES (?, ?, ?, ?, ?)", (*space, n, name))
-    where = {entry_id: i for i, entry_id in enumerate(ids)}
+    db = packed_view(tmp_path, ids, matrix, space)
+    slots = np.arange(n, dtype=np.int64)
 
-    cosines, matches = reading.vector_scores(db, tmp_path, space, query, where)
+    cosines, matches = reading.vector_scores(db, tmp_path, space, query, slots)
     assert matches == n
-    np.testing.assert_allclose(cosines, matrix.astype(np.float64) @ query, atol=1e-5)
-    assert cosines[planted] == pytest.approx(1.0, abs=1e-5)
+    # q8 keeps each value within half a step of its row's scale (~1/254 of its peak)
+    np.testing.assert_allclose(cosines, matrix.astype(np.float64) @ query, atol=2e-3)
+    assert cosines[planted] == pytest.approx(1.0, abs=2e-3)
+    assert int(np.argmax(cosines)) == planted
 
     cats = [[AP, H, P, F][i % 4] for i in range(n)]
     observations = rng.integers(1, 10, n).astype(np.float64)

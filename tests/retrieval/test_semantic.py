@@ -23,7 +23,7 @@ from memlog.eventlog.devices import is_per_device, to_devices
 from memlog.eventlog.events import Recalled, Retired, content_hash
 from memlog.eventlog.log import EventLog
 from memlog.projections.runner import catch_up
-from memlog.projections.sqlite_view import store
+from memlog.projections.sqlite_view import reading, store
 from memlog.retrieval import record as recording
 from memlog.retrieval.inject import build
 from memlog.retrieval.record import record
@@ -222,13 +222,16 @@ def test_ac7a_provider_failing_at_query_time(
 
 
 @pytest.mark.ac("024:7b")
-def test_ac7b_fts_unavailable_uses_vectors_and_prominence(memlog_home: Path) -> None:
+def test_ac7b_fts_unavailable_uses_vectors_and_prominence(
+    memlog_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     seed(memlog_home, entry("Parser error handling", PARSER), filler(6, "patterns"))
     catch_up(memlog_home, HASHING.space)
-    db = sqlite3.connect(memlog_home / store.DB_NAME)
-    db.execute("DROP TABLE entries_fts")
-    db.commit()
-    db.close()
+
+    def no_fts5(self: object) -> None:  # an SQLite built without FTS5
+        raise sqlite3.OperationalError("no such module: fts5")
+
+    monkeypatch.setattr(reading.Snapshot, "_fts", no_fts5)
     query = "building a file parser error handling"
     result = build(make_request(memlog_home, None, HASHING_D3, query=query))
     assert result.mode == "semantic", result.notes

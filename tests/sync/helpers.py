@@ -82,7 +82,7 @@ def sqlite_dump(path: Path) -> str:
 
 #: packed files beside memory.db: only those the database points at are the view (older
 #: ones wait out a grace period for readers that may still map them)
-POINTED = {"vectors": "SELECT file FROM vector_sets", "index": "SELECT file FROM packed_sets"}
+POINTED = {"index": "SELECT file FROM packed_sets"}
 
 
 def views_of(home: Path) -> dict[str, bytes]:

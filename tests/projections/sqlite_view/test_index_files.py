@@ -1,30 +1,34 @@
-"""The ranking indexes' packed files: named by content, swept once nothing points at them."""
+"""The packed files of ``index/``: named by generation, swept once nothing points at them,
+refused when damaged."""
 
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
-from memlog.projections.sqlite_view import index_files, store
+from memlog.projections.sqlite_view import index_files, packed, store
 
 
-def test_the_name_is_the_content(tmp_path: Path) -> None:
-    first = index_files.write(tmp_path, "lex", b"abc")
-    assert first == index_files.write(tmp_path, "lex", b"abc") and first.endswith(".lex")
-    assert first != index_files.write(tmp_path, "lex", b"abd")
-    assert (tmp_path / index_files.INDEX_DIR / first).read_bytes() == b"abc"
+def write(folder: Path, name: str, data: bytes) -> str:
+    return packed.write(folder / index_files.INDEX_DIR, name, data)
+
+
+def test_a_name_says_which_event_the_file_was_first_written_for() -> None:
+    assert packed.generation_name(30_000, ".rnk") == "000000030000.rnk"
+    names = [packed.generation_name(n, ".lex") for n in (9, 10, 100_000)]
+    assert names == sorted(names)
 
 
 def test_only_files_the_committed_view_points_at_stay(tmp_path: Path) -> None:
     path = tmp_path / store.DB_NAME
     with index_files.preparing(tmp_path), store.opened(path) as db:
         with store.transaction(db):
-            old = index_files.write(tmp_path, "lex", b"old")
+            old = write(tmp_path, "000000000001.lex", b"old")
             index_files.point(db, "lex", old, 1)
         with store.transaction(db):
-            new = index_files.write(tmp_path, "lex", b"new")
+            new = write(tmp_path, "000000000002.lex", b"new")
             index_files.point(db, "lex", new, 1)
-            nbr = index_files.write(tmp_path, "nbr", b"graph")
+            nbr = write(tmp_path, "000000000002.nbr", b"graph")
             index_files.point(db, "nbr", nbr, 1)
     assert index_files.sweep(tmp_path, path, wait=True) == [old]
     assert sorted(os.listdir(tmp_path / index_files.INDEX_DIR)) == sorted(
@@ -35,10 +39,10 @@ def test_only_files_the_committed_view_points_at_stay(tmp_path: Path) -> None:
 def test_a_file_being_written_is_never_swept(tmp_path: Path) -> None:
     path = tmp_path / store.DB_NAME
     with index_files.preparing(tmp_path), store.opened(path) as db, store.transaction(db):
-        named = index_files.write(tmp_path, "lex", b"named")
+        named = write(tmp_path, "000000000001.lex", b"named")
         index_files.point(db, "lex", named, 1)
     with index_files.preparing(tmp_path):
-        pending = index_files.write(tmp_path, "lex", b"not named yet")
+        pending = write(tmp_path, "000000000002.lex", b"not named yet")
         assert index_files.sweep(tmp_path, path) == []  # a writer holds it: skipped
         assert (tmp_path / index_files.INDEX_DIR / pending).exists()
     # the writer gave up without naming it (a rolled-back transaction): it goes now
@@ -47,6 +51,29 @@ def test_a_file_being_written_is_never_swept(tmp_path: Path) -> None:
 
 
 def test_a_damaged_file_is_refused(tmp_path: Path) -> None:
-    name = index_files.write(tmp_path, "lex", b"not a packed file at all, far too short?")
-    assert index_files.open_mapped(tmp_path, name, b"MLLEX001") is None
-    assert index_files.open_mapped(tmp_path, "missing.lex", b"MLLEX001") is None
+    path = tmp_path / store.DB_NAME
+    good = packed.header(b"MLRNK002", 4) + b"abcdefgh"
+    with store.opened(path) as db, store.transaction(db):
+        index_files.point(db, "rnk", write(tmp_path, "000000000001.rnk", good), 2)
+        found = index_files.slots(db, tmp_path, "rnk", b"MLRNK002")
+        assert found is not None and bytes(found.data) == b"abcdefgh"
+        assert index_files.slots(db, tmp_path, "rnk", b"MLNBR002") is None  # another kind
+        index_files.point(db, "rnk", "000000000001.rnk", 3)  # more records than it holds
+        assert index_files.slots(db, tmp_path, "rnk", b"MLRNK002") is None
+        index_files.point(db, "rnk", write(tmp_path, "000000000002.rnk", b"short"), 1)
+        assert index_files.slots(db, tmp_path, "rnk", b"MLRNK002") is None
+        index_files.point(db, "rnk", "missing.rnk", 1)
+        assert index_files.slots(db, tmp_path, "rnk", b"MLRNK002") is None
+
+
+def test_the_delta_before_the_named_one_is_kept_for_readers_still_on_it(tmp_path: Path) -> None:
+    """A reader that read the pointer just before a catch-up named a newer delta still finds
+    the one it read: each catch-up writes a new one, so the last but one stays."""
+    path = tmp_path / store.DB_NAME
+    with index_files.preparing(tmp_path), store.opened(path) as db:
+        for n in range(1, 5):
+            with store.transaction(db):
+                index_files.point(db, "lxd", write(tmp_path, f"{n:012d}.lxd", b"delta"), 1)
+    removed = index_files.sweep(tmp_path, path, wait=True)
+    assert removed == ["000000000001.lxd", "000000000002.lxd"]
+    assert index_files.sweep(tmp_path, path, wait=True) == []

@@ -1,94 +1,191 @@
-"""Neighbour lists: exact, kept up to date event by event, equal to a full replay."""
+"""Neighbour lists: exact among few, searched by cells among many, kept up to date event by
+event, and always equal to the graph a rebuild makes."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
+import pytest
 
-from memlog.eventlog.events import Reembedded, Retired
+from memlog.eventlog.events import Reembedded, Retired, content_hash
 from memlog.eventlog.log import EventLog
+from memlog.eventlog.vectors import quantise
 from memlog.projections.runner import catch_up, rebuild
-from memlog.projections.sqlite_view import index_files, neighbours, store
+from memlog.projections.sqlite_view import graph as graph_module
+from memlog.projections.sqlite_view import index_files, neighbours, ranks, store
+from memlog.projections.sqlite_view.reading import load_matrix
 from memlog.tests.retrieval.helpers import HASHING, entry, filler, vector_of
 from memlog.vocabulary import Space
 
 SPACE = Space(*HASHING.space)
 
 
-def graph(home: Path) -> tuple[str | None, dict[str, list[str]]]:
-    """The packed file's name and each entry's neighbours, by id."""
+def graph(home: Path) -> tuple[tuple[str, int] | None, dict[str, list[str]]]:
+    """The packed file's pointer and each member's neighbours, by id."""
     with store.opened(home / store.DB_NAME) as db:
         found = index_files.pointer(db, neighbours.KIND)
-        loaded = neighbours.load(db, home)
-    assert loaded is not None
-    ids = [i.decode() for i in loaded.ids.tolist()]
-    rows = zip(ids, loaded.index.tolist(), strict=True)
-    lists = {i: [ids[n] for n in row if n >= 0] for i, row in rows}
-    return (found[0] if found else None), lists
+        loaded = neighbours.read(db, home)
+        records = ranks.read(db, home)
+    assert loaded is not None and records is not None
+    ids = [r[0].decode() for r in ranks.RECORD.iter_unpack(records.data)]
+    lists = {
+        ids[slot]: [ids[n] for n in row if n >= 0]
+        for slot, row in enumerate(loaded.lists.tolist())
+        if loaded.probes[slot, 0] >= 0 or any(n >= 0 for n in row)
+    }
+    return found, lists
 
 
 def brute_force(home: Path) -> dict[str, list[str]]:
-    """The graph computed directly: quantised dot products, best first, ties by id."""
+    """Every member's K best others by the exact q8 key, ties to the lower slot."""
     with store.opened(home / store.DB_NAME) as db:
-        ids, matrix = neighbours.quantised(db, SPACE)
-    dots = (matrix.astype(np.int64) @ matrix.astype(np.int64).T).tolist()
+        loaded = neighbours._vectors(db, home, SPACE)
+        members = neighbours._members(db, home)
+        records = ranks.read(db, home)
+    assert loaded is not None and members is not None and records is not None
+    ids = [r[0].decode() for r in ranks.RECORD.iter_unpack(records.data)]
+    slots = np.flatnonzero(members)
+    levels = loaded.levels[slots].astype(np.int64)
+    dots = levels @ levels.T
     result = {}
-    for n, entry_id in enumerate(ids):
-        others = sorted((-dots[n][m], ids[m]) for m in range(len(ids)) if m != n)
-        result[entry_id] = [other for _, other in others[: neighbours.K]]
+    for n, slot in enumerate(slots.tolist()):
+        keys = sorted((-(dots[n, m] * loaded.scales[other]), other)
+                      for m, other in enumerate(slots.tolist()) if other != slot)  # fmt: skip
+        result[ids[slot]] = [ids[other] for _, other in keys[: graph_module.K]]
     return result
 
 
-def test_scale_keeps_dot_products_exact_in_float32() -> None:
-    for dims in (384, 768, 1024, 1536, 3072):
-        s = neighbours.scale(dims)
-        assert dims * s * s < 2**24 and s >= 1
-    assert neighbours.scale(384) == 127
-
-
-def test_incremental_updates_equal_a_full_replay(memlog_home: Path) -> None:
+def test_among_few_every_list_is_exact(memlog_home: Path) -> None:
     log = EventLog(memlog_home)
-    log.append([e for e in filler(14, "patterns")])
+    log.append(filler(14, "patterns"))
     catch_up(memlog_home, SPACE)
     _, lists = graph(memlog_home)
     assert lists == brute_force(memlog_home) and len(lists) == 14
-    assert all(len(v) == neighbours.K for v in lists.values())
+    assert all(len(v) == graph_module.K for v in lists.values())
 
+
+def test_incremental_updates_equal_a_rebuild(
+    memlog_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(graph_module, "STRIDE", 2)  # cells from 18 members on
+    log = EventLog(memlog_home)
+    log.append(filler(30, "patterns"))
+    catch_up(memlog_home, SPACE)
+    _, lists = graph(memlog_home)
     added = entry("Parser error handling", "Parsers need error handling for every line.")
-    victim = sorted(lists)[3]
-    moved = sorted(lists)[5]
-    log.append(added)  # a new entry with a vector
-    catch_up(memlog_home, SPACE)
-    log.append([Retired(entry_id=victim, reason="wrong")])  # one leaves
-    catch_up(memlog_home, SPACE)
-    log.append(
+    victim, moved, pivot = sorted(lists)[3], sorted(lists)[5], next(iter(lists))
+    for events in (
+        added,  # a new entry with a vector
+        [Retired(entry_id=victim, reason="wrong")],  # one leaves
+        [Retired(entry_id=pivot, reason="wrong")],  # a pivot leaves (slot 0)
         [Reembedded(entry_id=moved, provider=SPACE.provider, model=SPACE.model,
-                    dimensions=SPACE.dimensions, vector=vector_of("something else entirely"))]
-    )  # fmt: skip
-    catch_up(memlog_home, SPACE)
-    name, lists = graph(memlog_home)
+                    dimensions=SPACE.dimensions, vector=vector_of("something else"))],
+        filler(5, "heuristics", topic="caching"),  # more, some of them pivots
+    ):  # fmt: skip
+        log.append(events)
+        assert not catch_up(memlog_home, SPACE).rebuilt
+    pointer, lists = graph(memlog_home)
     assert victim not in lists and all(victim not in v for v in lists.values())
-    assert lists == brute_force(memlog_home)
-
+    assert pivot not in lists and added[0].entry_id in lists
     rebuild(memlog_home, SPACE)
-    assert graph(memlog_home) == (name, lists)  # the same bytes, so the same name
+    rebuilt_pointer, rebuilt = graph(memlog_home)
+    assert rebuilt == lists and rebuilt_pointer is not None and pointer is not None
+    assert rebuilt_pointer[1] == pointer[1]
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_any_sequence_of_changes_ends_in_the_graph_of_the_vectors(
+    seed: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Members come, go and move at random (ties included); every update equals the graph
+    computed from zero, and names every record it changed."""
+    monkeypatch.setattr(graph_module, "STRIDE", 3 + seed % 3)
+    rng = np.random.default_rng(seed)
+    dims, data, member = 12, list[bytes](), list[bool]()
+    graph_now = graph_module.Graph.empty(0)
+    for _ in range(120):
+        count = len(data)
+        before = np.array(member, dtype=bool)
+        moved = np.zeros(count, dtype=bool)
+        for _ in range(int(rng.integers(1, 4))):
+            roll = rng.random()
+            vector = rng.standard_normal(dims)
+            vector = np.round(vector) if rng.random() < 0.3 else vector  # ties
+            if roll < 0.5 or not data:
+                data.append(quantise(vector))
+                member.append(bool(rng.random() < 0.9))
+            elif roll < 0.7:
+                at = int(rng.integers(0, len(member)))
+                member[at] = not member[at]
+            else:
+                at = int(rng.integers(0, len(data)))
+                data[at] = quantise(vector)
+                if at < count:
+                    moved[at] = True
+        after = np.array(member, dtype=bool)
+        was = np.zeros(len(after), dtype=bool)
+        was[:count] = before
+        shifted = np.zeros(len(after), dtype=bool)
+        shifted[:count] = moved
+        vecs = graph_module.Vectors.of(b"".join(data), len(data), dims)
+        updated, written = graph_module.update(vecs, graph_now, was, after, shifted & was & after)
+        expected = graph_module.compute(vecs, after)
+        assert (updated.lists == expected.lists).all()
+        assert (updated.probes == expected.probes).all()
+        old = graph_module.Graph.empty(len(after))
+        old.lists[:count], old.probes[:count] = graph_now.lists, graph_now.probes
+        changed = (old.lists != expected.lists).any(axis=1) | (old.probes != expected.probes).any(
+            axis=1
+        )
+        changed[count:] = True
+        assert set(np.flatnonzero(changed).tolist()) <= set(written.tolist())
+        graph_now = updated
+
+
+def test_cells_find_most_of_the_true_neighbours() -> None:
+    """Among 3,000 clustered vectors (47 pivots, 8 probed), the lists hold most of the
+    exact ones: the approximation the graph makes past a few hundred members."""
+    rng = np.random.default_rng(7)
+    centres = rng.standard_normal((40, 64))
+    matrix = centres[rng.integers(0, 40, 3000)] + 0.9 * rng.standard_normal((3000, 64))
+    data = b"".join(quantise(row) for row in matrix)
+    vecs = graph_module.Vectors.of(data, 3000, 64)
+    members = np.ones(3000, dtype=bool)
+    approximate = graph_module.compute(vecs, members)
+    exact = graph_module._among(vecs, np.arange(3000), np.arange(3000), None)
+    pairs = zip(approximate.lists.tolist(), exact.tolist(), strict=True)
+    found = np.mean([len(set(a) & set(e)) / graph_module.K for a, e in pairs])
+    assert found >= 0.9
 
 
 def test_a_small_graph_lists_everyone_else(memlog_home: Path) -> None:
     EventLog(memlog_home).append(filler(3, "heuristics"))
     catch_up(memlog_home, SPACE)
     _, lists = graph(memlog_home)
-    assert all(len(v) == 2 and k not in v for k, v in lists.items())
+    assert len(lists) == 3 and all(len(v) == 2 and k not in v for k, v in lists.items())
 
 
-def test_a_space_change_rebuilds_the_graph(memlog_home: Path) -> None:
-    EventLog(memlog_home).append(filler(4, "patterns"))
+def test_a_space_change_rebuilds_the_graph_once_that_space_has_vectors(
+    memlog_home: Path,
+) -> None:
+    log = EventLog(memlog_home)
+    log.append(filler(4, "patterns"))
     catch_up(memlog_home, SPACE)
-    first, _ = graph(memlog_home)
-    other = Space("local", "all-MiniLM-L6-v2", 384)  # no vectors there
-    catch_up(memlog_home, other)
+    other = Space("local", "all-MiniLM-L6-v2", 384)
+    # a process configured for another space, with no vector of it yet, keeps the view
+    # in its own (else every such process would rebuild it, and the next one back)
+    assert not catch_up(memlog_home, other).rebuilt
+    assert len(graph(memlog_home)[1]) == 4
     with store.opened(memlog_home / store.DB_NAME) as db:
-        assert index_files.pointer(db, neighbours.KIND) == (graph(memlog_home)[0], 0)
-        assert store.get_meta(db, "neighbour_space") == neighbours.space_tag(other)
-    assert graph(memlog_home)[0] != first
+        assert store.space_of(db) == SPACE
+    log.append(entry("Other space", "A vector in the other space.", space=tuple(other)))
+    assert not catch_up(memlog_home, other).rebuilt  # the vector comes in as another space's
+    assert catch_up(memlog_home, other).rebuilt  # now there is something to rank with there
+    with store.opened(memlog_home / store.DB_NAME) as db:
+        assert store.space_of(db) == other
+        assert load_matrix(db, memlog_home, other).ids == [
+            content_hash("A vector in the other space.")
+        ]
+        assert len(load_matrix(db, memlog_home, SPACE).ids) == 4  # the table of other spaces
+    assert graph(memlog_home)[1] == {}  # one member: no neighbours

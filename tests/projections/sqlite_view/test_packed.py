@@ -1,15 +1,16 @@
-"""Packed vector files: named by content, appended in place, swept, bounded on disk.
+"""Packed slot files: a catch-up writes the records its events changed and nothing else,
+readers keep what their snapshot covers, crashes leave nothing behind, disk stays bounded.
 
-Regression of failure 1 of issue 12: every catch-up that added a vector
-wrote a new ``vectors/<uuid>.f32`` and never removed the old one (6 observes
-and 2 replays left 9 files), and the random name made two replays differ.
+Regressions: every catch-up that added a vector once wrote a new vector file
+and never removed the old one (6 observes and 2 replays left 9 files); then
+every catch-up rewrote the lexical index, the neighbour lists and the ranking
+columns whole, a cost that followed the size of the view, not the events.
 """
 
 from __future__ import annotations
 
 import fcntl
 import os
-import sqlite3
 from pathlib import Path
 
 import numpy as np
@@ -19,20 +20,23 @@ from click.testing import CliRunner
 from memlog.commands.cli import cli
 from memlog.eventlog.events import Observed, Reembedded
 from memlog.eventlog.log import EventLog
+from memlog.eventlog.vectors import q8_size
 from memlog.projections.runner import catch_up, db_path, rebuild
-from memlog.projections.sqlite_view import packed, store
-from memlog.projections.sqlite_view.reading import load_matrix
-from memlog.projections.sqlite_view.vectors import (
-    LEGACY_SUFFIX,
-    SUFFIX,
-    VECTOR_DIR,
-    packed_file,
-    row_size,
+from memlog.projections.sqlite_view import (
+    index_files,
+    neighbours,
+    packed,
+    packsums,
+    ranks,
+    store,
+    vectors,
 )
+from memlog.projections.sqlite_view.reading import load_matrix
 from memlog.vocabulary import DEFAULT_SPACES, Space
 
 SPACE = DEFAULT_SPACES["hashing"]
 SMALL = Space("hashing", "blake2b-words", 4)
+KINDS = ("lex", "nbr", "rnk", "vec")
 
 
 def invoke(*args: str) -> str:
@@ -48,13 +52,20 @@ def observe(i: int) -> str:
     )  # fmt: skip
 
 
-def packed_files(home: Path) -> list[str]:
-    return sorted(n for n in os.listdir(home / VECTOR_DIR) if n.endswith((SUFFIX, LEGACY_SUFFIX)))
+def index_names(home: Path) -> list[str]:
+    """The packed files of ``home``, once each is found beside its checksums (and no
+    checksums are left without their file)."""
+    names = [n for n in os.listdir(home / index_files.INDEX_DIR) if not n.startswith(".")]
+    files = sorted(n for n in names if not n.endswith(packsums.SUFFIX))
+    assert sorted(n for n in names if n.endswith(packsums.SUFFIX)) == [
+        n + packsums.SUFFIX for n in files
+    ]
+    return files
 
 
-def pointer(home: Path, space: Space = SPACE) -> tuple[int, str]:
+def pointer(home: Path, kind: str) -> tuple[str, int]:
     with store.opened(db_path(home), readonly=True) as db:
-        found = packed_file(db, space)
+        found = index_files.pointer(db, kind)
     assert found is not None
     return found
 
@@ -71,62 +82,78 @@ def add_entry(log: EventLog, i: int, dims: int = 4) -> str:
     return event.entry_id
 
 
-# -- failure 1: one file, named by its content ----------------------------------------------
+def records(home: Path, kind: str) -> list[bytes]:
+    name, count = pointer(home, kind)
+    data = (home / index_files.INDEX_DIR / name).read_bytes()[packed.HEADER.size :]
+    size = len(data) // count
+    return [data[n * size : (n + 1) * size] for n in range(count)]
 
 
-def test_observes_and_replays_leave_one_content_named_file(memlog_home: Path) -> None:
+def test_observes_and_replays_leave_one_file_of_each_kind(memlog_home: Path) -> None:
     for i in range(6):
         observe(i)
-        assert len(packed_files(memlog_home)) == 1
-    count, name = pointer(memlog_home)
-    assert count == 6 and packed_files(memlog_home) == [name]
+        names = index_names(memlog_home)
+        kinds = sorted({n.rsplit(".", 1)[1] for n in names})
+        assert kinds in (sorted(KINDS), sorted([*KINDS, "lxd"]))
+        assert len(names) <= len(KINDS) + 2  # and the delta before the last one
+    assert pointer(memlog_home, "vec")[1] == 6
     invoke("replay")
-    first = pointer(memlog_home)
-    data = (memlog_home / VECTOR_DIR / first[1]).read_bytes()
+    first = {n: (memlog_home / index_files.INDEX_DIR / n).read_bytes() for n in index_names(
+        memlog_home)}  # fmt: skip
+    assert sorted(n.rsplit(".", 1)[1] for n in first) == sorted(KINDS)  # a replay: no delta
+    assert len({n.split(".")[0] for n in first}) == 1  # all named by the replay's last event
     invoke("replay")
-    assert pointer(memlog_home) == first  # the same rows make the same file
-    assert packed_files(memlog_home) == [first[1]]
-    assert (memlog_home / VECTOR_DIR / first[1]).read_bytes() == data
-    assert first[1] == packed.content_name(data, SUFFIX)
-    assert len(data) == 6 * row_size(SPACE.dimensions)
+    again = {n: (memlog_home / index_files.INDEX_DIR / n).read_bytes() for n in index_names(
+        memlog_home)}  # fmt: skip
+    assert again == first  # the same log makes the same names and bytes
+    assert len(first[pointer(memlog_home, "vec")[0]]) == packed.HEADER.size + 6 * q8_size(
+        SPACE.dimensions
+    )
 
 
-def test_a_catch_up_adding_one_vector_appends_one_row(memlog_home: Path) -> None:
+def test_a_catch_up_adding_one_entry_writes_its_records_and_nothing_else(
+    memlog_home: Path,
+) -> None:
     log = EventLog(memlog_home)
     ids = [add_entry(log, i) for i in range(3)]
     catch_up(memlog_home, SMALL)
-    count, name = pointer(memlog_home, SMALL)
-    path = memlog_home / VECTOR_DIR / name
-    before = path.read_bytes()
-    inode = path.stat().st_ino
+    before = {kind: records(memlog_home, kind) for kind in ("vec", "rnk", "nbr")}
+    names = {kind: pointer(memlog_home, kind)[0] for kind in ("vec", "rnk", "nbr")}
+    inodes = {k: (memlog_home / index_files.INDEX_DIR / n).stat().st_ino for k, n in names.items()}
     ids.append(add_entry(log, 3))
-    catch_up(memlog_home, SMALL)
-    assert pointer(memlog_home, SMALL) == (count + 1, name)  # same file, one more row
-    after = path.read_bytes()
-    assert path.stat().st_ino == inode
-    assert after[: len(before)] == before  # committed rows are never rewritten
-    assert len(after) - len(before) == row_size(SMALL.dimensions)
+    assert not catch_up(memlog_home, SMALL).rebuilt
+    for kind, name in names.items():
+        path = memlog_home / index_files.INDEX_DIR / name
+        assert pointer(memlog_home, kind) == (name, 4)  # the same file, one more record
+        assert path.stat().st_ino == inodes[kind]
+        after = records(memlog_home, kind)
+        if kind != "nbr":  # (the lists the newcomer enters change too)
+            assert after[:3] == before[kind]
     with store.opened(db_path(memlog_home), readonly=True) as db:
         matrix = load_matrix(db, memlog_home, SMALL)
-    assert sorted(matrix.ids) == sorted(ids)
+    assert matrix.ids == ids  # slot order: the order the log created them
     for entry_id, row in zip(matrix.ids, matrix.vectors, strict=True):
-        assert row.tobytes() == vector(ids.index(entry_id))
+        exact = np.frombuffer(vector(ids.index(entry_id)), "<f4")
+        assert np.abs(row - exact).max() <= np.abs(exact).max() / 254 + 1e-7
 
 
-def test_a_replaced_vector_writes_a_new_file_and_sweeps_the_old(memlog_home: Path) -> None:
+def test_a_replaced_vector_is_rewritten_where_it_is(memlog_home: Path) -> None:
     log = EventLog(memlog_home)
     first = add_entry(log, 0)
     add_entry(log, 1)
     catch_up(memlog_home, SMALL)
-    _, old = pointer(memlog_home, SMALL)
+    name, _ = pointer(memlog_home, "vec")
+    second_record = records(memlog_home, "vec")[1]
     log.append([Reembedded(entry_id=first, provider=SMALL.provider, model=SMALL.model,
                            dimensions=4, vector=vector(99))])  # fmt: skip
     catch_up(memlog_home, SMALL)
-    count, new = pointer(memlog_home, SMALL)
-    assert count == 2 and new != old and packed_files(memlog_home) == [new]
+    assert pointer(memlog_home, "vec") == (name, 2)
+    assert records(memlog_home, "vec")[1] == second_record
+    with store.opened(db_path(memlog_home), readonly=True) as db:
+        assert vectors.vector_count(db) == 2
 
 
-def test_a_reader_keeps_its_rows_while_rows_are_appended(memlog_home: Path) -> None:
+def test_a_reader_keeps_its_records_while_records_are_appended(memlog_home: Path) -> None:
     log = EventLog(memlog_home)
     add_entry(log, 0)
     catch_up(memlog_home, SMALL)
@@ -136,45 +163,70 @@ def test_a_reader_keeps_its_rows_while_rows_are_appended(memlog_home: Path) -> N
     for i in range(1, 4):
         add_entry(log, i)
         catch_up(memlog_home, SMALL)
-    again = load_matrix(reader, memlog_home, SMALL)  # the same snapshot, the same rows
+    again = load_matrix(reader, memlog_home, SMALL)  # the same snapshot, the same records
     assert again.ids == seen.ids and again.vectors.tobytes() == seen.vectors.tobytes()
     reader.close()
 
 
-def test_rows_nobody_committed_are_never_appended_after(memlog_home: Path) -> None:
-    """A crash between writing rows and committing them leaves bytes past the count."""
+def test_records_nobody_committed_are_cut_before_anything_is_written(memlog_home: Path) -> None:
+    """A crash between writing records and committing them leaves bytes past the count."""
     log = EventLog(memlog_home)
     add_entry(log, 0)
     catch_up(memlog_home, SMALL)
-    _, name = pointer(memlog_home, SMALL)
-    with open(memlog_home / VECTOR_DIR / name, "ab") as handle:
-        handle.write(b"x" * row_size(SMALL.dimensions))  # rows of a rolled-back catch-up
-    (memlog_home / VECTOR_DIR / f".{name}.123.tmp").write_bytes(b"torn")
+    name, _ = pointer(memlog_home, "vec")
+    path = memlog_home / index_files.INDEX_DIR / name
+    with open(path, "ab") as handle:
+        handle.write(b"x" * 3 * q8_size(SMALL.dimensions))  # records of a rolled-back catch-up
+    (memlog_home / index_files.INDEX_DIR / f".{name}.123.tmp").write_bytes(b"torn")
     add_entry(log, 1)
-    catch_up(memlog_home, SMALL)
-    count, new = pointer(memlog_home, SMALL)
-    assert count == 2 and new != name
-    assert sorted(os.listdir(memlog_home / VECTOR_DIR)) == sorted(
-        [packed.LOCK_NAME, new, f"{new}.sums"]  # the file and its checksums
-    )
+    assert not catch_up(memlog_home, SMALL).rebuilt
+    assert pointer(memlog_home, "vec") == (name, 2)
+    assert path.stat().st_size == packed.HEADER.size + 2 * q8_size(SMALL.dimensions)
+    assert b"x" not in path.read_bytes()[packed.HEADER.size :]
+    assert not any(n.endswith(".tmp") for n in os.listdir(path.parent))
+    assert packsums.full(path) is None  # its checksums follow the cut and the new record
     with store.opened(db_path(memlog_home), readonly=True) as db:
         assert len(load_matrix(db, memlog_home, SMALL).ids) == 2
 
 
+def test_a_file_shorter_than_its_count_is_written_again_by_a_rebuild(memlog_home: Path) -> None:
+    log = EventLog(memlog_home)
+    add_entry(log, 0)
+    add_entry(log, 1)
+    catch_up(memlog_home, SMALL)
+    name, _ = pointer(memlog_home, "rnk")
+    path = memlog_home / index_files.INDEX_DIR / name
+    path.write_bytes(path.read_bytes()[: packed.HEADER.size + ranks.RECORD.size])  # damaged
+    with store.opened(db_path(memlog_home), readonly=True) as db:
+        assert ranks.read(db, memlog_home) is None  # refused: readers rank without it
+    add_entry(log, 2)
+    assert catch_up(memlog_home, SMALL).rebuilt
+    assert pointer(memlog_home, "rnk")[1] == 3
+
+
+def test_patch_joins_neighbouring_records_and_refuses_a_gap(tmp_path: Path) -> None:
+    packed.write(tmp_path, "f.rnk", packed.header(b"MAGIC001", 2) + b"aabb")
+    assert packed.patch(tmp_path, "f.rnk", 2, 2, [(2, b"cc"), (1, b"BB"), (3, b"dd")])
+    assert (tmp_path / "f.rnk").read_bytes()[packed.HEADER.size :] == b"aaBBccdd"
+    assert not packed.patch(tmp_path, "f.rnk", 2, 9, [(0, b"zz")])  # shorter than its count
+    assert not packed.patch(tmp_path, "missing.rnk", 2, 0, [(0, b"zz")])
+    with pytest.raises(ValueError):
+        packed.patch(tmp_path, "f.rnk", 2, 4, [(0, b"zzz")])
+
+
 def test_no_sweep_while_a_file_is_being_prepared(memlog_home: Path) -> None:
-    folder = memlog_home / VECTOR_DIR
-    folder.mkdir(parents=True)
-    kept = packed.write(folder, b"a" * 20, SUFFIX)
-    extra = packed.write(folder, b"b" * 20, SUFFIX)  # written, not yet named by any view
+    folder = memlog_home / index_files.INDEX_DIR
+    kept = packed.write(folder, "000000000001.vec", b"a" * 20)
+    extra = packed.write(folder, "000000000002.vec", b"b" * 20)  # not yet named by any view
     with packed.preparing(folder):
-        assert packed.sweep(folder, SUFFIX, lambda: {kept}) == []
-        assert sorted(packed_files(memlog_home)) == sorted([kept, extra])
-    assert packed.sweep(folder, SUFFIX, lambda: {kept}) == [extra]
-    assert packed_files(memlog_home) == [kept]
+        assert packed.sweep(folder, ".vec", lambda: {kept}) == []
+        assert index_names(memlog_home) == sorted([kept, extra])
+    assert packed.sweep(folder, ".vec", lambda: {kept}) == [extra]
+    assert index_names(memlog_home) == [kept]
 
 
 def test_the_sweep_lock_is_shared_by_writers(memlog_home: Path) -> None:
-    folder = memlog_home / VECTOR_DIR
+    folder = memlog_home / index_files.INDEX_DIR
     with packed.preparing(folder), packed.preparing(folder):  # two writers at once
         fd = os.open(folder / packed.LOCK_NAME, os.O_RDWR)
         with pytest.raises(BlockingIOError):
@@ -182,31 +234,32 @@ def test_the_sweep_lock_is_shared_by_writers(memlog_home: Path) -> None:
         os.close(fd)
 
 
-def test_a_legacy_file_is_read_through_the_rows_then_replaced(memlog_home: Path) -> None:
+def test_a_view_of_an_earlier_layout_is_rebuilt_and_its_files_removed(memlog_home: Path) -> None:
     log = EventLog(memlog_home)
     ids = [add_entry(log, i) for i in range(2)]
     catch_up(memlog_home, SMALL)
-    (memlog_home / VECTOR_DIR / "0123abcd.f32").write_bytes(b"\0" * 200)  # an old uuid file
-    with sqlite3.connect(db_path(memlog_home)) as db:
-        db.execute("UPDATE vector_sets SET file = '0123abcd.f32'")
-    with store.opened(db_path(memlog_home), readonly=True) as db:
-        assert sorted(load_matrix(db, memlog_home, SMALL).ids) == sorted(ids)  # from the rows
+    legacy = memlog_home / "vectors"
+    legacy.mkdir()
+    (legacy / "0123abcd.vec").write_bytes(b"\0" * 200)  # where vectors were kept before
+    with store.opened(db_path(memlog_home)) as db:
+        db.execute("DELETE FROM _metadata WHERE key = 'view_format'")  # as a migrated view
     add_entry(log, 2)
-    catch_up(memlog_home, SMALL)
-    count, name = pointer(memlog_home, SMALL)
-    assert count == 3 and name.endswith(SUFFIX) and packed_files(memlog_home) == [name]
+    assert catch_up(memlog_home, SMALL).rebuilt
+    assert not legacy.exists()
+    with store.opened(db_path(memlog_home), readonly=True) as db:
+        assert load_matrix(db, memlog_home, SMALL).ids[:2] == ids
 
 
 # -- disk use stays bounded by the live data --------------------------------------------------
 
 
 def home_bytes(home: Path) -> dict[str, int]:
-    sizes = {"log": 0, "db": 0, "vectors": 0, "other": 0}
+    sizes = {"log": 0, "db": 0, "index": 0, "other": 0}
     for path in home.rglob("*"):
         if not path.is_file():
             continue
         rel = path.relative_to(home).parts
-        kind = {"events": "log", VECTOR_DIR: "vectors"}.get(rel[0])
+        kind = {"events": "log", index_files.INDEX_DIR: "index"}.get(rel[0])
         kind = kind or ("db" if rel[0].startswith("memory.db") else "other")
         if path.name.endswith(".sums"):
             kind = "other"  # a packed file's checksums: 4 bytes per 64 KiB
@@ -214,22 +267,20 @@ def home_bytes(home: Path) -> dict[str, int]:
     return sizes
 
 
-def test_disk_growth_is_bounded_by_the_new_rows(memlog_home: Path) -> None:
+def test_disk_growth_is_bounded_by_the_new_records(memlog_home: Path) -> None:
     log = EventLog(memlog_home)
+    space = Space(SMALL.provider, SMALL.model, 64)
     for i in range(200):
         add_entry(log, i, dims=64)
-    rebuild(memlog_home, Space(SMALL.provider, SMALL.model, 64))
-    space = Space(SMALL.provider, SMALL.model, 64)
+    rebuild(memlog_home, space)
     before = home_bytes(memlog_home)
     for i in range(200, 260):  # 60 catch-ups, each adding one vector
         add_entry(log, i, dims=64)
         catch_up(memlog_home, space)
     after = home_bytes(memlog_home)
-    assert len(packed_files(memlog_home)) == 1
-    assert after["vectors"] == 260 * row_size(64)  # exactly the live rows, nothing left over
-    assert after["vectors"] - before["vectors"] == 60 * row_size(64)
-    # the rest grows with the new entries (rows, FTS, markdown), never by a copy per step:
-    # before the fix the vectors alone grew by a whole matrix per catch-up (~3.7 MB here)
+    assert len(index_names(memlog_home)) <= len(KINDS) + 2
+    slot_files = q8_size(64) + ranks.RECORD.size + neighbours.RECORD.itemsize
+    assert after["index"] - before["index"] <= 60 * (slot_files + 200)  # + the postings
     log_grown = after["log"] - before["log"]
     assert after["db"] - before["db"] <= 2 * log_grown
     assert after["other"] - before["other"] <= log_grown

@@ -7,6 +7,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import pytest
 from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
@@ -102,3 +104,26 @@ def test_bm25_over_the_real_view_with_hostile_queries(memlog_home: Path) -> None
             scores = view.bm25(query, where)
             assert scores[parser] > 0 and scores[1 - parser] == 0, query
         assert not view.bm25("AND OR NOT", where).any()
+
+
+@given(st.lists(st.tuples(st.sampled_from([0, 1, 0xDEADBEEF, 0xFFFFFFFF]),
+                         st.integers(0, 2**32 - 1)), max_size=60),
+       st.randoms())  # fmt: skip
+def test_ids_sort_by_their_two_halves_as_strings_do(
+    halves: list[tuple[int, int]], rng: Any
+) -> None:
+    """16-hex-digit ids sort as two big-endian numbers, the second one only among the ids
+    that share the first (few first halves here: many ties)."""
+    ids = sorted({f"{high:08x}{low:08x}" for high, low in halves})
+    shuffled = ids[:]
+    rng.shuffle(shuffled)
+    array = np.array([i.encode() for i in shuffled], dtype="S16")
+    assert [shuffled[n] for n in reading.id_order(array)] == ids
+
+
+def test_packed_ids_read_as_a_list_of_str() -> None:
+    ids = reading.PackedIds(b"0123456789abcdef" + b"fedcba9876543210")
+    assert len(ids) == 2 and ids[1] == "fedcba9876543210" and ids[-2] == "0123456789abcdef"
+    assert list(ids) == ["0123456789abcdef", "fedcba9876543210"] and ids[:1] == [ids[0]]
+    with pytest.raises(IndexError):
+        ids[2]
