@@ -6,12 +6,12 @@ Light on purpose: nothing here loads numpy or a provider, so ``memlog log``,
 
 from __future__ import annotations
 
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
 
 from memlog.capture.extraction.whose import split_here
-from memlog.eventlog import scan
+from memlog.eventlog import devices, scan
 from memlog.eventlog.bounds import Bound, parse_bound, within
 from memlog.eventlog.events import Event
 from memlog.eventlog.log import Damage
@@ -61,6 +61,34 @@ def numbered(
     for record in ws.log("log").read():
         if _matches(record.ordinal, record.event, wanted, entry, lower, upper):
             yield record.ordinal, record.event
+
+
+def last(
+    ws: Workspace,
+    limit: int,
+    types: Sequence[str] = (),
+    entry: str | None = None,
+    since: str | None = None,
+    until: str | None = None,
+) -> list[tuple[int, Event]]:
+    """The last ``limit`` events ``numbered`` would give, in log order.  A log kept in one
+    folder is read backwards from the end (or from ``until``) and only until they are
+    found; an entry's prefix, or a log kept per device, takes a pass over the log."""
+    log = ws.log("log")
+    lower = parse_bound(since) if since else None
+    upper = parse_bound(until) if until else None
+    if entry or devices.is_per_device(log.events_dir):
+        return list(deque(numbered(ws, types, entry, since, until), maxlen=limit))
+    found: list[tuple[int, Event]] = []
+    up_to = upper.seq if upper is not None else None
+    for event in scan.newest(log, types, up_to) if limit else ():
+        if lower is not None and lower.seq is not None and event.seq < lower.seq:
+            break
+        if _matches(event.seq, event, set(types), None, lower, upper):
+            found.append((event.seq, event))
+            if len(found) >= limit:
+                break
+    return found[::-1]
 
 
 def _matches(

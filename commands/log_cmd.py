@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections import deque
+from collections.abc import Iterable
 
 import click
 
@@ -33,8 +33,10 @@ def log(
     if reading.is_empty(ws):
         say_empty(as_json)
         return
-    matching = reading.numbered(ws, types, entry, since, until)
-    shown = deque(matching, maxlen=limit) if limit is not None else matching
+    if limit is not None:
+        shown: Iterable[tuple[int, Event]] = reading.last(ws, limit, types, entry, since, until)
+    else:
+        shown = reading.numbered(ws, types, entry, since, until)
     for number, event in shown:
         line = ENCODER.encode(event).decode("utf-8") if as_json else printable(_line(number, event))
         click.echo(line)

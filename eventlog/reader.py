@@ -22,6 +22,9 @@ from memlog.eventlog.codec import BadLine, decode_line, salvage
 from memlog.eventlog.events import Event
 
 _READ_CHUNK = 8 << 20
+#: the first read of a segment: small, so a reader that stops early (``memlog log | head``)
+#: reads little; each next one is twice as long, up to ``_READ_CHUNK``
+_FIRST_CHUNK = 64 << 10
 
 
 class Position(NamedTuple):
@@ -142,7 +145,7 @@ def read_segment(
     """
     name, line_no, report = name or path.name, 1 if offset == 0 else None, _Once(on_damage)
     prev = _named_seq(path) - 1 if offset == 0 else 0
-    size = _READ_CHUNK
+    size = _FIRST_CHUNK
     with open(path, "rb") as handle:
         while True:
             data = os.pread(handle.fileno(), size, offset)
@@ -165,7 +168,8 @@ def read_segment(
             if len(data) < size:
                 break
             resume, resume_no, prev = holder.unsettled() or (tail, tail_no, holder.prev)
-            size = size * 2 if resume == offset else _READ_CHUNK  # a batch or line past the chunk
+            # a batch or line past the chunk: twice as much; else the next, longer one
+            size = size * 2 if resume == offset else min(size * 2, _READ_CHUNK)
             offset, line_no = resume, resume_no
     yield from holder.end(tail, lines[-1], include_torn_tail)
 

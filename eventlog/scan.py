@@ -8,6 +8,13 @@ only the lines that can match, each still checked against its checksum.
 A line that fails its check is skipped (``memlog verify`` reports it); the
 lines of a batch still being written are never returned, as
 ``EventLog.read`` never returns them either.
+
+Segments are read a chunk at a time (``CHUNK`` bytes, a line that crosses a
+chunk's edge carried into the next), forwards for an entry's history and
+backwards from the end for the newest events, so memory stays that of a
+chunk however long the log grows, and the newest events cost what lies
+after them: a sequence bound skips the segments that start after it and
+finds its place in the one that holds it by bisection.
 """
 
 from __future__ import annotations
@@ -27,6 +34,10 @@ from memlog.eventlog.log import EventLog
 
 #: how much of the end of the log to read for its last complete lines
 TAIL_BYTES = 1 << 20
+#: bytes read at once when scanning a segment
+CHUNK = 4 << 20
+#: a bisection stops once it has the place within this many bytes (read backwards after)
+_CLOSE_ENOUGH = 64 << 10
 _SEQ = re.compile(rb'"seq":(\d+)')
 
 
@@ -132,9 +143,25 @@ def about(log: EventLog, entry_id: str, description: str = "") -> Iterator[Event
     held = unfinished_batch(log)
     words = _words(description)
     for path in log.segments():
-        for event in _decoded(_lines_about(path.read_bytes(), entry_id, words)):
-            if entry_id in event.entry_ids and (not held or event.batch_end != held):
-                yield event
+        for data in _forwards(path):
+            for event in _decoded(_lines_about(data, entry_id, words)):
+                if entry_id in event.entry_ids and (not held or event.batch_end != held):
+                    yield event
+
+
+def _forwards(path: Path) -> Iterator[bytes]:
+    """The complete lines of a segment, a chunk of whole lines at a time, in order."""
+    with open(path, "rb") as handle:
+        carry = b""
+        while True:
+            data = handle.read(CHUNK)
+            if not data:
+                return
+            data = carry + data
+            cut = data.rfind(b"\n") + 1
+            carry = data[cut:]
+            if cut:
+                yield data[:cut]
 
 
 def latest(
@@ -145,18 +172,33 @@ def latest(
     number ``memlog log`` shows); newest first."""
     if devices.is_per_device(log.events_dir):
         return _latest_merged(log, limit, set(tags), up_to)
+    found: list[Event] = []
+    for event in newest(log, tags, up_to):
+        found.append(event)
+        if len(found) >= limit:
+            break
+    return found
+
+
+def newest(log: EventLog, tags: Iterable[str] = (), up_to: int | None = None) -> Iterator[Event]:
+    """The events of the given type tags (any without) of a log kept in one folder, newest
+    first, from sequence ``up_to`` (the end without) down; read as they are asked for."""
     held = unfinished_batch(log)
     needles = [f'"type":"{tag}"'.encode() for tag in tags]
-    found: list[Event] = []
     for path in reversed(log.segments()):
-        lines = _backwards(path, needles)
+        if up_to is not None and _first_seq(path) > up_to:
+            continue  # the segment starts after the bound
+        end = _end_before(path, up_to) if up_to is not None else None
+        lines = _backwards(path, needles, end)
         for event in _decoded(line for line in lines if _not_after(line, up_to)):
             if (held and event.batch_end == held) or (up_to is not None and event.seq > up_to):
                 continue
-            found.append(event)
-            if len(found) >= limit:
-                return found
-    return found
+            yield event
+
+
+def _first_seq(path: Path) -> int:
+    head = path.name.split(".")[0]
+    return int(head) if head.isdigit() else 0
 
 
 def _latest_merged(log: EventLog, limit: int, tags: set[str], up_to: int | None) -> list[Event]:
@@ -177,10 +219,54 @@ def _not_after(line: bytes, up_to: int | None) -> bool:
     return match is None or int(match[1]) <= up_to
 
 
-def _backwards(path: Path, needles: list[bytes]) -> Iterator[bytes]:
-    """The complete lines of a segment, last first, that hold one of ``needles`` (any line
-    without needles)."""
-    lines = path.read_bytes().split(b"\n")
-    for line in reversed(lines[:-1]):
-        if not needles or any(n in line for n in needles):
-            yield line
+def _backwards(path: Path, needles: list[bytes], end: int | None = None) -> Iterator[bytes]:
+    """The complete lines of a segment before byte ``end`` (a line's end; its end without),
+    last first, that hold one of ``needles`` (any line without needles)."""
+    with open(path, "rb") as handle:
+        at = os.fstat(handle.fileno()).st_size if end is None else end
+        carry: bytes | None = None
+        while at > 0:
+            start = max(0, at - CHUNK)
+            data = os.pread(handle.fileno(), at - start, start) + (carry or b"")
+            lines = data.split(b"\n")
+            if carry is None:
+                lines.pop()  # after the last newline: nothing, or a torn tail
+            carry = lines.pop(0) if start > 0 else b""  # may begin before this chunk
+            for line in reversed(lines):
+                if line and (not needles or any(n in line for n in needles)):
+                    yield line
+            at = start
+
+
+def _end_before(path: Path, up_to: int) -> int:
+    """The end of a line of the segment after every line of sequence ``up_to`` or less and
+    before the rest (found by bisection on the lines' sequence numbers)."""
+    with open(path, "rb") as handle:
+        fd = handle.fileno()
+        low, high = 0, os.fstat(fd).st_size
+        while high - low > _CLOSE_ENOUGH:
+            middle = (low + high) // 2
+            seq = _seq_at(fd, middle)
+            if seq is None or seq > up_to:
+                high = middle
+            else:
+                low = middle
+        while tail := os.pread(fd, _CLOSE_ENOUGH, high):
+            cut = tail.find(b"\n")
+            if cut >= 0:
+                return high + cut + 1
+            high += len(tail)
+        return high
+
+
+def _seq_at(fd: int, offset: int) -> int | None:
+    """The sequence of the first line starting after ``offset`` (None: none does)."""
+    size = 1 << 13  # a line of ours is shorter, near always
+    while True:
+        data = os.pread(fd, size, offset)
+        start = data.find(b"\n") + 1
+        if start and (match := _SEQ.search(data, start, start + 120)) is not None:
+            return int(match[1])
+        if len(data) < size:  # the end of the file: no (whole) line starts after it
+            return None
+        size *= 4

@@ -92,6 +92,48 @@ def test_the_newest_events_equal_a_full_read(
     assert scan.latest(log, limit, tags, up_to) == list(reversed(wanted))[:limit]
 
 
+@pytest.mark.parametrize("chunk", [7, 200, 1 << 20])
+def test_chunks_of_any_size_give_the_same_answers(
+    log: EventLog, chunk: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lines cut by a chunk's edge (a chunk shorter than a line too) are read whole."""
+    monkeypatch.setattr(scan, "CHUNK", chunk)
+    events = everything(log)
+    for up_to in (None, 1, 33, events[-1].seq, events[-1].seq + 5):
+        wanted = [e for e in events if up_to is None or e.seq <= up_to]
+        assert list(scan.newest(log, (), up_to)) == list(reversed(wanted))
+    for entry_id in IDS[:4]:
+        assert list(scan.about(log, entry_id)) == [e for e in events if entry_id in e.entry_ids]
+
+
+def test_the_newest_events_cost_what_lies_after_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    log = EventLog(tmp_path / "home")  # one segment of ~6 MB
+    rng = random.Random(3)
+    for _ in range(60):
+        log.append(random_events(rng, 500))
+    total = sum(path.stat().st_size for path in log.segments())
+    read: list[int] = []
+    real = scan.os.pread
+
+    def counted(fd: int, size: int, offset: int) -> bytes:
+        data = real(fd, size, offset)
+        read.append(len(data))
+        return data
+
+    monkeypatch.setattr(scan.os, "pread", counted)
+    monkeypatch.setattr(scan, "CHUNK", 1 << 16)
+    monkeypatch.setattr(scan, "TAIL_BYTES", 1 << 16)
+    newest = scan.latest(log, 5)
+    assert [e.seq for e in newest] == list(range(30_000, 29_995, -1))
+    assert sum(read) < total / 20  # the end of the log, not all of it
+    read.clear()
+    older = scan.latest(log, 5, (), 1_000)  # found by bisection, not by reading back to it
+    assert [e.seq for e in older] == list(range(1_000, 995, -1))
+    assert sum(read) < total / 20
+
+
 def test_a_batch_still_being_written_is_never_returned(log: EventLog) -> None:
     last = everything(log)[-1].seq
     batch = [
