@@ -1,10 +1,10 @@
 """Write a realistic synthetic event log into a MEMLOG_HOME-like directory.
 
-    python benchmarks/synthetic.py DIR --entries 10000 --events 100000 --seed 1
+    python benchmarks/synthetic.py DIR --entries 10000 --events 100000 --seed 1 [--provider P]
 
 The log holds ``--entries`` entries across the four categories and twenty
-projects, each observed once and embedded once in the default space (384-d
-unit float32 vectors, loosely clustered), then, interleaved in time,
+projects, each observed once and embedded once in the default space, or
+``--provider``'s (unit float32 vectors, loosely clustered), then, interleaved in time,
 repeated observations of existing entries (popular ones more often),
 ``entry.recalled`` events of about twenty ids each, keyword labels,
 promotions, a few retirements and supersessions and some replacement
@@ -50,7 +50,8 @@ from memlog.eventlog.events import (
     content_hash,
 )
 from memlog.eventlog.log import EventLog
-from memlog.vocabulary import DEFAULT_SPACE
+from memlog.eventlog.vectors import quantise_rows
+from memlog.vocabulary import DEFAULT_SPACE, DEFAULT_SPACES, Space
 
 E = TypeVar("E", bound=EventBase)
 T = TypeVar("T")
@@ -205,9 +206,12 @@ class Plan(msgspec.Struct, frozen=True):
 class Generator:
     """Deterministic events; ``known`` grows as entries are created."""
 
-    def __init__(self, rng: random.Random, vectors: Iterator[bytes]) -> None:
+    def __init__(
+        self, rng: random.Random, vectors: Iterator[bytes], space: Space = DEFAULT_SPACE
+    ) -> None:
         self.rng = rng
         self.vectors = vectors
+        self.space = space
         self.known: list[Known] = []
         self.seen: set[str] = set()
         #: running sum of the entries' popularity weights (Pareto, a long tail)
@@ -328,13 +332,14 @@ class Generator:
         yield self.vector_of(self.known[-1])
 
     def vector_of(self, entry: Known) -> Reembedded:
-        space = DEFAULT_SPACE
+        space = self.space
         return Reembedded(
             entry_id=entry.id,
             provider=space.provider,
             model=space.model,
             dimensions=space.dimensions,
             vector=next(self.vectors),
+            encoding="q8",
         )
 
     def observe_again(self) -> Observed:
@@ -409,7 +414,7 @@ class Generator:
 
 
 def unit_vectors(seed: int, count: int, dims: int, clusters: int = 80) -> Iterator[bytes]:
-    """``count`` unit float32 vectors (little-endian bytes), loosely clustered."""
+    """``count`` unit vectors, loosely clustered, as events carry them (``q8``)."""
     rng = np.random.default_rng(seed)
     centres = rng.standard_normal((clusters, dims)).astype(np.float32)
     for start in range(0, count, 4096):
@@ -417,10 +422,7 @@ def unit_vectors(seed: int, count: int, dims: int, clusters: int = 80) -> Iterat
         picks = centres[rng.integers(0, clusters, n)]
         batch = picks + 0.8 * rng.standard_normal((n, dims)).astype(np.float32)
         batch /= np.linalg.norm(batch, axis=1, keepdims=True)
-        data = batch.astype("<f4").tobytes()
-        width = dims * 4
-        for i in range(n):
-            yield data[i * width : (i + 1) * width]
+        yield from quantise_rows(batch.astype("<f4"))
 
 
 class SyntheticLog(EventLog):
@@ -447,7 +449,12 @@ class SyntheticLog(EventLog):
 
 
 def generate(
-    home: Path, entries: int = 10_000, events: int = 100_000, seed: int = 1, batch: int = 1000
+    home: Path,
+    entries: int = 10_000,
+    events: int = 100_000,
+    seed: int = 1,
+    batch: int = 1000,
+    space: Space = DEFAULT_SPACE,
 ) -> int:
     """Write the log into ``home``; return the number of events appended."""
     log = SyntheticLog(home, seed, events)
@@ -455,10 +462,10 @@ def generate(
         raise SystemExit(f"{log.events_dir} already holds a log")
     plan = Plan.of(entries, events)
     rng = random.Random(seed)
-    vectors = unit_vectors(seed, entries + plan.revectors, DEFAULT_SPACE.dimensions)
+    vectors = unit_vectors(seed, entries + plan.revectors, space.dimensions)
     pending: list[EventBase] = []
     written = 0
-    for event in Generator(rng, vectors).events(plan.tokens(rng)):
+    for event in Generator(rng, vectors, space).events(plan.tokens(rng)):
         pending.append(event)
         if len(pending) >= batch:
             written += len(log.append(pending))
@@ -473,9 +480,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--events", type=int, default=100_000)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--batch", type=int, default=1000, help="events per append")
+    parser.add_argument(
+        "--provider", choices=sorted(DEFAULT_SPACES), default=DEFAULT_SPACE.provider,
+        help="the embedding space of the vectors (that provider's default model)",
+    )  # fmt: skip
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    count = generate(args.home, args.entries, args.events, args.seed, args.batch)
+    space = DEFAULT_SPACES[args.provider]
+    count = generate(args.home, args.entries, args.events, args.seed, args.batch, space)
     took = time.perf_counter() - started
     print(f"{count} events, {args.entries} entries in {args.home} ({took:.1f} s)", file=sys.stderr)
 
