@@ -10,13 +10,14 @@ A synthetic log (``synthetic.py``, every entry embedded in the local
   ``memlog observe`` makes it (the observation appended and the views caught
   up, then its vector appended and the views caught up).  The growth of every
   part of the home is set against what the new events themselves take: their
-  bytes in the log, and one packed row (16 + 4 × 384 bytes) per vector.
-  Before issue 12 every catch-up that added a vector wrote the whole matrix to
-  a new file and never removed the old one: the estimate of that is printed.
+  bytes in the log, and one record of each slot file per entry (its q8 vector,
+  its ranking record, its neighbour lists).  When every catch-up that added a
+  vector wrote the whole matrix to a new file and never removed the old one,
+  the same observes took what the estimate printed says.
 * **catch-up adding one vector**: the median time of a catch-up that applies
-  one new vector, appending its row (now) against writing the whole matrix
-  anew (what every such catch-up did before), measured in the same process on
-  the same home.
+  one new vector, patching its record in place (now) against also writing the
+  whole vector file anew (what every such catch-up did before), measured in
+  the same process on the same home.
 """
 
 from __future__ import annotations
@@ -24,24 +25,29 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import sqlite3
 import statistics
 import sys
 import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from synthetic import generate
 
 from memlog.eventlog.events import Observed, Reembedded
 from memlog.eventlog.log import EventLog
+from memlog.eventlog.vectors import q8_size, quantise
 from memlog.projections import runner
-from memlog.projections.sqlite_view import vectors
+from memlog.projections.sqlite_view import index_files, neighbours, packed, ranks, vectors
 from memlog.vocabulary import DEFAULT_SPACE
 
 SPACE = DEFAULT_SPACE
-PARTS = ("log", "memory.db", "vectors", "markdown and state")
+PARTS = ("log", "memory.db", "index", "markdown and state")
+#: the bytes of the slot files' records of one entry with a vector
+RECORDS = q8_size(SPACE.dimensions) + ranks.RECORD.size + neighbours.RECORD.itemsize
 
 
 def sizes(home: Path) -> dict[str, int]:
@@ -50,19 +56,20 @@ def sizes(home: Path) -> dict[str, int]:
         if not path.is_file():
             continue
         top = path.relative_to(home).parts[0]
-        part = {"events": "log", vectors.VECTOR_DIR: "vectors"}.get(top)
+        part = {"events": "log", index_files.INDEX_DIR: "index"}.get(top)
         part = part or ("memory.db" if top.startswith("memory.db") else "markdown and state")
         found[part] += path.stat().st_size
     return found
 
 
 def packed_count(home: Path) -> int:
-    return sum(1 for n in os.listdir(home / vectors.VECTOR_DIR) if n.endswith(vectors.SUFFIX))
+    return sum(1 for n in os.listdir(home / index_files.INDEX_DIR) if n.endswith(".vec"))
 
 
 def new_vector(rng: np.random.Generator) -> bytes:
-    values = rng.standard_normal(SPACE.dimensions).astype("<f4")
-    return (values / np.linalg.norm(values)).astype("<f4").tobytes()
+    """A random unit vector, as ``memlog observe`` logs one (``q8``)."""
+    values = rng.standard_normal(SPACE.dimensions)
+    return quantise(values / np.linalg.norm(values))
 
 
 def observe(log: EventLog, home: Path, n: int, rng: np.random.Generator) -> None:
@@ -77,7 +84,7 @@ def observe(log: EventLog, home: Path, n: int, rng: np.random.Generator) -> None
     runner.catch_up(home, SPACE)
     log.append([Reembedded(entry_id=stored.entry_id, provider=SPACE.provider,
                            model=SPACE.model, dimensions=SPACE.dimensions,
-                           vector=new_vector(rng))])  # fmt: skip
+                           vector=new_vector(rng), encoding="q8")])  # fmt: skip
     runner.catch_up(home, SPACE)
 
 
@@ -89,7 +96,7 @@ def disk_growth(home: Path, observes: int, rng: np.random.Generator) -> None:
         observe(log, home, n, rng)
     took = time.perf_counter() - started
     after = sizes(home)
-    rows = observes * vectors.row_size(SPACE.dimensions)
+    rows = observes * RECORDS
     logged = after["log"] - before["log"]
     grown = sum(after.values()) - sum(before.values())
     print(f"\n## disk growth after {observes} observes ({took:.1f} s)\n")
@@ -99,16 +106,17 @@ def disk_growth(home: Path, observes: int, rng: np.random.Generator) -> None:
             f"{part:<20} {before[part]:>14,} {after[part]:>14,} {after[part] - before[part]:>12,}"
         )
     print(f"{'home':<20} {sum(before.values()):>14,} {sum(after.values()):>14,} {grown:>12,}")
-    print(f"\npacked files in vectors/: {packed_count(home)}")
-    print(f"vectors/ growth {after['vectors'] - before['vectors']:,} bytes = "
-          f"{observes} rows of {vectors.row_size(SPACE.dimensions)} ({rows:,})")  # fmt: skip
+    print(f"\nvector files in index/: {packed_count(home)}")
+    print(f"index/ growth {after['index'] - before['index']:,} bytes; "
+          f"{observes} entries' records of {RECORDS} ({rows:,})")  # fmt: skip
     baseline = logged + rows
-    print(f"the new data (events in the log + packed rows): {baseline:,} bytes")
+    print(f"the new data (events in the log + records): {baseline:,} bytes")
     print(f"home growth / new data: {grown / baseline:.2f}x")
-    count = before["vectors"] // vectors.row_size(SPACE.dimensions)
-    leaked = sum((count + i + 1) * vectors.row_size(SPACE.dimensions) for i in range(observes))
-    print(f"before issue 12 (a new whole-matrix file per catch-up, none removed): "
-          f"about {leaked / 2**30:.1f} GiB in vectors/")  # fmt: skip
+    row = 16 + 4 * SPACE.dimensions  # a float32 row with its id, as whole matrices held
+    count = before["index"] // RECORDS
+    leaked = sum((count + i + 1) * row for i in range(observes))
+    print(f"a new whole-matrix file per catch-up, none removed (as once): "
+          f"about {leaked / 2**30:.1f} GiB")  # fmt: skip
 
 
 def catch_up_cost(home: Path, repeats: int, rng: np.random.Generator) -> None:
@@ -122,33 +130,40 @@ def catch_up_cost(home: Path, repeats: int, rng: np.random.Generator) -> None:
         runner.catch_up(home, SPACE)
         log.append([Reembedded(entry_id=stored.entry_id, provider=SPACE.provider,
                                model=SPACE.model, dimensions=SPACE.dimensions,
-                               vector=new_vector(rng))])  # fmt: skip
+                               vector=new_vector(rng), encoding="q8")])  # fmt: skip
         started = time.perf_counter()
         runner.catch_up(home, SPACE)
         return (time.perf_counter() - started) * 1000
 
-    def whole_matrix(*_: object) -> bool:
-        return False  # every catch-up writes the matrix anew, as before issue 12
+    real = vectors.patch
 
-    real = vectors.append_packed
+    def whole_file(db: sqlite3.Connection, folder: Path, *args: Any) -> bool:
+        """The record patched, then the whole file written anew, as every catch-up once did."""
+        done = real(db, folder, *args)
+        found = index_files.pointer(db, vectors.KIND)
+        if done and found is not None:
+            where = folder / index_files.INDEX_DIR
+            packed.write(where, found[0], (where / found[0]).read_bytes())
+        return done
+
     appended: list[float] = []
     rewritten: list[float] = []
     for i in range(repeats):  # interleaved, so both see the same machine and the same size
         appended.append(one_vector())
-        vectors.append_packed = whole_matrix  # type: ignore[assignment]
+        vectors.patch = whole_file
         try:
             rewritten.append(one_vector())
         finally:
-            vectors.append_packed = real
+            vectors.patch = real
         if i == 0:
             appended.clear()
             rewritten.clear()  # the first of each warms the caches
     after, before = statistics.median(appended), statistics.median(rewritten)
     print(f"\n## a catch-up that adds one vector (median of {len(appended)})\n")
-    print(f"append one row (now)               {after:8.2f} ms")
-    print(f"write the whole matrix (before)    {before:8.2f} ms")
+    print(f"patch one record (now)             {after:8.2f} ms")
+    print(f"write the whole file (before)      {before:8.2f} ms")
     print(f"ratio now / before                 {after / before:8.3f}x")
-    print(f"packed files in vectors/ afterwards: {packed_count(home)}")
+    print(f"vector files in index/ afterwards: {packed_count(home)}")
 
 
 def timed(label: str, action: Callable[[], object]) -> None:

@@ -309,8 +309,9 @@ def _sweep(folder: Path, wait: bool = False) -> None:
     """Remove the packed files the committed view no longer names (and the folder of
     vector files earlier versions kept apart)."""
     index_files.sweep(folder, db_path(folder), wait, spare=not wait)  # a rebuild: every one
-    if (folder / LEGACY_VECTOR_DIR).is_dir():
-        shutil.rmtree(folder / LEGACY_VECTOR_DIR, ignore_errors=True)
+    legacy = folder / LEGACY_VECTOR_DIR
+    if legacy.is_dir() and not legacy.is_symlink():  # a link: not memlog's to follow
+        shutil.rmtree(legacy, ignore_errors=True)
 
 
 def _switch_in(aside: Path, live_path: Path) -> None:

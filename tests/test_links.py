@@ -96,7 +96,6 @@ WRITERS = {
     ".markdown.lock": ("replay",),
     "anti-patterns.md": ("replay",),
     "projects": ("replay",),
-    "vectors": ("replay",),
     "index": ("replay",),
 }  # fmt: skip
 
@@ -121,6 +120,18 @@ def test_a_link_in_the_log_is_not_answered_with_advice_that_loses_it(
     line = invoke(*WRITERS[rel]).stderr
     assert "memlog makes the file again" not in line
     assert "move that file back in its place" in line and "cannot make the log again" in line
+
+
+def test_a_link_where_earlier_versions_kept_vectors_is_left_alone(
+    home: Path, tmp_path: Path
+) -> None:
+    """A replay removes the folder of vector files earlier versions kept, never a link."""
+    outside = tmp_path / "outside"
+    (home / "vectors").mkdir()
+    before = plant(home, "vectors", outside)  # a link to a folder
+    ok("replay")
+    untouched(outside, before)
+    assert (home / "vectors").is_symlink()
 
 
 def test_a_linked_database_of_another_application_is_never_overwritten(

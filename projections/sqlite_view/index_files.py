@@ -97,14 +97,19 @@ class Slots(NamedTuple):
 
 def slots(db: sqlite3.Connection, folder: Path, kind: str, magic: bytes) -> Slots | None:
     """The records this snapshot covers of its ``kind`` file; None when there is none, or
-    it is not a file of ``magic`` or shorter than its count says."""
+    it is not a file of ``magic`` or shorter than its count says (its structure, what a
+    reader checks of a file patched in place: noted as damage, ``packsums.note``)."""
     found = pointer(db, kind)
     raw = mapped(folder, found[0]) if found else None
-    if found is None or raw is None or len(raw) < packed.HEADER.size:
+    if found is None or raw is None:
         return None
-    got, record, _, extra, _ = packed.HEADER.unpack(raw[: packed.HEADER.size])
-    end = packed.HEADER.size + found[1] * record
+    got, record, extra = b"", 0, 0
+    if len(raw) >= packed.HEADER.size:
+        got, record, _, extra, _ = packed.HEADER.unpack(raw[: packed.HEADER.size])
+    end = packed.HEADER.size + found[1] * max(record, 0)
     if got != magic or record <= 0 or end > len(raw):
+        why = "shorter than its count" if got == magic and record > 0 else "not its kind's header"
+        packsums.note(folder / INDEX_DIR / found[0], why)
         return None
     return Slots(found[1], record, extra, raw[packed.HEADER.size : end])
 

@@ -11,14 +11,19 @@ file, so a reader that follows a committed pointer finds sums that cover it.
 
 * ``record`` after a write, a patch or an append: the sums of the blocks it
   wrote (the others are kept).
-* ``quick`` when a reader opens a file: its size and the first and last block
-  of what the sums cover, ~0.1 ms whatever the file's size, so a start never
-  hashes a whole file; the sidecar is read before the file, so a file grown
-  by an append meanwhile still checks out.  A catch-up patches records in
-  place, their bytes before their sums, under ``patching``: a block that
-  fails is checked again once no patch is under way, with the sums read
-  again, so a patch is never taken for damage.
-* ``full`` for ``memlog verify``: every block.
+* ``quick`` when a reader opens a file: its size, and for a whole file
+  (``.lex``, ``.lxd``) the first and last block of what the sums cover,
+  ~0.1 ms whatever the file's size, so a start never hashes a whole file;
+  the sidecar is read before the file, so a file grown by an append
+  meanwhile still checks out.  A slot file (``.rnk``, ``.vec``, ``.nbr``) is
+  patched in place by catch-ups, its bytes before its sums: a start checks
+  only its structure (its size here, its header in ``index_files.slots``,
+  ``note``), never its blocks, so a patch under way is never taken for
+  damage and a start never waits on one for long.  A size that fails is
+  checked again once no patch is under way (``patching``), with the sums
+  read again.
+* ``full`` for ``memlog verify``: every block, under the view's write lock
+  and ``.packed.lock``, where no patch runs.
 
 Files written before the sums were kept have no sidecar: they pass ``quick``
 (nothing is known against them) and ``full`` names them (``memlog replay``
@@ -38,7 +43,7 @@ from collections.abc import Iterable, Iterator
 from contextvars import ContextVar
 from pathlib import Path
 
-from memlog.files import atomic_write, open_private
+from memlog.files import atomic_write, open_private, private_dir
 
 SUFFIX = ".sums"
 BLOCK = 1 << 16
@@ -46,6 +51,8 @@ BLOCK = 1 << 16
 PATCH_LOCK = ".patch.lock"
 #: how long a reader that found a block failing waits for a patch to finish
 PATCH_WAIT_S = 1.0
+#: the slot files, patched in place: ``quick`` checks their structure only
+PATCHED = (".rnk", ".vec", ".nbr")
 _MAGIC = b"MLSUMS01"
 _HEAD = struct.Struct("<8sIQ")  # magic, block size, the size the sums cover
 _noticed: list[str] = []
@@ -107,7 +114,7 @@ def refused() -> Iterator[None]:
 
 def quick(path: Path) -> str | None:
     """Why ``path`` cannot be read as it was written (None when it can, or nothing is known
-    against it): its size, and the first and last block its sums cover."""
+    against it): its size, and for a whole file the first and last block its sums cover."""
     if _REFUSED.get():
         return "refused: ranking from the rows"
     reason = _quick(path)
@@ -116,7 +123,7 @@ def quick(path: Path) -> str | None:
     with _no_patch(path.parent) as waited:  # its bytes may be ahead of its sums
         if waited:
             reason = _quick(path)
-    return _note(path, reason) if reason is not None else None
+    return note(path, reason) if reason is not None else None
 
 
 def _quick(path: Path) -> str | None:
@@ -128,6 +135,8 @@ def _quick(path: Path) -> str | None:
         with open(path, "rb") as handle:
             if os.fstat(handle.fileno()).st_size < size:
                 return f"shorter than the {size} bytes it was written with"
+            if path.suffix in PATCHED:
+                return None  # its records change under a catch-up: ``full`` checks them
             blocks = sorted({0, len(sums) - 1}) if sums else []
             return _check(handle.fileno(), size, sums, blocks)
     except FileNotFoundError:
@@ -137,7 +146,7 @@ def _quick(path: Path) -> str | None:
 @contextlib.contextmanager
 def patching(folder: Path) -> Iterator[None]:
     """Held by a writer from the first byte of a patch to its sums (``quick``)."""
-    fd = open_private(folder / PATCH_LOCK, os.O_RDWR | os.O_CREAT)
+    fd = open_private(private_dir(folder, folder.parent) / PATCH_LOCK, os.O_RDWR | os.O_CREAT)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield
@@ -220,7 +229,8 @@ def _check(fd: int, size: int, sums: tuple[int, ...], blocks: Iterable[int]) -> 
     return None
 
 
-def _note(path: Path, reason: str) -> str:
+def note(path: Path, reason: str) -> str:
+    """Note damage a reader found in ``path`` (``noticed``); the reason."""
     _noticed.append(f"{path.parent.name}/{path.name}: {reason}")
     return reason
 

@@ -93,8 +93,10 @@ def test_two_replays_and_a_replay_from_the_log_alone_give_the_same_home(
     first = home_files(busy_home)
     assert {"memory.db", ".markdown-state.json", "patterns.md"} <= set(first)
     assert "projects/parser-project/heuristics.md" in first
-    packed = sorted(n.rsplit(".", 1)[1] for n in first if n.startswith("index/0"))
-    assert packed == ["lex", "nbr", "rnk", "vec"]  # one of each kind, named by the log
+    packed = sorted(n.split(".", 1)[1] for n in first if n.startswith("index/0"))
+    kinds = ["lex", "nbr", "rnk", "vec"]
+    assert packed == sorted([*kinds, *(f"{k}.sums" for k in kinds)])  # one of each kind, named
+    # by the log, each with its checksums
     invoke("replay")
     assert differences(first, home_files(busy_home)) == []
 

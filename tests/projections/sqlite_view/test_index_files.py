@@ -32,7 +32,7 @@ def test_only_files_the_committed_view_points_at_stay(tmp_path: Path) -> None:
             index_files.point(db, "nbr", nbr, 1)
     assert index_files.sweep(tmp_path, path, wait=True) == [old]
     assert sorted(os.listdir(tmp_path / index_files.INDEX_DIR)) == sorted(
-        [".packed.lock", new, nbr, f"{new}.sums", f"{nbr}.sums"]  # each with its checksums
+        [".packed.lock", ".patch.lock", new, nbr, f"{new}.sums", f"{nbr}.sums"]
     )
 
 
