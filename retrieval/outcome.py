@@ -169,8 +169,13 @@ def more(ranked: Ranked, injected: set[str], query: bool) -> int:
     scores = ranked.scores
     raw = scores.lexical_raw if hasattr(scores, "lexical_raw") else scores.keyword_raw
     allowed = ranked.shown
-    return sum(
-        1
-        for i, entry_id in enumerate(ranked.ids)
-        if (not query or raw[i]) and (allowed is None or allowed[i]) and entry_id not in injected
-    )
+    count = len(ranked.ids)
+    matched = (i for i, v in zip(range(count), raw, strict=False) if v) if query else range(count)
+    # the injected by their place: among the picks (every id is decoded only when one is not)
+    at = {ranked.ids[i]: i for i in ranked.picked}
+    if not injected <= at.keys():
+        at = {entry_id: i for i, entry_id in enumerate(ranked.ids)}
+    skip = {at[entry_id] for entry_id in injected if entry_id in at}
+    if not query and allowed is None:
+        return count - len(skip)
+    return sum(1 for i in matched if (allowed is None or allowed[i]) and i not in skip)

@@ -275,7 +275,10 @@ class SemanticRun:
             found.observation_count, found.confidence, found.days, found.recall_count, reference
         )
         self._parts = parts
-        around = view.neighbours(found.ids) if weights.neighbours > 0 else None
+        # with no query signal and no weight on prominence every fused score is 0, and so
+        # is every neighbour mean: the lists (10 per candidate) are not read
+        signal = lexical is not None or vector is not None or weights.prominence != 0
+        around = view.neighbours(found.ids) if weights.neighbours > 0 and signal else None
         prominence = (parts[0] + parts[1] + parts[2] + parts[3]) / 4.0
         mask = None if reference is None else np.asarray(reference, dtype=bool)
         return fusion.fuse(lexical, vector, prominence, around, weights, mask)
