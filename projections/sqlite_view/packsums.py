@@ -44,6 +44,7 @@ from contextvars import ContextVar
 from pathlib import Path
 
 from memlog.files import atomic_write, open_private, private_dir
+from memlog.locking import locked
 
 SUFFIX = ".sums"
 BLOCK = 1 << 16
@@ -146,12 +147,8 @@ def _quick(path: Path) -> str | None:
 @contextlib.contextmanager
 def patching(folder: Path) -> Iterator[None]:
     """Held by a writer from the first byte of a patch to its sums (``quick``)."""
-    fd = open_private(private_dir(folder, folder.parent) / PATCH_LOCK, os.O_RDWR | os.O_CREAT)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
+    with locked(private_dir(folder, folder.parent) / PATCH_LOCK):
         yield
-    finally:
-        os.close(fd)
 
 
 @contextlib.contextmanager
