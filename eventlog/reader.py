@@ -248,11 +248,16 @@ class _Holder:
     def _place(self, next_seq: int | None) -> None:
         """Report the pending damage, each line with the sequence its neighbours give it."""
         count = len(self.pending)
+        # a line takes at least 16 bytes: a gap longer than the damage could hold (a line
+        # claiming seq 10^18 after it) was not made by it, and is never walked
+        most = sum(bad.length // 16 + 1 for bad in self.pending)
         for index, bad in enumerate(self.pending):
             if self.prev and (next_seq is None or next_seq - self.prev - 1 == count):
                 seqs: tuple[int, ...] = (self.prev + 1 + index,)
-            elif next_seq is not None and self.prev:
+            elif next_seq is not None and self.prev and next_seq - self.prev - 1 <= most:
                 seqs = tuple(range(self.prev + 1, next_seq))
+            elif next_seq is not None and self.prev:
+                seqs = ()
             elif next_seq is not None:
                 seqs = (next_seq - count + index,)
             else:

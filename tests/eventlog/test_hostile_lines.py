@@ -73,6 +73,26 @@ def test_verify_costs_memory_of_the_log_not_of_its_largest_sequence(memlog_home:
     assert peak < 20 << 20, f"verify peaked at {peak} bytes"
 
 
+def test_a_damaged_line_before_a_seq_of_10_18_is_given_no_range_of_sequences(
+    memlog_home: Path,
+) -> None:
+    log, segment = seeded(memlog_home)
+    append_raw(segment, b"not an event line at all\n")
+    append_raw(segment, forge.event("entry.retired", 10**18, entry_id="0123456789abcdef"))
+    tracemalloc.start()
+    report = verify_log(log)
+    repaired = repair_log(log)
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    assert any("no checksum" in d for d in report.damage), report.damage
+    assert any("gap" in s for s in report.sequence), report.sequence
+    assert len(repaired) == 1
+    assert peak < 20 << 20, f"verify peaked at {peak} bytes"
+    for args in (["verify"], ["verify", "--repair"], ["list"]):
+        done = run(*args)
+        assert "internal error" not in done.output, (args, done.output)
+
+
 def test_a_line_past_the_largest_event_is_damage_never_read(memlog_home: Path) -> None:
     log, segment = seeded(memlog_home)
     huge = "x" * (5 << 20)
