@@ -11,6 +11,7 @@ import msgspec
 from memlog.errors import InvalidInput
 from memlog.eventlog.events import Finding, Observed, Text
 from memlog.eventlog.redaction import REDACTED, redact
+from memlog.eventlog.secrets import redact_text
 from memlog.keywords.rules import normalise_keyword
 from memlog.vocabulary import MAX_KEYWORDS, Category, Confidence, Source
 
@@ -42,8 +43,13 @@ def keyword_notes(given: Sequence[str], where: str = "") -> list[str]:
     prefix = f"{where}: " if where else ""
     notes = []
     renamed = [(k, normalise_keyword(k)) for k in given if normalise_keyword(k) != k]
-    if renamed:
+    secrets = sum(redact_text(k) != k for k, _ in renamed)  # kept by --no-redact: not shown
+    renamed = [(k, n) for k, n in renamed if redact_text(k) == k]
+    if renamed or secrets:
         shown = ", ".join(f"{k!r} as {n!r}" if n else f"{k!r} dropped" for k, n in renamed)
+        if secrets:
+            held = f"{secrets} holding a secret, lower-cased"
+            shown = f"{shown}, {held}" if shown else held
         notes.append(f"{prefix}keywords are lowercase a-z, 0-9 and -: recorded {shown}")
     kept = _unique(normalise_keyword(k) for k in given)
     if len(kept) > MAX_KEYWORDS:

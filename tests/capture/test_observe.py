@@ -6,7 +6,13 @@ import json
 
 import pytest
 
-from memlog.capture.observe import from_fields, parse_json_lines, to_event, with_references
+from memlog.capture.observe import (
+    from_fields,
+    keyword_notes,
+    parse_json_lines,
+    to_event,
+    with_references,
+)
 from memlog.errors import InvalidInput
 from memlog.eventlog.events import content_hash
 
@@ -99,6 +105,15 @@ def test_keywords_that_need_no_change_need_no_notice() -> None:
     notes: list[str] = []
     event = from_fields({**FIELDS, "keywords": ["one"]}, notes)  # one, ungrounded: kept
     assert event.keywords == ("one",) and notes == []
+
+
+def test_the_notice_of_a_keyword_kept_with_its_secret_shows_neither_form() -> None:
+    # --no-redact keeps the secret in the keyword; the notice is for people, and a message
+    # scrubber finds AKIA... but not the lower-cased akia... it became
+    secret = "AKIA" + "IOSFODNN7EXAMPLE"
+    notes = keyword_notes([secret, "Parser"])
+    assert len(notes) == 1 and "'Parser' as 'parser'" in notes[0]
+    assert secret.lower() not in notes[0].lower(), notes
 
 
 def test_json_lines_say_which_line_was_changed() -> None:
