@@ -85,14 +85,20 @@ def ready(git: Git, home: Path, remote: str | None, init: bool, key_text: str | 
 
 def _init(git: Git, home: Path, url: str, given: Key | None) -> Ready:
     """Set up (again) for ``url``: nothing here changes unless the key opens it."""
-    if not git.exists():
+    made_now = not git.exists()
+    if made_now:
         git.init()
     try:
         theirs = fetch(git, url, PROBE_REF)
         sealed = classify(git, url, theirs)
         key, made = _key_for(git, home, url, theirs if sealed else None, given)
+    except BaseException:
+        if made_now:  # a refused join sets up nothing (status would call it the plain format)
+            shutil.rmtree(git.git_dir, ignore_errors=True)
+        raise
     finally:
-        git.call("update-ref", "-d", PROBE_REF)
+        if git.exists():
+            git.call("update-ref", "-d", PROBE_REF)
     stored = keys.stored(home)
     fetched: tuple[str | None] | None = (theirs,)
     if stored is None or stored.text() != key.text() or _local_problem(git, key):

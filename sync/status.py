@@ -10,7 +10,7 @@ from memlog.eventlog import devices
 from memlog.eventlog import segments as seg
 from memlog.sync import keys
 from memlog.sync.local import last_seq
-from memlog.sync.repo import REMOTE_REF, Git, set_up
+from memlog.sync.repo import LOCAL_REF, REMOTE_REF, Git, set_up
 from memlog.sync.sealing import Sealer
 from memlog.sync.state import Outcome, load_state
 
@@ -51,8 +51,10 @@ def status(home: Path) -> Status:
     key = keys.stored(home)
     if key is not None:
         found.unsent = _unsent(Sealer(key, git, state.sealed), events_dir, own)
-    else:
+    elif git.ref(LOCAL_REF) is not None:  # else nothing was ever synced from here
         found.plain = True
+    else:
+        return Status(set_up=False)
     return found
 
 

@@ -105,6 +105,9 @@ def test_a_remote_with_data_needs_its_key_and_says_how_to_get_it(tmp_path: Path)
     assert "memlog sync --print-key` on a machine that syncs with it" in result.output
     assert not (second / "sync.key").exists()
     assert "not set up" in memlog(second, "sync").output  # a failed join sets up nothing
+    status = json.loads(memlog_ok(second, "sync", "--status", "--json").output)
+    assert status["set_up"] is False and status["plain"] is False, status
+    assert not (second / "sync.git").exists()
     other = memlog_ok(tmp_path / "third", "sync", "--init", str(bare_remote(tmp_path / "x.git")))
     assert other.exit_code == 0
     wrong = memlog_ok(tmp_path / "third", "sync", "--print-key").output.strip()
