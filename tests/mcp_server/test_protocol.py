@@ -65,6 +65,12 @@ def nested(levels: int) -> Any:
     return value
 
 
+def test_the_error_codes_are_json_rpcs() -> None:
+    # JSON-RPC 2.0, section 5.1: what a client matches on, whatever the constants are named
+    codes = (protocol.PARSE_ERROR, protocol.INVALID_REQUEST, protocol.INVALID_PARAMS)
+    assert codes == (-32700, -32600, -32602)
+
+
 def test_every_line_gets_what_json_rpc_says(
     project: Path, memlog_home: Path, tmp_path: Path
 ) -> None:
