@@ -67,12 +67,44 @@ class Fused(NamedTuple):
 
 
 def _spread(values: Floats) -> tuple[float, float]:
-    """``plain.spread`` with the squares taken by numpy: the same IEEE products, summed by
-    the same ``fsum``, so the same two numbers."""
+    """``plain.spread`` with the squares taken by numpy: the same IEEE products, summed
+    correctly rounded (``exact_sum``, as ``math.fsum``), so the same two numbers."""
     count = values.size
-    mean = math.fsum(values.tolist()) / count
+    mean = exact_sum(values) / count
     deviations = values - mean
-    return mean, math.sqrt(math.fsum((deviations * deviations).tolist()) / count)
+    return mean, math.sqrt(exact_sum(deviations * deviations) / count)
+
+
+#: mantissas are split in two halves so 2**26 sums of them stay exact in float64
+_HALF = 26
+
+
+def exact_sum(values: Floats) -> float:
+    """The sum of ``values`` correctly rounded: ``math.fsum``'s very result, without a
+    Python float per value.  Each value is an integer mantissa times a power of two;
+    the mantissas' halves are summed per power (exactly: each sum stays below 2**53),
+    the sums become one Python integer, and its division by a power of two rounds
+    once, correctly.  ``fsum`` itself for what it alone defines: values that are not
+    finite, a sum of 0 (its sign), too many values to sum exactly."""
+    if not values.size or values.size >= 1 << _HALF or not np.isfinite(values).all():
+        return math.fsum(values.tolist())
+    mantissas, powers = np.frexp(values)
+    whole = mantissas * float(1 << 53)  # an integer of 53 bits, exactly
+    upper = np.floor(whole * (1.0 / (1 << _HALF)))  # its top half, exactly
+    low = powers.min()
+    bins = (powers - low).astype(np.intp)
+    high = np.bincount(bins, weights=upper)
+    rest = np.bincount(bins, weights=whole - upper * float(1 << _HALF))
+    total = 0
+    for shift in np.flatnonzero((high != 0) | (rest != 0)).tolist():
+        total += ((int(high[shift]) << _HALF) + int(rest[shift])) << shift
+    if total == 0:
+        return math.fsum(values.tolist())
+    scale = int(low) - 53
+    try:
+        return float(total << scale) if scale >= 0 else total / (1 << -scale)
+    except OverflowError:
+        return math.fsum(values.tolist())
 
 
 def zscores(raw: Floats | None, size: int, reference: Mask | None = None) -> Floats:

@@ -4,13 +4,13 @@ plain one (``light``); scores may be numpy arrays or lists."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
 from memlog.projections.fold import Entry
 from memlog.retrieval import budget, relevance
 from memlog.retrieval.render import condensed_block, diagnostic, entry_block, render_semantic
-from memlog.retrieval.request import Chosen, Injection, LeftOut, Request
+from memlog.retrieval.request import Chosen, Injection, LeftOut, Request, counted
 from memlog.vocabulary import BLOCK_HEADER, PROMPT_RECALL_ENTRIES
 
 COMPONENTS = (
@@ -89,7 +89,7 @@ def injection(
         pick.components.update(extra)
     fts, matches = ranked.keyword_matches, ranked.vector_matches
     mode = "semantic" if matches else ("keyword" if fts else "prominence")
-    total = len(ids) if ranked.shown is None else sum(ranked.shown)
+    total = len(ids) if ranked.shown is None else counted(ranked.shown)
     result = Injection(
         text="", mode=mode, chosen=chosen, query=query, total=total, vector_matches=matches,
         fts_matches=fts, model=request.ws.space.model, timings=timings, notes=notes,
@@ -163,6 +163,14 @@ def fit_into(
     result.text = render_semantic(entries, result, fitted.condensed, header, last_line(result))
 
 
+def _nonzero(raw: Any, count: int) -> Iterable[int]:
+    """The places of the first ``count`` scores that are not 0 (a numpy array's at once)."""
+    if hasattr(raw, "nonzero"):
+        places: list[int] = raw[:count].nonzero()[0].tolist()
+        return places
+    return (i for i, v in zip(range(count), raw, strict=False) if v)
+
+
 def more(ranked: Ranked, injected: set[str], query: bool) -> int:
     """Candidates that matched (the query's words, or any without a query), may be
     chosen and were not injected."""
@@ -170,7 +178,7 @@ def more(ranked: Ranked, injected: set[str], query: bool) -> int:
     raw = scores.lexical_raw if hasattr(scores, "lexical_raw") else scores.keyword_raw
     allowed = ranked.shown
     count = len(ranked.ids)
-    matched = (i for i, v in zip(range(count), raw, strict=False) if v) if query else range(count)
+    matched = _nonzero(raw, count) if query else range(count)
     # the injected by their place: among the picks (every id is decoded only when one is not)
     at = {ranked.ids[i]: i for i in ranked.picked}
     if not injected <= at.keys():

@@ -17,6 +17,7 @@ from typing import NamedTuple
 import numpy as np
 import numpy.typing as npt
 
+from memlog.projections.sqlite_view.reading import Coded
 from memlog.vocabulary import (
     BALANCE_FROM,
     CATEGORIES,
@@ -88,12 +89,22 @@ def prominence_parts(
     among = observations if reference is None else observations[np.asarray(reference, bool)]
     top = float(among.max()) if among.size else 0.0
     obs = observations / top if top > 0 else np.zeros_like(observations)
-    levels = np.asarray(confidence, dtype=object)
-    ranks = [float(CONFIDENCE_RANK[c]) for c in ("high", "low", "medium")]
-    conf = np.select([levels == "high", levels == "low"], ranks[:2], ranks[2]) / TOP_CONFIDENCE
+    conf = _confidence_ranks(confidence) / TOP_CONFIDENCE
     recency = 1.0 / (1.0 + days / 30.0)
     recall = np.minimum(recalls / 10.0, 1.0)
     return obs, conf, recency, recall
+
+
+def _confidence_ranks(confidence: Sequence[str]) -> Floats:
+    """Each level's rank (anything but high or low ranks as medium)."""
+    ranks = [float(CONFIDENCE_RANK[c]) for c in ("high", "low", "medium")]
+    if isinstance(confidence, Coded):  # the packed records' codes, read whole
+        table = [float(CONFIDENCE_RANK.get(name, CONFIDENCE_RANK["medium"])) for name in
+                 confidence.names] + [ranks[2]]  # fmt: skip
+        codes = np.minimum(confidence.codes, len(confidence.names))
+        return np.asarray(table, dtype=np.float64)[codes]
+    levels = np.asarray(confidence, dtype=object)
+    return np.select([levels == "high", levels == "low"], ranks[:2], ranks[2])
 
 
 def score(
@@ -142,25 +153,64 @@ def select(
     facts), best first within each; unbalanced, simply best first.  Only
     candidates ``shown`` are chosen (all by default).
     """
-    order = (
-        np.argsort(-final, kind="stable") if then is None else np.lexsort((-then, -final))
-    )  # both stable: equal keys keep candidate order
-    if shown is not None:
-        order = order[np.asarray(shown, dtype=bool)[order]]
     if limit == 0:
         return []
-    if not balanced:
+    allowed = None if shown is None else np.asarray(shown, dtype=bool)
+    codes = _category_codes(categories) if balanced else None
+    within = _contenders(final, codes, limit, allowed)
+    if within is None:
+        order = (
+            np.argsort(-final, kind="stable") if then is None else np.lexsort((-then, -final))
+        )  # both stable: equal keys keep candidate order
+        if allowed is not None:
+            order = order[allowed[order]]
+    else:  # the same order, of the only candidates it can choose (ascending: as stable)
+        ties = None if then is None else -then[within]
+        ranked = (
+            np.argsort(-final[within], kind="stable")
+            if ties is None
+            else np.lexsort((ties, -final[within]))
+        )
+        order = within[ranked]
+    if not balanced or codes is None:
         return [int(i) for i in (order if limit < 0 else order[:limit])]
-    codes = _category_codes(categories)
-    chosen = order if limit < 0 or limit >= len(order) else _balanced(codes, order, limit)
+    whole = within is None and (limit < 0 or limit >= len(order))
+    chosen = order if whole else _balanced(codes, order, limit)
     rank = np.empty(len(final), dtype=np.int64)
     rank[order] = np.arange(len(order))
     grouped = chosen[np.lexsort((rank[chosen], codes[chosen]))]
     return [int(i) for i in grouped]
 
 
+def _contenders(
+    final: Floats, codes: npt.NDArray[np.int64] | None, limit: int,
+    allowed: npt.NDArray[np.bool_] | None,
+) -> npt.NDArray[np.intp] | None:  # fmt: skip
+    """The candidates ``select`` can choose, in candidate order: of each category (of all,
+    unbalanced) those whose score reaches its ``limit``-th best, which holds every
+    pick (a category's minimum is among its best, and an entry chosen after them has
+    fewer than ``limit`` of its category before it).  None: every allowed candidate
+    (no limit, no more candidates than it, or a score that does not compare)."""
+    total = len(final) if allowed is None else int(allowed.sum())
+    if limit < 0 or limit >= total or not np.isfinite(final).all():
+        return None
+    groups = [None] if codes is None else range(len(CATEGORY_ORDER) + 1)
+    keep = np.zeros(len(final), dtype=bool)
+    for code in groups:
+        group = np.ones(len(final), dtype=bool) if code is None else codes == code
+        if allowed is not None:
+            group &= allowed
+        values = final[group]
+        if len(values) > limit:
+            group &= final >= np.partition(values, len(values) - limit)[len(values) - limit]
+        keep |= group
+    return np.flatnonzero(keep)
+
+
 def _category_codes(categories: Sequence[str]) -> npt.NDArray[np.int64]:
     """Each candidate's category as its place in CATEGORY_ORDER (unknown ones last)."""
+    if isinstance(categories, Coded) and categories.names == CATEGORY_ORDER:
+        return categories.codes.astype(np.int64)  # the packed records' codes: the same
     names = np.asarray(categories, dtype=object)
     codes = np.full(len(names), len(CATEGORY_ORDER), dtype=np.int64)
     for code, category in enumerate(CATEGORY_ORDER):

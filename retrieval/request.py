@@ -11,8 +11,9 @@ the components of its score.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
+from typing import cast
 
 import msgspec
 
@@ -134,23 +135,38 @@ class Request(msgspec.Struct, frozen=True):
         asked = dict.fromkeys(self.categories or ())
         return injected + tuple(c for c in asked if c not in injected)
 
-    def reference(self, categories: Sequence[str]) -> list[bool] | None:
+    def reference(self, categories: Sequence[str]) -> Sequence[bool] | None:
         """Which candidates (of these categories) the statistics are taken over: the
         injected ones (None: all of them)."""
-        injected = self.injected_categories
-        kept = [c in injected for c in categories]
-        return None if all(kept) or not any(kept) else kept
+        kept = among(categories, self.injected_categories)
+        count = counted(kept)
+        return None if count in (0, len(kept)) else kept
 
-    def shown(self, categories: Sequence[str], ids: Sequence[str] = ()) -> list[bool] | None:
+    def shown(self, categories: Sequence[str], ids: Sequence[str] = ()) -> Sequence[bool] | None:
         """Which candidates may be chosen: those of the caller's categories that are not
         ``excluded`` (None: all)."""
         if self.categories is None and not self.excluded:
             return None
-        asked = set(self.categories or categories)
-        kept = [c in asked for c in categories]
+        kept = among(categories, self.categories) if self.categories else None
         if self.excluded:
-            kept = [k and i not in self.excluded for k, i in zip(kept, ids, strict=True)]
-        return None if all(kept) else kept
+            given = [True] * len(ids) if kept is None else kept
+            kept = [k and i not in self.excluded for k, i in zip(given, ids, strict=True)]
+        return None if kept is None or counted(kept) == len(kept) else kept
+
+
+def among(categories: Sequence[str], names: Collection[str]) -> Sequence[bool]:
+    """Which of ``categories`` are one of ``names`` (the packed records' codes compared
+    whole, when the candidates are theirs)."""
+    whole = getattr(categories, "among", None)
+    if whole is not None:
+        return cast("Sequence[bool]", whole(names))
+    return [c in names for c in categories]
+
+
+def counted(kept: Sequence[bool]) -> int:
+    """How many are true (a numpy mask's own sum)."""
+    total = getattr(kept, "sum", None)
+    return int(total()) if total is not None else sum(kept)
 
 
 class Chosen(msgspec.Struct):

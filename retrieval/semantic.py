@@ -14,7 +14,7 @@ from __future__ import annotations
 import sqlite3
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 
 import numpy as np
@@ -249,7 +249,7 @@ class SemanticRun:
         found: Candidates,
         vector: ranking.Floats | None,
         keyword: ranking.Floats | None,
-        reference: list[bool] | None,
+        reference: Sequence[bool] | None,
     ) -> ranking.Scores:
         config = self.request.config
         weights = ranking.Weights(
@@ -268,7 +268,7 @@ class SemanticRun:
         found: Candidates,
         vector: ranking.Floats | None,
         lexical: ranking.Floats | None,
-        reference: list[bool] | None,
+        reference: Sequence[bool] | None,
     ) -> fusion.Fused:
         weights = fusion.weights_of(self.request.config)
         parts = ranking.prominence_parts(

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import numpy as np
+import numpy.typing as npt
 
 from memlog.projections.sqlite_view import graph as g
 from memlog.projections.sqlite_view import index_files, packed, ranks, vectors
@@ -106,6 +107,18 @@ def patch(
     if ok:
         index_files.point(db, KIND, pointer[0], len(after))
     return ok
+
+
+def lists(db: sqlite3.Connection, folder: Path) -> npt.NDArray[np.int32] | None:
+    """Every slot's neighbour list in this snapshot, mapped (a ranking needs no probes);
+    None as ``read``."""
+    found = index_files.slots(db, folder, KIND, MAGIC)
+    if found is None or found.extra != _EXTRA or found.record != RECORD.itemsize:
+        return None
+    table: npt.NDArray[np.int32] = np.frombuffer(found.data, dtype=RECORD, count=found.total)[
+        "lists"
+    ]
+    return table
 
 
 def read(db: sqlite3.Connection, folder: Path) -> Graph | None:

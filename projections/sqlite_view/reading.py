@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from datetime import datetime
 from pathlib import Path
 from types import TracebackType
@@ -55,9 +55,30 @@ def fts_query(text: str | None) -> str | None:
     return " OR ".join(f'"{t}"' for t in unique) if unique else None
 
 
-def _names(codes: npt.NDArray[np.uint8], names: Sequence[str]) -> list[str]:
-    """Each code's name."""
-    return [names[code] for code in codes.tolist()]
+class Coded(Sequence[str]):
+    """Names kept as the packed records' codes (a category, a confidence level): a name
+    is made only when one is asked, and rankers read ``codes`` whole."""
+
+    def __init__(self, codes: npt.NDArray[np.uint8], names: Sequence[str]) -> None:
+        self.codes = codes
+        self.names = tuple(names)
+
+    def __len__(self) -> int:
+        return len(self.codes)
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self.names[code] for code in self.codes[index].tolist()]
+        return self.names[int(self.codes[index])]
+
+    def among(self, names: Collection[str]) -> npt.NDArray[np.bool_]:
+        """Which of them are one of ``names``."""
+        codes = [code for code, name in enumerate(self.names) if name in names]
+        return np.isin(self.codes, codes)
 
 
 class Candidates(NamedTuple):
@@ -65,9 +86,9 @@ class Candidates(NamedTuple):
     ``plain.DAYS``), in id order; ``slots``: each one's slot (−1: not known)."""
 
     ids: Sequence[str]
-    categories: list[str]
+    categories: Sequence[str]
     observation_count: Floats
-    confidence: list[str]
+    confidence: Sequence[str]
     days: Floats
     recall_count: Floats
     slots: npt.NDArray[np.int64] | None = None
@@ -168,9 +189,9 @@ class Snapshot(View):
         self._last = (ids, slots.tolist())
         return Candidates(
             ids=ids,
-            categories=_names(records["code"][slots], CATEGORIES),
+            categories=Coded(records["code"][slots], CATEGORIES),
             observation_count=records["count"][slots].astype(np.float64),
-            confidence=_names(records["level"][slots], ranks.LEVELS),
+            confidence=Coded(records["level"][slots], ranks.LEVELS),
             days=np.maximum(self.julian(now) - records["since"][slots], 0.0),
             recall_count=records["recalls"][slots].astype(np.float64),
             slots=slots.astype(np.int64),
@@ -260,16 +281,18 @@ class Snapshot(View):
 
     def neighbours(self, ids: Sequence[str] | Candidates) -> npt.NDArray[np.int64] | None:
         """Each candidate's neighbours as positions among them (−1: none, or not among them)."""
-        graph = neighbours.read(self.db, self.folder)
+        graph = neighbours.lists(self.db, self.folder)
         if graph is None:
             return None
-        slots = self._slots(ids)
-        place = np.full(len(graph.lists) + 1, -1, dtype=np.int64)  # the last: −1 and beyond
-        known = (slots >= 0) & (slots < len(graph.lists))
+        slots, size = self._slots(ids), len(graph)
+        place = np.full(size + 1, -1, dtype=np.int64)  # the last: −1 and beyond
+        known = (slots >= 0) & (slots < size)
         place[slots[known]] = np.flatnonzero(known)
-        found = np.full((len(slots), graph.lists.shape[1]), -1, dtype=np.int64)
-        lists = graph.lists[slots[known]].astype(np.int64)
-        lists[(lists < 0) | (lists >= len(graph.lists))] = len(graph.lists)
+        lists = graph[slots[known]]
+        lists = np.where((lists < 0) | (lists >= size), size, lists)
+        if known.all():
+            return place[lists]
+        found = np.full((len(slots), graph.shape[1]), -1, dtype=np.int64)
         found[known] = place[lists]
         return found
 
@@ -309,10 +332,13 @@ def _products(rows: npt.NDArray[np.uint8], query: npt.NDArray[np.float32], count
     """scale × (levels · query) for the first ``count`` records, a block at a time (the
     int8 levels become float32 a block at a time, never the whole matrix)."""
     out = np.empty(count, dtype=np.float64)
+    # one buffer for every block's levels: a fresh one per block costs its pages again
+    buffer = np.empty((min(_BLOCK, count), rows.shape[1] - 4), dtype=np.float32)
     for start in range(0, count, _BLOCK):
         block = rows[start : min(start + _BLOCK, count)]
         scale = block[:, :4].copy().view("<f4").ravel()
-        levels = block[:, 4:].view(np.int8).astype(np.float32)
+        levels = buffer[: len(block)]
+        levels[...] = block[:, 4:].view(np.int8)
         out[start : start + len(block)] = (levels @ query) * scale
     return out
 

@@ -7,9 +7,11 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memlog.eventlog.events import content_hash
-from memlog.retrieval.fusion import FusionWeights, fuse, neighbour_means, zscores
+from memlog.retrieval.fusion import FusionWeights, exact_sum, fuse, neighbour_means, zscores
 from memlog.retrieval.inject import build
 from memlog.tests.retrieval.helpers import (
     HASHING,
@@ -110,3 +112,24 @@ def test_without_the_lexical_index_fts5_stands_in(memlog_home: Path) -> None:
     result = build(make_request(memlog_home, None, query="parser error handling", catch_up=False))
     assert any("lexical index unavailable" in n for n in result.notes)
     assert result.chosen[0].id == content_hash(PARSER)
+
+
+@given(st.lists(st.floats(allow_nan=False, allow_infinity=False, width=64), max_size=80))
+def test_exact_sum_is_fsum(values: list[float]) -> None:
+    """The z-scores' sums are ``math.fsum``'s, sign of a zero included, whatever the
+    magnitudes (an overflow raises as fsum does)."""
+    try:
+        expected = math.fsum(values)
+    except OverflowError:
+        with pytest.raises(OverflowError):
+            exact_sum(np.asarray(values, dtype=np.float64))
+        return
+    found = exact_sum(np.asarray(values, dtype=np.float64))
+    assert (found, math.copysign(1.0, found)) == (expected, math.copysign(1.0, expected))
+
+
+def test_exact_sum_of_many_values() -> None:
+    rng = np.random.default_rng(7)
+    for values in (rng.normal(size=100_000), rng.normal(size=50_000) * 1e-300,
+                   np.round(rng.normal(size=30_000), 2) ** 2):  # fmt: skip
+        assert exact_sum(values) == math.fsum(values.tolist())
