@@ -188,15 +188,21 @@ _LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):[ \t]+(\S.*?)[ \t]*")
 _INT = re.compile(r"[-+]?(?:[1-9][0-9]*|0)")  # no leading zero: YAML 1.1 reads 010 as octal
 _FLOAT = re.compile(r"[-+]?(?:[1-9][0-9]*|0)\.[0-9]+")
 _WORD = re.compile(r"[A-Za-z][A-Za-z0-9_./@+-]*")
-#: words YAML 1.1 reads as booleans or null: left to the library
+#: the words PyYAML's safe loader reads as booleans and nulls (its resolver's own lists)
+_YAML_CONSTANTS: dict[str, bool | None] = {
+    **{w: True for w in "yes Yes YES true True TRUE on On ON".split()},
+    **{w: False for w in "no No NO false False FALSE off Off OFF".split()},
+    **{w: None for w in "~ null Null NULL".split()},
+}
+#: other words YAML 1.1 may read otherwise: left to the library
 _YAML_WORDS = frozenset("y n yes no on off true false null".split())
 
 
 def _plain_scalar(text: str) -> tuple[bool, Any]:
     """``(True, value)`` for an integer, a decimal, true/false or a plain word; else
     ``(False, None)`` (the YAML library decides)."""
-    if text in ("true", "false"):
-        return True, text == "true"
+    if text in _YAML_CONSTANTS:
+        return True, _YAML_CONSTANTS[text]
     if _INT.fullmatch(text):
         return True, int(text)
     if _FLOAT.fullmatch(text):

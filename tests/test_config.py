@@ -135,3 +135,18 @@ def test_config_environment_overrides_the_file(tmp_path: Path) -> None:
     assert warnings == []
     config, warnings = load_config(tmp_path, env={"MEMLOG_EMBEDDING_PROVIDER": "nope"})
     assert config.memory_embedding_provider == "local" and len(warnings) == 1
+
+
+@pytest.mark.parametrize(
+    "text", ["off", "Off", "ON", "yes", "No", "TRUE", "False", "null", "~", "NULL", "y", "oFf",
+             "memory_keyword_provider: off\nmemory_inject_facts: Yes\nb: ~\nc: y"],
+)  # fmt: skip
+def test_yaml_words_read_as_the_yaml_library_reads_them(text: str) -> None:
+    """Booleans and nulls the plain reading takes (so ``off`` costs no YAML import) mean
+    what PyYAML's safe loader makes of them; what it does not know is left to it."""
+    import yaml
+
+    from memlog.config import _parse_yaml
+
+    found, expected = _parse_yaml(text), yaml.safe_load(text)
+    assert (found, type(found)) == (expected, type(expected))
