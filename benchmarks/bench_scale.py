@@ -1,6 +1,10 @@
 """What each command costs as the store grows: 1k, 10k, 30k (and 100k) entries.
 
     python benchmarks/bench_scale.py [--sizes 1000,10000,30000] [--with-100k] [--repeats 9]
+                                     [--keep DIR]
+
+(``--sizes 100000`` alone measures 100k; ``--keep DIR`` builds each home in
+DIR once and measures it again on the next run.)
 
 For each size a synthetic home (``synthetic.py``: three events per entry,
 384-d vectors in the ``hashing`` space, the provider the commands embed
@@ -14,7 +18,8 @@ load hit both alike), the resident ranker off unless said:
 * ``memlog log | head -5``, ``memlog log --limit 5``, ``memlog show``;
 * ``memlog replay`` (once per size: it is the longest);
 * the SessionStart hook in its own process (and its peak RSS), and answered
-  by the resident ranker; ``memlog search``;
+  by the resident ranker: in a project with an active feature (a query is
+  composed and embedded) and in one without (no query); ``memlog search``;
 * the page's search and list (in process, through Starlette's test client);
 * the home on disk, per entry.
 
@@ -146,20 +151,35 @@ def command_figures(home: Path, work: Path, repeats: int) -> dict[str, Figure]:
 
 
 def hook_figures(home: Path, work: Path, repeats: int) -> dict[str, Figure]:
-    project = BENCH.prepare_project(work, "project", "memory_embedding_provider: hashing\n")
+    """The start in a project with an active feature (a query is composed and embedded)
+    and in one without (no query: prominence alone), each in its own process and
+    answered by the resident."""
+    settings = "memory_embedding_provider: hashing\n"
+    projects = {
+        "with a query": BENCH.prepare_project(work, "project", settings),
+        "no query": bare_project(work / "bare", settings),
+    }
     own = environment(home)
     figures: dict[str, Figure] = {}
-    stdin = BENCH.payload(project, 0)
-    BENCH.check_hook_output(home, project)
-    cases = {"hook, own process": lambda: BENCH.run_once(BENCH.HOOK, stdin, project, own)[0]}
-    times = interleaved(cases, repeats)
-    base = statistics.median(times["numpy"])
-    rss = BENCH.peak_rss_mb(BENCH.HOOK, stdin, project, own)
-    figures["hook, own process"] = Figure(
-        statistics.median(times["hook, own process"]), base, f"RSS {rss:.0f} MB"
-    )
-    figures["hook, answered by the resident"] = resident_figure(home, project, repeats)
+    for label, project in projects.items():
+        stdin = BENCH.payload(project, 0)
+        mode = BENCH.check_hook_output(home, project)["mode"]
+        cases = {label: lambda: BENCH.run_once(BENCH.HOOK, stdin, project, own)[0]}  # noqa: B023
+        times = interleaved(cases, repeats)
+        base = statistics.median(times["numpy"])
+        rss = BENCH.peak_rss_mb(BENCH.HOOK, stdin, project, own)
+        figures[f"hook {label}, own process"] = Figure(
+            statistics.median(times[label]), base, f"RSS {rss:.0f} MB, mode {mode}"
+        )
+        figures[f"hook {label}, resident"] = resident_figure(home, project, repeats)
     return figures
+
+
+def bare_project(root: Path, settings: str) -> Path:
+    """A project with no active feature: the start composes no query."""
+    (root / ".claude").mkdir(parents=True)
+    (root / ".claude" / "iflow-dev.local.md").write_text(f"---\n{settings}---\n")
+    return root
 
 
 def resident_figure(home: Path, project: Path, repeats: int) -> Figure:
@@ -223,13 +243,22 @@ def page_figures(home: Path, work: Path, repeats: int) -> dict[str, Figure]:
     return figures
 
 
-def measure(entries: int, repeats: int, root: Path) -> dict[str, Figure]:
-    home, work = root / f"home-{entries}", root / f"work-{entries}"
+def measure(entries: int, repeats: int, root: Path, keep: Path | None = None) -> dict[str, Figure]:
+    """Every figure at ``entries``; with ``keep``, the home is built there once and used
+    again by the next runs (no replay figure then: it is measured when it is built)."""
+    home = (keep or root) / f"home-{entries}"
+    work = root / f"work-{entries}"
     work.mkdir(parents=True)
     print(f"\n{entries} entries ({load()})", flush=True)
-    written, replay_ms = build(home, entries)
-    print(f"  log written in {written:.1f} s; replayed in {replay_ms / 1000:.1f} s", flush=True)
-    figures = {"replay": Figure(replay_ms, None, load())}
+    figures: dict[str, Figure] = {}
+    if keep is None or not (home / "memory.db").exists():
+        shutil.rmtree(home, ignore_errors=True)
+        written, replay_ms = build(home, entries)
+        print(f"  log written in {written:.1f} s; replayed in {replay_ms / 1000:.1f} s")
+        figures["replay"] = Figure(replay_ms, None, load())
+    else:
+        print(f"  the home kept in {home}", flush=True)
+        figures["replay"] = Figure(float("nan"), None, "(a kept home: not replayed)")
     figures.update(command_figures(home, work, repeats))
     print(f"  commands done ({load()})", flush=True)
     figures.update(hook_figures(home, work, repeats))
@@ -239,11 +268,14 @@ def measure(entries: int, repeats: int, root: Path) -> dict[str, Figure]:
     figures["disk per entry (bytes)"] = Figure(per_entry, None, detail)
     for name, figure in figures.items():
         print(f"  {name:<36} {cell(figure)}  {figure.extra}", flush=True)
-    shutil.rmtree(home, ignore_errors=True)
+    if keep is None:
+        shutil.rmtree(home, ignore_errors=True)
     return figures
 
 
 def cell(figure: Figure, first: Figure | None = None) -> str:
+    if figure.ms != figure.ms:  # not measured (NaN)
+        return "—"
     text = f"{figure.ms:,.0f}"
     if figure.numpy:
         text += f" (×{figure.ms / figure.numpy:.2f} numpy)"
@@ -272,12 +304,14 @@ def main() -> None:
     parser.add_argument("--sizes", default="1000,10000,30000", help="entries, comma-separated")
     parser.add_argument("--with-100k", action="store_true", help="also 100,000 entries")
     parser.add_argument("--repeats", type=int, default=9)
+    parser.add_argument("--keep", type=Path, help="build the homes in this folder once and "
+                        "use them again (each run's observe adds a few entries)")  # fmt: skip
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     sizes += [100_000] if args.with_100k else []
     root = Path(tempfile.mkdtemp(prefix="memlog-bench-scale-"))
     try:
-        results = {n: measure(n, args.repeats, root) for n in sizes}
+        results = {n: measure(n, args.repeats, root, args.keep) for n in sizes}
     finally:
         shutil.rmtree(root, ignore_errors=True)
     table(results)

@@ -47,6 +47,8 @@ _UPSERT = (
     + ", ".join(f'"{c}" = excluded."{c}"' for c in ENTRY_COLUMNS[1:])
 )
 _SELECT = f"SELECT {_QUOTED} FROM entries"
+#: bytes per page of a new ``memory.db``
+PAGE_SIZE = 8192
 _JSON = msgspec.json.Encoder()
 _LIST = msgspec.json.Decoder(list[str])
 
@@ -67,6 +69,10 @@ def connect(
         db = sqlite3.connect(path, isolation_level=None, timeout=busy_ms / 1000)
     db.execute(f"PRAGMA busy_timeout = {int(busy_ms)}")
     if not readonly:
+        # a new database's pages: 8 KiB hold a dozen rows, so less of each is left empty
+        # (4 KiB, SQLite's default, leave about a tenth of the rows' bytes); no effect
+        # on a database already written
+        db.execute(f"PRAGMA page_size = {PAGE_SIZE}")
         db.execute("PRAGMA journal_mode = WAL")
         db.execute("PRAGMA synchronous = NORMAL")
         migrate(db)
