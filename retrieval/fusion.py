@@ -128,14 +128,18 @@ def neighbour_means(
     candidates (−1: none), or 0 when that mean is negative."""
     if neighbours is None or neighbours.size == 0:
         return np.zeros_like(scores)
-    present = neighbours >= 0
-    if reference is not None:
-        present &= reference[np.maximum(neighbours, 0)]
-    taken = np.where(present, scores[np.maximum(neighbours, 0)], 0.0)
-    counts = present.sum(axis=1)
-    total = taken[:, 0].copy()
-    for slot in range(1, taken.shape[1]):  # slot by slot, the order ``plain`` adds in
-        total += taken[:, slot]
+    size = len(scores)
+    # one place past the candidates stands for "none": score 0, never counted
+    valued = np.zeros(size + 1, dtype=np.float64)
+    counted = np.zeros(size + 1, dtype=bool)
+    valued[:size] = scores if reference is None else np.where(reference, scores, 0.0)
+    counted[:size] = True if reference is None else reference
+    places = np.where(neighbours >= 0, neighbours, size).T  # slot by slot, each contiguous
+    taken, present = valued[places], counted[places]
+    counts = present.sum(axis=0)
+    total = taken[0].copy()
+    for slot in range(1, len(taken)):  # slot by slot, the order ``plain`` adds in
+        total += taken[slot]
     means = np.where(counts > 0, total / np.maximum(counts, 1), 0.0)
     return np.maximum(means, 0.0)
 
