@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from abc import abstractmethod
 from collections.abc import Collection, Sequence
 from datetime import datetime
 from pathlib import Path
@@ -55,7 +56,24 @@ def fts_query(text: str | None) -> str | None:
     return " OR ".join(f'"{t}"' for t in unique) if unique else None
 
 
-class Coded(Sequence[str]):
+class Lazy(Sequence[str]):
+    """Strings made one by one when asked (``one``), of packed bytes read whole."""
+
+    @overload
+    def __getitem__(self, index: int) -> str: ...
+    @overload
+    def __getitem__(self, index: slice) -> list[str]: ...
+    def __getitem__(self, index: int | slice) -> str | list[str]:
+        if isinstance(index, slice):
+            return [self.one(n) for n in range(len(self))[index]]
+        return self.one(range(len(self))[index])
+
+    @abstractmethod
+    def one(self, at: int) -> str:
+        """The string at ``at`` (a place inside)."""
+
+
+class Coded(Lazy):
     """Names kept as the packed records' codes (a category, a confidence level): a name
     is made only when one is asked, and rankers read ``codes`` whole."""
 
@@ -66,14 +84,8 @@ class Coded(Sequence[str]):
     def __len__(self) -> int:
         return len(self.codes)
 
-    @overload
-    def __getitem__(self, index: int) -> str: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[str]: ...
-    def __getitem__(self, index: int | slice) -> str | list[str]:
-        if isinstance(index, slice):
-            return [self.names[code] for code in self.codes[index].tolist()]
-        return self.names[int(self.codes[index])]
+    def one(self, at: int) -> str:
+        return self.names[int(self.codes[at])]
 
     def among(self, names: Collection[str]) -> npt.NDArray[np.bool_]:
         """Which of them are one of ``names``."""
@@ -116,7 +128,7 @@ def id_order(ids: npt.NDArray[np.bytes_]) -> npt.NDArray[np.intp]:
     return order
 
 
-class PackedIds(Sequence[str]):
+class PackedIds(Lazy):
     """Candidates' ids as the packed records hold them, decoded one by one when asked (a
     ranking reads a few of 100k)."""
 
@@ -126,14 +138,7 @@ class PackedIds(Sequence[str]):
     def __len__(self) -> int:
         return len(self._raw) // 16
 
-    @overload
-    def __getitem__(self, index: int) -> str: ...
-    @overload
-    def __getitem__(self, index: slice) -> list[str]: ...
-    def __getitem__(self, index: int | slice) -> str | list[str]:
-        if isinstance(index, slice):
-            return [self[n] for n in range(len(self))[index]]
-        at = range(len(self))[index]
+    def one(self, at: int) -> str:
         return self._raw[16 * at : 16 * at + 16].decode("ascii")
 
 
