@@ -77,6 +77,8 @@ def _spread(values: Floats) -> tuple[float, float]:
 
 #: mantissas are split in two halves so 2**26 sums of them stay exact in float64
 _HALF = 26
+#: values below 2**974 (2**26 of them sum below 2**1000) never overflow, in fsum or here
+_LARGEST_POWER = 1000 - _HALF
 
 
 def exact_sum(values: Floats) -> float:
@@ -85,10 +87,12 @@ def exact_sum(values: Floats) -> float:
     the mantissas' halves are summed per power (exactly: each sum stays below 2**53),
     the sums become one Python integer, and its division by a power of two rounds
     once, correctly.  ``fsum`` itself for what it alone defines: values that are not
-    finite, a sum of 0 (its sign), too many values to sum exactly."""
+    finite or so large that it may overflow, a sum of 0 (its sign), too many values."""
     if not values.size or values.size >= 1 << _HALF or not np.isfinite(values).all():
         return math.fsum(values.tolist())
     mantissas, powers = np.frexp(values)
+    if powers.max() > _LARGEST_POWER:
+        return math.fsum(values.tolist())
     whole = mantissas * float(1 << 53)  # an integer of 53 bits, exactly
     upper = np.floor(whole * (1.0 / (1 << _HALF)))  # its top half, exactly
     low = powers.min()
@@ -101,10 +105,7 @@ def exact_sum(values: Floats) -> float:
     if total == 0:
         return math.fsum(values.tolist())
     scale = int(low) - 53
-    try:
-        return float(total << scale) if scale >= 0 else total / (1 << -scale)
-    except OverflowError:
-        return math.fsum(values.tolist())
+    return float(total << scale) if scale >= 0 else total / (1 << -scale)
 
 
 def zscores(raw: Floats | None, size: int, reference: Mask | None = None) -> Floats:

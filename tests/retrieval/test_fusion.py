@@ -7,7 +7,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from memlog.eventlog.events import content_hash
@@ -115,6 +115,7 @@ def test_without_the_lexical_index_fts5_stands_in(memlog_home: Path) -> None:
 
 
 @given(st.lists(st.floats(allow_nan=False, allow_infinity=False, width=64), max_size=80))
+@example([8.988465674311579e307, 8.98846567431158e307, -1.0])  # fsum overflows on the way
 def test_exact_sum_is_fsum(values: list[float]) -> None:
     """The z-scores' sums are ``math.fsum``'s, sign of a zero included, whatever the
     magnitudes (an overflow raises as fsum does)."""
