@@ -12,7 +12,7 @@ from memlog.workspace import Workspace
 def sync(
     ws: Workspace, remote: str | None = None, init: bool = False, key: str | None = None
 ) -> Outcome:
-    """Offer this home's events, take the remote's, push the union, rebuild the views
+    """Offer this home's events, take the remote's, push the union, fold what came into the views
     (``key``: the sync key to join a remote with, else ``MEMLOG_SYNC_KEY``)."""
     return engine.sync(ws.home, ws.space, remote, init, key)
 

@@ -40,7 +40,7 @@ def sync(
     project_dir: Path | None,
 ) -> None:
     """Sync events/ with a git remote: send this machine's new events, take every other
-    machine's, and rebuild the views so every machine shows the same memory.
+    machine's, and fold what came into the views so every machine shows the same memory.
 
     Only events/ travels, every line sealed with a key kept on your machines (--init makes
     it; --print-key shows it, for --init --key on the next machine): the remote can neither

@@ -11,7 +11,9 @@ event read (segment, offsets, sequence, stamp), plus the key and ordinal of
 the last event overall.  Following on from a cursor is exact when every new
 event sorts after that key.  When one sorts before it (another device's
 event arrived late), or the bytes under the cursor changed (a rewritten
-segment), the reader raises ``Unfollowable`` and the caller folds from zero.
+segment), the reader raises ``Unfollowable`` (``Late`` for the first) and the
+caller folds again: from zero, or only what the late events touch
+(``unfolded`` names them).
 """
 
 from __future__ import annotations
@@ -44,6 +46,11 @@ _CHECKPOINT = 1024
 
 class Unfollowable(Exception):
     """The log can no longer be followed from the given position."""
+
+
+class Late(Unfollowable):
+    """Events past the position sort before its last event (another device's, received
+    late): following on would fold them out of order."""
 
 
 class DeviceMark(msgspec.Struct, frozen=True, array_like=True):
@@ -143,7 +150,7 @@ def read_merged(
     for key, device, segment, record in merged:
         ordinal += 1
         if ordinal == base.n + 1 and base.n and key <= base.key:
-            raise Unfollowable(f"{record.segment} holds an event that sorts before the position")
+            raise Late(f"{record.segment} holds an event that sorts before the position")
         if ordinal % _CHECKPOINT == 0 and isinstance(previous, Step):
             previous = previous.cursor()
         event = record.event
@@ -151,6 +158,19 @@ def read_merged(
             previous, device, segment, record.offset, record.end, event.seq, key[0], key[1], ordinal
         )  # fmt: skip
         yield Record(event, record.segment, record.offset, record.end, record.line, previous)
+
+
+def unfolded(
+    events_dir: Path, start: Position, on_damage: DamageHandler | None = None
+) -> Iterator[Record]:
+    """The good events past ``start`` on every device, device after device (not merged):
+    the events a fold up to ``start`` has not seen, wherever they sort."""
+    base = decode(start)
+    for name in devices.device_dirs(events_dir):
+        for _key, _device, _segment, record in _device_events(
+            events_dir, name, base.devices.get(name), on_damage
+        ):
+            yield record
 
 
 def _device_events(

@@ -11,9 +11,10 @@ One sync, under a lock of its own:
    with ours (``merge``), the files that changed are written into
    ``events/`` under the append lock, and the local branch moves to the join;
 4. the join is pushed (if someone pushed meanwhile, back to 3);
-5. the clock floor is raised past every event received, and the views are
-   rebuilt unless they already are exactly what a replay would make, so
-   every home holding the same events has byte-identical views.
+5. the clock floor is raised past every event received, and what was received
+   is folded into the views (``views``): nothing, when nothing was; the
+   entries late events touch, folded again; every home holding the same
+   events has views of the same content, a replay's.
 
 Every step leaves the log and the repository usable if the process is
 killed: files are replaced atomically, refs move only after what they point
@@ -22,6 +23,7 @@ at exists, and the next sync starts from what is on disk.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -93,7 +95,9 @@ def sync(
         _exchange(job, fetched, before)
         outcome.notes += _raise_floor(log.events_dir, own)
         git.tidy()
-        outcome.views = views.settle(home, space, state)  # a failure there is a note
+        began = time.perf_counter()
+        outcome.views = views.settle(home, space)  # a failure there is a note
+        outcome.views_seconds = round(time.perf_counter() - began, 3)
         outcome.devices = len(devices.device_dirs(log.events_dir))
         outcome.finished = utc_now()
         state.last = outcome

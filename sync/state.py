@@ -1,7 +1,7 @@
 """What sync remembers between runs, beside its repository (``sync.git/memlog-sync.json``).
 
 Nothing here is needed for correctness: losing the file costs a re-read of
-the segments, a rebuild of the views, and reports of refused versions again.
+the segments and reports of refused versions again.
 """
 
 from __future__ import annotations
@@ -38,6 +38,8 @@ class Outcome(msgspec.Struct, kw_only=True):
     #: whether this sync made the sync key (``--init`` on a remote without memlog data)
     key_made: bool = False
     views: str = ""
+    #: how long bringing the views up to date took (seconds)
+    views_seconds: float = 0.0
     finished: str = ""
 
 
@@ -46,8 +48,6 @@ class SyncState(msgspec.Struct, kw_only=True):
     cache: dict[str, list[int | str]] = msgspec.field(default_factory=dict)
     #: blob ids of versions refused once (not reported again)
     refused: list[str] = msgspec.field(default_factory=list)
-    #: the views' log position right after sync last rebuilt them
-    views_rebuilt_at: tuple[str, int] = ("", -1)
     #: sealed blob id → [plain blob id, plain size, lines, first prev, last seq]
     sealed: dict[str, list[int | str]] = msgspec.field(default_factory=dict)
     #: the highest head seen of every other device (a remote going back is told)

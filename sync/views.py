@@ -1,10 +1,14 @@
-"""Views after a sync: exactly what a replay of the log would make, byte for byte.
+"""Views after a sync: what it received, folded into them, as a replay would fold it.
 
-Incremental catch-ups give the same rows as a rebuild, but not the same
-file: SQLite's row ids and full-text index pages follow the order rows came
-in.  So sync rebuilds the views unless they are the very ones it rebuilt
-last time (same position, same embedding space, nothing applied since),
-and two homes holding the same events end with identical views.
+A sync that received nothing leaves them as they are.  Events received that
+sort after everything folded are applied as local ones are; events that sort
+before (a machine that was offline, a clock behind) have the entries and
+sessions they touch folded again from the log (``runner.catch_up``), unless
+they create an entry before entries the views already hold, which moves every
+packed record after it: then the views are rebuilt.  The views' content is a
+replay's, whatever order events arrived in: every row, every packed record,
+every markdown file.  A home that has folded nothing yet (one joining) builds
+its views from zero, as ``memlog replay`` does.
 """
 
 from __future__ import annotations
@@ -13,38 +17,19 @@ import sqlite3
 from pathlib import Path
 
 from memlog.errors import MemlogError, describe
-from memlog.projections.freshness import db_path, lag_bytes
-from memlog.projections.runner import rebuild
-from memlog.projections.sqlite_view import store
-from memlog.sync.state import SyncState
+from memlog.projections.runner import catch_up
 from memlog.vocabulary import Space
 
-_SPACE_KEYS = ("embedding_provider", "embedding_model", "embedding_dimensions")
 
-
-def settle(home: Path, space: Space, state: SyncState) -> str:
-    """Rebuild the views unless sync's own last rebuild still stands; say which."""
-    if _position(home, space) == state.views_rebuilt_at and lag_bytes(home) == 0:
-        return "unchanged"
+def settle(home: Path, space: Space) -> str:
+    """Bring the views up to the end of the log; say what that took."""
     try:
-        rebuild(home, space)
+        done = catch_up(home, space)
     except (MemlogError, OSError, sqlite3.Error) as exc:
-        return f"not rebuilt ({describe(exc).message}); memlog replay rebuilds them"
-    found = _position(home, space)
-    state.views_rebuilt_at = found if found is not None else ("", -1)
-    return "rebuilt"
-
-
-def _position(home: Path, space: Space) -> tuple[str, int] | None:
-    """The views' position, when they are in ``space`` (else None)."""
-    if not db_path(home).exists():
-        return None
-    try:
-        with store.opened(db_path(home), readonly=True) as db:
-            found = tuple(store.get_meta(db, key) for key in _SPACE_KEYS)
-            position = store.get_position(db).position
-    except sqlite3.DatabaseError:
-        return None
-    if found != (space.provider, space.model, str(space.dimensions)):
-        return None
-    return (position.segment, position.offset)
+        return f"not brought up to date ({describe(exc).message}); memlog replay rebuilds them"
+    if done.rebuilt:
+        return "rebuilt"
+    if not done.applied:
+        return "unchanged"
+    late = f", {done.late} of them sorted before what the views held" if done.late else ""
+    return f"applied {done.applied} event{'s' if done.applied != 1 else ''}{late}"

@@ -1,0 +1,131 @@
+"""Events that arrive late: folded in their place, and the views are still a replay's.
+
+Another device's events can sort before events the views already hold (a
+machine that was offline).  The catch-up folds again only the entries,
+sessions and days they touch, from every event about them in the log's
+order; a late event that creates an entry before entries that have their
+slots (a replay puts it among them) rebuilds the views instead.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import msgspec
+
+from memlog.eventlog import clock
+from memlog.eventlog.codec import encode_line
+from memlog.eventlog.events import (
+    EventBase,
+    MaintenanceRan,
+    Observed,
+    Promoted,
+    Recalled,
+    Retired,
+    SessionPending,
+    SessionProgress,
+    Usage,
+    content_hash,
+)
+from memlog.projections.markdown_view.writer import markdown_files
+from memlog.projections.runner import catch_up, rebuild
+from memlog.projections.sqlite_view.digest import sqlite_digest
+from memlog.vocabulary import DEFAULT_SPACES
+
+SPACE = DEFAULT_SPACES["hashing"]
+T0 = clock.micros("2026-05-01T09:00:00Z")
+SEGMENT = "00000000000000000001.jsonl"
+SPENT = Usage(provider="anthropic", model="m", calls=1, tokens_in=10, tokens_out=5, cost_micros=7)
+
+
+def lesson(n: int) -> str:
+    return f"Lesson {n}: keep the lock file beside what it guards."
+
+
+def observed(n: int) -> Observed:
+    return Observed(name=f"Lesson {n}", description=lesson(n), category="patterns",
+                    project="parser")  # fmt: skip
+
+
+class Device:
+    """One device's segment, written line by line at the times given (seconds past T0)."""
+
+    def __init__(self, home: Path, name: str) -> None:
+        self.path = home / "events" / name / SEGMENT
+        self.name, self.seq = name, 0
+
+    def write(self, *timed: tuple[int, EventBase]) -> None:
+        lines = b""
+        for at, event in timed:
+            self.seq += 1
+            stamped = msgspec.structs.replace(
+                event, seq=self.seq, id=f"{self.name}-{self.seq:03d}",
+                ts=clock.iso(T0 + at * 1_000_000),
+            )  # fmt: skip
+            lines += encode_line(stamped)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "ab") as handle:
+            handle.write(lines)
+
+
+def views(home: Path) -> tuple[str, dict[str, str]]:
+    return sqlite_digest(home / "memory.db"), markdown_files(home)
+
+
+def replayed(home: Path, where: Path) -> tuple[str, dict[str, str]]:
+    shutil.copytree(home / "events", where / "events")
+    rebuild(where, SPACE)
+    return views(where)
+
+
+def test_late_events_fold_in_place_and_the_views_are_a_replay(
+    memlog_home: Path, tmp_path: Path
+) -> None:
+    first, second = Device(memlog_home, "aa"), Device(memlog_home, "bb")
+    first.write(
+        (10, observed(1)), (30, observed(2)), (40, Recalled(ids=(content_hash(lesson(1)),))),
+        (50, SessionPending(session_id="s1", project="parser", trigger="SessionEnd", size=9)),
+        (60, SessionProgress(session_id="s1", status="extracted", offset=9, usage=SPENT)),
+        (61, MaintenanceRan(task="weekly")),
+        (62, SessionProgress(session_id="s2", status="extracted", offset=3, usage=SPENT)),
+    )  # fmt: skip
+    assert catch_up(memlog_home, SPACE).rebuilt  # nothing folded yet: built from zero
+    second.write(  # an offline machine: everything it wrote sorts among what is folded
+        (20, observed(1)),  # seen again: the counts add
+        (35, Retired(entry_id=content_hash(lesson(2)), reason="no longer true")),
+        (45, Promoted(entry_id=content_hash(lesson(1)), reason="seen twice")),
+        (55, SessionProgress(session_id="s1", status="pending", offset=4, usage=SPENT)),
+        # (the day's spend is s2's too: folded again from both sessions' events)
+        (56, MaintenanceRan(task="monthly")),
+    )  # fmt: skip
+    done = catch_up(memlog_home, SPACE)
+    assert not done.rebuilt and done.applied == done.late == 5
+    assert views(memlog_home) == replayed(memlog_home, tmp_path / "replay")
+    second.write((70, observed(3)), (80, Recalled(ids=(content_hash(lesson(3)),))))
+    done = catch_up(memlog_home, SPACE)  # after everything: followed as usual
+    assert not done.rebuilt and (done.applied, done.late) == (2, 0)
+    assert views(memlog_home) == replayed(memlog_home, tmp_path / "replay-2")
+
+
+def test_a_late_batch_may_create_entries_that_sort_after_every_other(
+    memlog_home: Path, tmp_path: Path
+) -> None:
+    first, second = Device(memlog_home, "aa"), Device(memlog_home, "bb")
+    first.write((10, observed(1)), (30, observed(2)))
+    catch_up(memlog_home, SPACE)
+    second.write((20, observed(1)), (40, observed(3)), (50, observed(4)))  # late, then new
+    done = catch_up(memlog_home, SPACE)
+    assert not done.rebuilt and done.late == 3
+    assert views(memlog_home) == replayed(memlog_home, tmp_path / "replay")
+
+
+def test_a_late_entry_created_before_others_rebuilds_the_views(
+    memlog_home: Path, tmp_path: Path
+) -> None:
+    first, second = Device(memlog_home, "aa"), Device(memlog_home, "bb")
+    first.write((10, observed(1)), (30, observed(2)))
+    catch_up(memlog_home, SPACE)
+    second.write((20, observed(3)))  # a replay gives it the slot before lesson 2's
+    assert catch_up(memlog_home, SPACE).rebuilt
+    assert views(memlog_home) == replayed(memlog_home, tmp_path / "replay")
