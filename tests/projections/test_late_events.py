@@ -13,6 +13,7 @@ import shutil
 from pathlib import Path
 
 import msgspec
+import pytest
 
 from memlog.eventlog import clock
 from memlog.eventlog.codec import encode_line
@@ -108,24 +109,20 @@ def test_late_events_fold_in_place_and_the_views_are_a_replay(
     assert views(memlog_home) == replayed(memlog_home, tmp_path / "replay-2")
 
 
-def test_a_late_batch_may_create_entries_that_sort_after_every_other(
-    memlog_home: Path, tmp_path: Path
+@pytest.mark.parametrize(
+    ("late", "rebuilt"),
+    [
+        ([(20, 1), (40, 3), (50, 4)], False),  # seen again, then new ones after every other
+        ([(20, 3)], True),  # a replay gives it the slot before lesson 2's: every slot moves
+    ],
+)
+def test_a_late_entry_takes_the_next_slot_unless_others_come_after_it(
+    memlog_home: Path, tmp_path: Path, late: list[tuple[int, int]], rebuilt: bool
 ) -> None:
     first, second = Device(memlog_home, "aa"), Device(memlog_home, "bb")
     first.write((10, observed(1)), (30, observed(2)))
     catch_up(memlog_home, SPACE)
-    second.write((20, observed(1)), (40, observed(3)), (50, observed(4)))  # late, then new
+    second.write(*((at, observed(n)) for at, n in late))
     done = catch_up(memlog_home, SPACE)
-    assert not done.rebuilt and done.late == 3
-    assert views(memlog_home) == replayed(memlog_home, tmp_path / "replay")
-
-
-def test_a_late_entry_created_before_others_rebuilds_the_views(
-    memlog_home: Path, tmp_path: Path
-) -> None:
-    first, second = Device(memlog_home, "aa"), Device(memlog_home, "bb")
-    first.write((10, observed(1)), (30, observed(2)))
-    catch_up(memlog_home, SPACE)
-    second.write((20, observed(3)))  # a replay gives it the slot before lesson 2's
-    assert catch_up(memlog_home, SPACE).rebuilt
+    assert done.rebuilt == rebuilt and done.late == (0 if rebuilt else len(late))
     assert views(memlog_home) == replayed(memlog_home, tmp_path / "replay")
