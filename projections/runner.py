@@ -16,7 +16,7 @@ import contextlib
 import os
 import shutil
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
@@ -34,7 +34,7 @@ from memlog.eventlog.events import (
 )
 from memlog.eventlog.ids import utc_now
 from memlog.eventlog.log import START, DamageHandler, EventLog, Record
-from memlog.eventlog.merged import Late, Unfollowable, unfolded, unread_bytes
+from memlog.eventlog.merged import Cursor, Late, Unfollowable, decode, unfolded, unread_bytes
 from memlog.files import open_private
 from memlog.projections import leftovers, markdown_sync
 from memlog.projections.fold import Entry, State, apply
@@ -148,7 +148,7 @@ def _incremental(
                     changed = _apply(db, home, kept, records)
                 except _Late:
                     records, late = _late_records(log, before, on_damage), True
-                    changed = _refold(db, home, kept, log, records)
+                    changed = _refold(db, home, kept, log, records, before)
             except indexes.Unpatchable:
                 raise _NeedsRebuild from None
             after = store.get_position(db)
@@ -271,12 +271,18 @@ def _late_records(
 
 
 def _refold(
-    db: sqlite3.Connection, folder: Path, space: Space, log: EventLog, late: list[Record]
+    db: sqlite3.Connection,
+    folder: Path,
+    space: Space,
+    log: EventLog,
+    late: list[Record],
+    stored_at: store.Stored,
 ) -> markdown_sync.Changes:
     """Fold events that arrived late into their place: the entries and ledger rows they
     touch are folded again from every event about them, in the log's order (each entry's
     fold reads only its own events, each session's and day's only theirs), and written;
-    nothing else is.  The position moves to the end of the log.
+    nothing else is.  The position moves to the last of them, or past it to the end of
+    the log (an event appended meanwhile stops it; it is the next catch-up's).
 
     An entry keeps its slot; a new one takes the slot a replay gives it, its rank in the
     order the log created entries.  When that puts it before an entry that has a slot,
@@ -288,7 +294,7 @@ def _refold(
     before = _Snapshot.of(stored, space)
     slots, count = store.slots_of(db, stored), store.slot_count(db)
     state, last, created = State(), None, dict[str, int]()
-    for record in log.read():
+    for record in _up_to(log.read(), decode(stored_at.position), late):
         last = record
         if isinstance(record.event, Observed):
             created.setdefault(record.event.entry_id, len(created))
@@ -304,6 +310,27 @@ def _refold(
     state.touched_ledger |= {f"spend:{d}" for d in days if d in state.spend}
     total = _Slots({**slots, **new}, len(created))
     return _write(db, folder, space, state, before, total, last)
+
+
+def _up_to(records: Iterable[Record], folded: Cursor, late: list[Record]) -> Iterator[Record]:
+    """``records`` (the whole log) up to the last one folded or in ``late``: a record
+    appended since ``late`` was read ends them, unless one of ``late`` is still to come
+    (then the order is not known: the views are rebuilt)."""
+    waiting = {(r.segment, r.offset) for r in late}
+    for record in records:
+        device, _, name = record.segment.partition("/")
+        mark = folded.devices.get(device)
+        if mark is not None and (name, record.offset) < (mark.segment, mark.end):
+            yield record  # folded before
+        elif (record.segment, record.offset) in waiting:
+            waiting.discard((record.segment, record.offset))
+            yield record
+        elif waiting:
+            raise _NeedsRebuild
+        else:
+            return
+    if waiting:
+        raise _NeedsRebuild  # one of them is gone (the log was rewritten meanwhile)
 
 
 def _about(event: Event, ids: set[str], sessions: set[str], days: set[str]) -> bool:

@@ -10,7 +10,9 @@ slots (a replay puts it among them) rebuilds the views instead.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import msgspec
 import pytest
@@ -29,6 +31,8 @@ from memlog.eventlog.events import (
     Usage,
     content_hash,
 )
+from memlog.eventlog.log import Record
+from memlog.projections import runner
 from memlog.projections.markdown_view.writer import markdown_files
 from memlog.projections.runner import catch_up, rebuild
 from memlog.projections.sqlite_view.digest import sqlite_digest
@@ -125,4 +129,27 @@ def test_a_late_entry_takes_the_next_slot_unless_others_come_after_it(
     second.write(*((at, observed(n)) for at, n in late))
     done = catch_up(memlog_home, SPACE)
     assert done.rebuilt == rebuilt and done.late == (0 if rebuilt else len(late))
+    assert views(memlog_home) == replayed(memlog_home, tmp_path / "replay")
+
+
+def test_an_event_appended_while_late_ones_fold_is_left_to_the_next_catch_up(
+    memlog_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = Device(memlog_home, "aa"), Device(memlog_home, "bb")
+    first.write((10, observed(1)), (30, observed(2)))
+    catch_up(memlog_home, SPACE)
+    second.write((20, observed(1)))
+    listed = runner.unfolded
+
+    def then_another_appends(*args: Any) -> Iterator[Record]:
+        found = list(listed(*args))
+        first.write((90, observed(5)))  # another process, between the two reads
+        return iter(found)
+
+    monkeypatch.setattr(runner, "unfolded", then_another_appends)
+    done = catch_up(memlog_home, SPACE)
+    assert not done.rebuilt and done.late == 1
+    monkeypatch.undo()
+    done = catch_up(memlog_home, SPACE)
+    assert not done.rebuilt and (done.applied, done.late) == (1, 0)
     assert views(memlog_home) == replayed(memlog_home, tmp_path / "replay")
