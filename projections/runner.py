@@ -16,28 +16,20 @@ import contextlib
 import os
 import shutil
 import sqlite3
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import NamedTuple
 
 from memlog.errors import MemlogError, ViewError
 from memlog.eventlog import rewrite, snapshot, spool
 from memlog.eventlog.bounds import Bound, within
-from memlog.eventlog.events import (
-    Event,
-    MaintenanceRan,
-    MemoryEvolved,
-    Observed,
-    Redacted,
-    SessionPending,
-    SessionProgress,
-)
+from memlog.eventlog.events import Redacted
 from memlog.eventlog.ids import utc_now
 from memlog.eventlog.log import START, DamageHandler, EventLog, Record
-from memlog.eventlog.merged import Cursor, Late, Unfollowable, decode, unfolded, unread_bytes
+from memlog.eventlog.merged import Late, Unfollowable, unread_bytes
 from memlog.files import open_private
-from memlog.projections import leftovers, markdown_sync
-from memlog.projections.fold import Entry, State, apply
+from memlog.projections import late, leftovers, markdown_sync, writes
+from memlog.projections.fold import State, apply
 from memlog.projections.freshness import current_seq, db_path, stored_seq
 from memlog.projections.markdown_view import render
 from memlog.projections.markdown_view.writer import load_state, remove_unplanned
@@ -144,17 +136,18 @@ def _incremental(
             kept = _check_layout(db, before, space)
             try:
                 try:
-                    records, late = _records_after(log, before, on_damage), False
-                    changed = _apply(db, home, kept, records)
+                    records = _records_after(log, before, on_damage)
+                    changed, applied = _apply(db, home, kept, records), len(records)
+                    arrived_late = 0
                 except _Late:
-                    records, late = _late_records(log, before, on_damage), True
-                    changed = _refold(db, home, kept, log, records, before)
-            except indexes.Unpatchable:
+                    changed, arrived_late = late.fold_in(db, home, kept, log, before, on_damage)
+                    applied = arrived_late
+            except (indexes.Unpatchable, late.Unplaceable):
                 raise _NeedsRebuild from None
             after = store.get_position(db)
     _sweep(home)
     notes = markdown_sync.follow(home, db_path(home), changed, before, after)
-    return CatchUp(len(records), False, after.seq, notes, len(records) if late else 0)
+    return CatchUp(applied, False, after.seq, notes, arrived_late)
 
 
 class _Late(Exception):
@@ -179,29 +172,9 @@ def _records_after(
         raise _NeedsRebuild from None
     if records and records[0].ordinal <= stored.seq:
         raise _NeedsRebuild
-    _no_redaction(records)
-    return records
-
-
-def _no_redaction(records: list[Record]) -> None:
     if any(isinstance(r.event, Redacted) for r in records):
         raise _NeedsRebuild  # earlier lines were rewritten: only a replay removes their text
-
-
-class _Snapshot(NamedTuple):
-    """What the view showed of the entries a catch-up changes, before it changes them."""
-
-    signatures: dict[str, markdown_sync.Signature]
-    blocks: dict[str, dict[str, str]]
-    indexed: indexes.Signature
-
-    @classmethod
-    def of(cls, entries: dict[str, Entry], space: Space) -> _Snapshot:
-        return cls(
-            {i: render.signature(e) for i, e in entries.items()},
-            {i: markdown_sync.blocks(e) for i, e in entries.items()},
-            indexes.signature(entries.values(), space),
-        )
+    return records
 
 
 def _apply(
@@ -219,128 +192,14 @@ def _apply(
     state = State(entries=store.load_entries(db, ids))
     vectors.attach(db, folder, state.entries)
     ledger.load(db, state, (r.event for r in records))
-    before = _Snapshot.of(state.entries, space)
+    before = writes.Snapshot.of(state.entries, space)
     slots, count = store.slots_of(db, state.entries), store.slot_count(db)
     for record in records:
         apply(state, record.event)
     for n, entry_id in enumerate(state.created):
         slots[entry_id] = count + n
     total = count + len(state.created)
-    return _write(db, folder, space, state, before, _Slots(slots, total), records[-1])
-
-
-class _Slots(NamedTuple):
-    """The slot of each entry written (new ones included), and how many slots in all."""
-
-    of: dict[str, int]
-    total: int
-
-
-def _write(
-    db: sqlite3.Connection,
-    folder: Path,
-    space: Space,
-    state: State,
-    before: _Snapshot,
-    slots: _Slots,
-    last: Record,
-) -> markdown_sync.Changes:
-    """Store the entries and ledger rows ``state`` touched, their packed records, and the
-    position after ``last``."""
-    touched = [state.entries[i] for i in sorted(state.touched)]
-    store.write_entries(db, touched, space, slots.of)
-    ledger.write(db, state)
-    indexes.refresh(db, folder, space, touched, before.indexed, slots.of, slots.total, last.ordinal)
-    store.set_meta(db, store.position_meta(store.Stored(last.after, last.ordinal)))
-    return markdown_sync.changed_files(touched, before.signatures, before.blocks)
-
-
-# -- events that arrive late ---------------------------------------------------------
-
-
-def _late_records(
-    log: EventLog, stored: store.Stored, on_damage: DamageHandler | None
-) -> list[Record]:
-    """The events past ``stored`` on every device (some sort before what was folded)."""
-    try:
-        late = list(unfolded(log.events_dir, stored.position, on_damage))
-    except Unfollowable:
-        raise _NeedsRebuild from None
-    _no_redaction(late)
-    return late
-
-
-def _refold(
-    db: sqlite3.Connection,
-    folder: Path,
-    space: Space,
-    log: EventLog,
-    late: list[Record],
-    stored_at: store.Stored,
-) -> markdown_sync.Changes:
-    """Fold events that arrived late into their place: the entries and ledger rows they
-    touch are folded again from every event about them, in the log's order (each entry's
-    fold reads only its own events, each session's and day's only theirs), and written;
-    nothing else is.  The position moves to the last of them, or past it to the end of
-    the log (an event appended meanwhile stops it; it is the next catch-up's).
-
-    An entry keeps its slot; a new one takes the slot a replay gives it, its rank in the
-    order the log created entries.  When that puts it before an entry that has a slot,
-    every slot after it would move: the view is rebuilt instead."""
-    ids = {i for r in late for i in r.event.entry_ids}
-    sessions, days = (set(keys) for keys in ledger.touched_keys(r.event for r in late))
-    stored = store.load_entries(db, ids)
-    vectors.attach(db, folder, stored)
-    before = _Snapshot.of(stored, space)
-    slots, count = store.slots_of(db, stored), store.slot_count(db)
-    state, last, created = State(), None, dict[str, int]()
-    for record in _up_to(log.read(), decode(stored_at.position), late):
-        last = record
-        if isinstance(record.event, Observed):
-            created.setdefault(record.event.entry_id, len(created))
-        if _about(record.event, ids, sessions, days):
-            apply(state, record.event)
-    new = {i: created[i] for i in state.created if i not in slots}
-    if min(new.values(), default=count) < count or len(created) != count + len(new):
-        raise _NeedsRebuild
-    if last is None:
-        raise _NeedsRebuild  # the log lost its events meanwhile
-    state.touched = ids & state.entries.keys()
-    state.touched_ledger = {f"session:{s}" for s in sessions if s in state.sessions}
-    state.touched_ledger |= {f"spend:{d}" for d in days if d in state.spend}
-    total = _Slots({**slots, **new}, len(created))
-    return _write(db, folder, space, state, before, total, last)
-
-
-def _up_to(records: Iterable[Record], folded: Cursor, late: list[Record]) -> Iterator[Record]:
-    """``records`` (the whole log) up to the last one folded or in ``late``: a record
-    appended since ``late`` was read ends them, unless one of ``late`` is still to come
-    (then the order is not known: the views are rebuilt)."""
-    waiting = {(r.segment, r.offset) for r in late}
-    for record in records:
-        device, _, name = record.segment.partition("/")
-        mark = folded.devices.get(device)
-        if mark is not None and (name, record.offset) < (mark.segment, mark.end):
-            yield record  # folded before
-        elif (record.segment, record.offset) in waiting:
-            waiting.discard((record.segment, record.offset))
-            yield record
-        elif waiting:
-            raise _NeedsRebuild
-        else:
-            return
-    if waiting:
-        raise _NeedsRebuild  # one of them is gone (the log was rewritten meanwhile)
-
-
-def _about(event: Event, ids: set[str], sessions: set[str], days: set[str]) -> bool:
-    """Whether ``event`` is part of the fold of one of the entries ``ids``, the sessions
-    ``sessions`` or the spend of ``days`` (or of the maintenance times, kept whole)."""
-    if isinstance(event, MaintenanceRan):
-        return True
-    if isinstance(event, SessionPending | SessionProgress | MemoryEvolved):
-        return event.session_id in sessions or event.ts[:10] in days
-    return not ids.isdisjoint(event.entry_ids)
+    return writes.write(db, folder, space, state, before, writes.Slots(slots, total), records[-1])
 
 
 def _check_layout(db: sqlite3.Connection, stored: store.Stored, space: Space) -> Space:

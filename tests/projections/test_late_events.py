@@ -32,7 +32,7 @@ from memlog.eventlog.events import (
     content_hash,
 )
 from memlog.eventlog.log import Record
-from memlog.projections import runner
+from memlog.projections import late
 from memlog.projections.markdown_view.writer import markdown_files
 from memlog.projections.runner import catch_up, rebuild
 from memlog.projections.sqlite_view.digest import sqlite_digest
@@ -139,17 +139,29 @@ def test_an_event_appended_while_late_ones_fold_is_left_to_the_next_catch_up(
     first.write((10, observed(1)), (30, observed(2)))
     catch_up(memlog_home, SPACE)
     second.write((20, observed(1)))
-    listed = runner.unfolded
+    listed = late.unfolded
 
     def then_another_appends(*args: Any) -> Iterator[Record]:
         found = list(listed(*args))
         first.write((90, observed(5)))  # another process, between the two reads
         return iter(found)
 
-    monkeypatch.setattr(runner, "unfolded", then_another_appends)
+    monkeypatch.setattr(late, "unfolded", then_another_appends)
     done = catch_up(memlog_home, SPACE)
     assert not done.rebuilt and done.late == 1
     monkeypatch.undo()
     done = catch_up(memlog_home, SPACE)
     assert not done.rebuilt and (done.applied, done.late) == (1, 0)
+    assert views(memlog_home) == replayed(memlog_home, tmp_path / "replay")
+
+
+def test_an_entry_first_seen_late_moves_to_its_place_in_the_files(
+    memlog_home: Path, tmp_path: Path
+) -> None:
+    first, second = Device(memlog_home, "aa"), Device(memlog_home, "bb")
+    first.write(*((at, observed(n)) for at, n in [(5, 5), (6, 6), (30, 1), (50, 2)]))
+    catch_up(memlog_home, SPACE)
+    second.write((20, observed(1)))  # lesson 1 was created here first: its own sequence, 1
+    done = catch_up(memlog_home, SPACE)
+    assert not done.rebuilt and done.late == 1
     assert views(memlog_home) == replayed(memlog_home, tmp_path / "replay")
