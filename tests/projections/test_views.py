@@ -363,3 +363,28 @@ def test_catch_ups_patch_the_markdown_files_in_place(
     copy_log(memlog_home, tmp_path / "full")
     rebuild(tmp_path / "full")
     assert markdown_files(memlog_home) == markdown_files(tmp_path / "full")
+
+
+def test_a_catch_up_changing_many_entries_of_a_file_renders_it_once(
+    memlog_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past ``MOST_EDITS`` a file is rendered whole, not patched edit by edit (each a pass
+    over the text: a 12,000-entry import took 80 s there); it equals a rebuild's."""
+
+    def lesson(i: int, **extra: object) -> Observed:
+        return Observed(name=f"Bulk {i}", description=f"Bulk lesson number {i}.",
+                        category="patterns", project="alpha", **extra)  # fmt: skip
+
+    count = markdown_sync.MOST_EDITS + 10
+    log = write_log(memlog_home, [lesson(i) for i in range(count)])
+    catch_up(memlog_home)
+    log.append([lesson(i, source="retro", reasoning="Seen twice.") for i in range(count)])
+    read, members = [], markdown_sync._members
+    monkeypatch.setattr(markdown_sync, "_members", lambda *a: read.append(a[1]) or members(*a))
+    assert not catch_up(memlog_home).rebuilt
+    assert read == ["projects/alpha/patterns.md"]  # rendered from the rows, once
+    text = (memlog_home / "projects" / "alpha" / "patterns.md").read_text()
+    assert text.count("Observation count: 2") == count
+    copy_log(memlog_home, tmp_path / "full")
+    rebuild(tmp_path / "full")
+    assert markdown_files(memlog_home) == markdown_files(tmp_path / "full")
