@@ -5,13 +5,27 @@
 
 Every home gets a synthetic log of ``--entries`` entries (``synthetic.py``,
 three events per entry, vectors in the hashing space, a year of history that
-ends a minute ago, one seed per home), then runs ``memlog sync --init`` to one
-bare repository on disk in turn (the first makes the key, the others join with
-it), and every home but the last syncs once more, so each holds every event.
-The last home's history ends eight days ago: it plays the machine that was
-offline.  The commands are the installed ``memlog`` (``--memlog``, by default
-the one beside this interpreter), with the hashing provider and the resident
-off, each in a process of its own as a user runs them.
+ends a minute ago, one seed per home).  The last home's history ends eight
+days ago: it plays the machine that was offline.  The team is built as it
+would stand after every home ran ``memlog sync --init`` to one bare
+repository on disk in turn and synced once more, so each holds every event:
+
+* the first home runs ``memlog sync --init`` (it makes the key);
+* every home the rounds do not use (all but the first, the second and the
+  last) is a device whose log is sealed and committed by memlog's own sync
+  code (``local.offer``: checked, sealed, its head written, as its first sync
+  would), each commit on top of the last, and pushed to the remote; its home
+  is then deleted;
+* the second and the last home join with ``memlog sync --init --key``, the
+  first and the second sync once more (every event taken), and every
+  device's head is written again, having seen them all (``Sealer.finish``),
+  as the second round of syncs would leave it.
+
+So only the homes the rounds time run ``memlog sync``, and building the team
+costs a few replays of the team's events instead of one per home.  The
+commands are the installed ``memlog`` (``--memlog``, by default the one
+beside this interpreter), with the hashing provider and the resident off,
+each in a process of its own as a user runs them.
 
 Then, ``--repeats`` rounds of, each timed:
 
@@ -55,8 +69,12 @@ from typing import Any
 import msgspec
 import synthetic
 
+from memlog.eventlog import devices as device_dirs
 from memlog.eventlog.events import EventBase, Observed
 from memlog.eventlog.log import EventLog
+from memlog.sync import keys, local, setup
+from memlog.sync.repo import BRANCH, LOCAL_REF, Git
+from memlog.sync.sealing import Sealer
 from memlog.vocabulary import DEFAULT_SPACES
 
 SPACE = DEFAULT_SPACES["hashing"]
@@ -120,16 +138,25 @@ class Team:
         subprocess.run(["git", "init", "-q", "--bare", str(self.remote)], check=True)
         self.homes = [work / f"home{i:03d}" for i in range(devices)]
         now = datetime.now(UTC) - timedelta(minutes=1)
-        for i, home in enumerate(self.homes):
-            offline = i == devices - 1 and devices > 1
-            generate(home, entries, seed * 1000 + i, now - OFFLINE if offline else now)
-        first = self.homes[0]
+        first, second, offline = self.homes[0], self.homes[1], self.homes[-1]
+        generate(first, entries, seed * 1000, now)
         memlog.sync(first, "--init", str(self.remote))
         self.key = memlog.run(first, "sync", "--print-key")[1].strip()
-        for home in self.homes[1:]:
+        builder = Builder(work / "builder", self.key, str(self.remote))
+        for i, home in enumerate(self.homes[2:-1], start=2):
+            generate(home, entries, seed * 1000 + i, now)
+            builder.commit(home)
+            shutil.rmtree(home)
+        builder.push()
+        for i, home in ((1, second), (devices - 1, offline)):
+            generate(home, entries, seed * 1000 + i, now - OFFLINE if home == offline else now)
             memlog.sync(home, "--init", str(self.remote), "--key", self.key)
-        for home in self.homes[:-1]:
+        for home in (first, second):
             memlog.sync(home)
+        builder.heads()  # the others' second sync: their heads have seen every device
+        for home in (first, second):
+            memlog.sync(home)
+        shutil.rmtree(builder.home)
         self.plain = work / "plain"
         subprocess.run(
             ["git", "clone", "-q", "--branch", "memlog", str(self.remote), str(self.plain)],
@@ -178,6 +205,59 @@ class Team:
         replay, _ = self.memlog.run(home, "replay")
         shutil.rmtree(home)
         return took, replay, found
+
+
+class Builder:
+    """Devices whose first sync is made with memlog's own sync code, in one repository
+    pushed to the remote: each device's segments checked, sealed and committed with its
+    head, on top of the devices before it, as if each had joined in turn."""
+
+    def __init__(self, home: Path, key: str, remote: str) -> None:
+        given = keys.given(key)
+        assert given is not None
+        self.home, self.remote = home, remote
+        home.mkdir()
+        self.git = Git(home, "builder")
+        self.git.init()
+        self.sealer = Sealer(given, self.git, {})
+        self.devices: list[str] = []
+        self.fetch()
+
+    def fetch(self) -> None:
+        """The local branch at the remote's."""
+        fetched = setup.fetch(self.git, self.remote)
+        assert fetched is not None
+        self.git.run("update-ref", LOCAL_REF, fetched)
+
+    def push(self) -> None:
+        self.git.run("push", "--quiet", self.remote, f"{LOCAL_REF}:refs/heads/{BRANCH}")
+
+    def commit(self, home: Path) -> None:
+        """Commit the log of ``home`` as its device's first sync would."""
+        log = EventLog(home, command="sync")
+        with log._locked():
+            device_dirs.to_devices(log.events_dir)
+        own = device_dirs.device_id(log.events_dir)
+        offered = local.offer(self.git, local.Files(log.events_dir, {}), own, self.sealer)
+        if offered.problems:
+            raise SystemExit(f"{home}: " + "; ".join(offered.problems))
+        self.devices.append(own)
+
+    def heads(self) -> None:
+        """Write again the head of every device the builder committed, having seen every
+        device the remote now holds (each device's second sync), and push it."""
+        self.fetch()
+        head = self.git.ref(LOCAL_REF)
+        committed = self.git.tree(head)
+        tree = {path: entry.oid for path, entry in committed.items()}
+        for device in self.devices:
+            self.sealer.finish(tree, device)
+        if tree != {path: entry.oid for path, entry in committed.items()}:
+            commit = self.git.commit(
+                self.git.write_tree(tree), [head] if head else [], "memlog: heads"
+            )
+            self.git.update_ref(LOCAL_REF, commit, head)
+            self.push()
 
 
 def remote_bytes(remote: Path) -> int:
