@@ -107,6 +107,8 @@ class Memlog:
     def sync(self, home: Path, *args: str) -> tuple[float, dict[str, Any]]:
         took, out = self.run(home, "sync", *args, "--json")
         found: dict[str, Any] = json.loads(out)
+        if found.get("refused") or found.get("held"):
+            raise SystemExit(f"memlog sync in {home} refused or held: {found}")
         return took, found
 
 
@@ -155,7 +157,9 @@ class Team:
             memlog.sync(home)
         builder.heads()  # the others' second sync: their heads have seen every device
         for home in (first, second):
-            memlog.sync(home)
+            held = memlog.sync(home)[1]["devices"]
+            if held != devices:
+                raise SystemExit(f"{home} holds {held} devices' events, not {devices}")
         shutil.rmtree(builder.home)
         self.plain = work / "plain"
         subprocess.run(
