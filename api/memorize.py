@@ -146,7 +146,10 @@ def background(
     """The detached worker: pending sessions, then the maintenance that is due; notes of
     what went wrong (a session waiting because extraction is off is no news)."""
     deadline = time.monotonic() + seconds
-    report = memorize(ws, seconds=seconds, wait=0.0, env=env)
+    try:
+        report = memorize(ws, seconds=seconds, wait=0.0, env=env)
+    except sweep.Busy:
+        return []  # another worker is at it (a start's sweep and an end's): no news
     waiting = [(s, why) for s, why in report.deferred if s not in report.off]  # off: as chosen
     notes = report.notes + [f"session {s}: {why}" for s, why in waiting]
     tasks = maintenance.due(ws.home, datetime.now(UTC))

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner, Result
 
+from memlog.capture.extraction import sweep
 from memlog.commands.cli import cli
 from memlog.eventlog.events import MaintenanceRan, Observed, Retired
 from memlog.eventlog.log import EventLog
@@ -173,6 +174,22 @@ def test_extraction_off_is_no_hook_error(shop: Path, monkeypatch: pytest.MonkeyP
     home = Path(os.environ["MEMLOG_HOME"])
     assert not (home / "hook-errors.log").exists()
     assert "1 pending" in invoke("stats").output  # it waits, as asked
+
+
+def test_a_worker_finding_another_at_work_is_no_hook_error(shop: Path) -> None:
+    """A session's start and its end may each start the detached worker: the second finds
+    the extraction lock held and leaves it to the first, logging nothing."""
+    transcript = next((shop.parent / "claude" / "projects").glob("*/abc-123.jsonl"))
+    record_session_end("abc-123", str(transcript), shop)
+    home = Path(os.environ["MEMLOG_HOME"])
+    with sweep.locked(home):  # the first worker, at work
+        done = subprocess.run(
+            [sys.executable, "-m", "memlog", "memorize", "--background", "--deadline", "60"],
+            capture_output=True, text=True, timeout=120, check=False,
+        )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert not (home / "hook-errors.log").exists()
+    assert "1 pending" in invoke("stats").output  # left to the worker holding the lock
 
 
 def test_inject_adds_the_branch_memory_of_the_branch_checked_out(shop: Path) -> None:
