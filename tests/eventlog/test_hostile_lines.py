@@ -15,7 +15,7 @@ from memlog.errors import InvalidInput
 from memlog.eventlog import clock
 from memlog.eventlog.events import Observed
 from memlog.eventlog.log import EventLog
-from memlog.eventlog.verify import repair_log, verify_log
+from memlog.eventlog.verify import Report, repair_log, verify_log
 from memlog.tests import forge
 
 
@@ -60,14 +60,21 @@ def test_the_clock_never_writes_past_its_last_year(memlog_home: Path) -> None:
     assert stored[0].ts == clock.iso(clock.LATEST) == "9000-01-01T00:00:00.000000Z"
 
 
+def verified_and_repaired(log: EventLog) -> tuple[Report, list[str], int]:
+    """``verify_log`` then ``repair_log`` of ``log``, with the most memory they took."""
+    tracemalloc.start()
+    try:
+        report = verify_log(log)
+        repaired = repair_log(log)
+        return report, repaired, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
 def test_verify_costs_memory_of_the_log_not_of_its_largest_sequence(memlog_home: Path) -> None:
     log, segment = seeded(memlog_home)
     append_raw(segment, forge.event("entry.retired", 10**18, entry_id="0123456789abcdef"))
-    tracemalloc.start()
-    report = verify_log(log)
-    repaired = repair_log(log)
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
+    report, repaired, peak = verified_and_repaired(log)
     assert any("gap" in s for s in report.sequence), report.sequence
     assert repaired == []  # a gap is no damaged line: nothing to move
     assert peak < 20 << 20, f"verify peaked at {peak} bytes"
@@ -79,11 +86,7 @@ def test_a_damaged_line_before_a_seq_of_10_18_is_given_no_range_of_sequences(
     log, segment = seeded(memlog_home)
     append_raw(segment, b"not an event line at all\n")
     append_raw(segment, forge.event("entry.retired", 10**18, entry_id="0123456789abcdef"))
-    tracemalloc.start()
-    report = verify_log(log)
-    repaired = repair_log(log)
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
+    report, repaired, peak = verified_and_repaired(log)
     assert any("no checksum" in d for d in report.damage), report.damage
     assert any("gap" in s for s in report.sequence), report.sequence
     assert len(repaired) == 1
