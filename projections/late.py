@@ -8,12 +8,15 @@ and days the late events touch are folded again from every event about them,
 in the log's order, and nothing else is: the rest of the log is read, not
 folded.  The runner writes what this makes, as a catch-up writes its events.
 
-An entry keeps its slot, the place of its records in the packed files, which
-a replay gives in the order the log created entries.  A late event that
-creates an entry after every entry with a slot gives it the next one; one
-that creates an entry before them, or creates an entry earlier than it was
-(its first observation came late), would move every slot after it:
-``Unplaceable``, and the runner rebuilds the views.
+An entry's slot, the place of its records in the packed files, is its place
+in the order the log created entries, as a replay gives it.  A late event
+that creates an entry after every entry with a slot gives it the next one.
+One that creates an entry before them, or creates an entry earlier than the
+views had it (its first observation came late), changes the slots after it:
+the packed files are rewritten in the new order (``reslot``), records moved
+and the slots they name renumbered, and the entries folded again are written
+at their new slots.  Only a redaction, or a log that changed under the
+reader, is ``Unplaceable``: the runner rebuilds the views.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from memlog.eventlog.log import DamageHandler, EventLog, Position, Record
 from memlog.eventlog.merged import Cursor, Unfollowable, decode, unfolded
 from memlog.projections import markdown_sync, writes
 from memlog.projections.fold import State, apply
-from memlog.projections.sqlite_view import ledger, store, vectors
+from memlog.projections.sqlite_view import ledger, reslot, store, vectors
 from memlog.vocabulary import Space
 
 
@@ -58,12 +61,13 @@ class Touched(NamedTuple):
 
 
 class Refolded(NamedTuple):
-    """The state of what the late events touched, as a replay makes it; the slots of the
-    entries they created, how many slots in all, and the last record read."""
+    """The state of what the late events touched, as a replay makes it; every entry's slot
+    as a replay gives it (its place in the order of creation); the entries whose first
+    observation is among the late events; and the last record read."""
 
     state: State
-    new_slots: dict[str, int]
-    total: int
+    created: dict[str, int]
+    created_late: set[str]
     last: Record
 
 
@@ -87,12 +91,28 @@ def fold_in(
     vectors.attach(db, folder, stored)
     before = writes.Snapshot.of(stored, space)
     slots, count = store.slots_of(db, stored), store.slot_count(db)
-    done = refold(log, found, stored_at.position, touched, slots, count)
-    slots.update(done.new_slots)
-    total = writes.Slots(slots, done.total)
-    changes = writes.write(db, folder, space, done.state, before, total, done.last)
+    done = refold(log, found, stored_at.position, touched)
+    placed = _place(db, folder, space, slots, count, done)
+    changes = writes.write(db, folder, space, done.state, before, placed, done.last)
     moved = {i for i, e in stored.items() if done.state.entries[i].created_seq != e.created_seq}
     return _whole_where(changes, moved), len(found)
+
+
+def _place(db: sqlite3.Connection, folder: Path, space: Space, slots: dict[str, int], count: int,
+           done: Refolded) -> writes.Slots:  # fmt: skip
+    """The slots of the entries folded again: each its place in the order of creation.
+    When that moves an entry with a slot (one was created before it), every row and
+    packed record moves to its new slot first (``reslot``); ``Unplaceable`` when they
+    cannot be moved."""
+    placed = {i: done.created[i] for i in done.state.touched}
+    total = len(done.created)
+    if all(done.created.get(i) == slot for i, slot in slots.items()) and all(
+        s >= count for i, s in placed.items() if i not in slots
+    ):
+        return writes.Slots(placed, total)
+    if not reslot.move(db, folder, space, done.created, total, done.last.ordinal):
+        raise Unplaceable("the packed files do not cover the entries' slots")
+    return writes.Slots(placed, total, frozenset(done.created_late & slots.keys()))
 
 
 def _whole_where(changes: markdown_sync.Changes, moved: set[str]) -> markdown_sync.Changes:
@@ -114,31 +134,26 @@ def late_records(
     return late
 
 
-def refold(
-    log: EventLog, late: list[Record], position: Position, touched: Touched, slots: dict[str, int],
-    count: int,
-) -> Refolded:  # fmt: skip
+def refold(log: EventLog, late: list[Record], position: Position, touched: Touched) -> Refolded:
     """Fold again what ``late`` touched, from the whole log up to the last of ``late``
-    (``position``: where the views stood; ``slots``: the touched entries' slots, of
-    ``count``)."""
+    (``position``: where the views stood), and place every entry in the order the log
+    created them."""
     state, last, created = State(), None, dict[str, int]()
+    waiting, created_late = {(r.segment, r.offset) for r in late}, set[str]()
     for record in _up_to(log.read(), decode(position), late):
         last = record
-        if isinstance(record.event, Observed):
-            created.setdefault(record.event.entry_id, len(created))
+        if isinstance(record.event, Observed) and record.event.entry_id not in created:
+            created[record.event.entry_id] = len(created)
+            if (record.segment, record.offset) in waiting:
+                created_late.add(record.event.entry_id)
         if _about(record.event, touched):
             apply(state, record.event)
     if last is None:
         raise Unplaceable("the log lost its events meanwhile")
-    new = {i: created[i] for i in state.created if i not in slots}
-    if any(created.get(i) != slot for i, slot in slots.items()):
-        raise Unplaceable("an entry was created earlier than the views had it")
-    if min(new.values(), default=count) < count or len(created) != count + len(new):
-        raise Unplaceable("an entry was created before entries that have slots")
     state.touched = touched.ids & state.entries.keys()
     state.touched_ledger = {f"session:{s}" for s in touched.sessions if s in state.sessions}
     state.touched_ledger |= {f"spend:{d}" for d in touched.days if d in state.spend}
-    return Refolded(state, new, len(created), last)
+    return Refolded(state, created, created_late, last)
 
 
 def _up_to(records: Iterable[Record], folded: Cursor, late: list[Record]) -> Iterator[Record]:

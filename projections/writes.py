@@ -37,10 +37,12 @@ class Snapshot(NamedTuple):
 
 
 class Slots(NamedTuple):
-    """The slot of each entry written (new ones included), and how many slots in all."""
+    """The slot of each entry written (new ones included), how many slots in all, and the
+    entries that took a slot out of their order among the others (``reslot``)."""
 
     of: dict[str, int]
     total: int
+    reslotted: frozenset[str] = frozenset()
 
 
 def write(
@@ -57,6 +59,7 @@ def write(
     touched = [state.entries[i] for i in sorted(state.touched)]
     store.write_entries(db, touched, space, slots.of)
     ledger.write(db, state)
-    indexes.refresh(db, folder, space, touched, before.indexed, slots.of, slots.total, last.ordinal)
+    indexes.refresh(db, folder, space, touched, before.indexed, slots.of, slots.total, last.ordinal,
+                    slots.reslotted)  # fmt: skip
     store.set_meta(db, store.position_meta(store.Stored(last.after, last.ordinal)))
     return markdown_sync.changed_files(touched, before.signatures, before.blocks)

@@ -9,16 +9,19 @@ other's scale, in float64, so any blocking of the work gives the same lists.
 
 Comparing every member with every other costs N²: 100k entries would take
 minutes.  So past a few hundred members the graph looks only where
-neighbours are: every member whose slot is a multiple of ``STRIDE`` is a
-*pivot*; each member keeps its ``PROBES`` most similar pivots (its probes,
-the first one its *cell*), and its neighbours are the best members of the
-cells it probes: N·(N / STRIDE + PROBES · STRIDE) comparisons instead of N².
-With ``PROBES`` pivots or fewer every member sees every other (exact).  The
-lists are a function of the members' vectors and slots alone, so a rebuild
-and any sequence of updates give the same graph.  An update redoes only
-what changed: the lists of new or changed members, of members whose probes
-changed (a pivot came or went), and of members that lost a neighbour; other
-members whose cells gained someone merge the newcomers into their lists.
+neighbours are: one member in 64, chosen by a hash of its id
+(``ranks.is_pivot``), is a *pivot*; each member keeps its ``PROBES`` most
+similar pivots (its probes, the first one its *cell*), and its neighbours
+are the best members of the cells it probes: N·(N / 64 + PROBES · 64)
+comparisons instead of N².  With ``PROBES`` pivots or fewer every member
+sees every other (exact).  The lists are a function of the members'
+vectors, ids and slot order alone, so a rebuild and any sequence of updates
+give the same graph, and entries may take other slots in the same order
+(``reslot``: an entry created before them arrived late) without changing
+which members are pivots.  An update redoes only what changed: the lists of
+new or changed members, of members whose probes changed (a pivot came or
+went), and of members that lost a neighbour; other members whose cells
+gained someone merge the newcomers into their lists.
 """
 
 from __future__ import annotations
@@ -31,7 +34,6 @@ import numpy.typing as npt
 
 K = 10
 PROBES = 8
-STRIDE = 64
 #: float32 sums of int8 products are exact up to this many dimensions (127² · d < 2²⁴)
 _EXACT_F32 = (2**24 - 1) // (127 * 127)
 #: keys a step of work computes at most (bounds its memory: 8 bytes each)
@@ -129,10 +131,20 @@ def _partitioned(keys: Keys, width: int) -> Ints:
     return np.asarray(order, dtype=np.int64)
 
 
-def pivots_of(members: Bools) -> Ints:
-    slots: Ints = np.flatnonzero(members)
-    pivots: Ints = slots[slots % STRIDE == 0]
+def pivots_of(members: Bools, pivotal: Bools) -> Ints:
+    """The pivots: members whose id makes them one (``pivotal``, by slot)."""
+    pivots: Ints = np.flatnonzero(members & pivotal)
     return pivots
+
+
+def reslot(graph: Graph, new_of_old: Ints, count: int) -> Graph:
+    """``graph`` with every slot ``s`` moved to ``new_of_old[s]`` (the lists and probes
+    naming it too), among ``count`` slots; the slots no old one moves to have none."""
+    moved = Graph.empty(count)
+    lookup = np.append(new_of_old, -1).astype(np.int32)  # −1 names none: stays −1
+    moved.lists[new_of_old] = lookup[graph.lists]
+    moved.probes[new_of_old] = lookup[graph.probes]
+    return moved
 
 
 def probes_for(vecs: Vectors, rows: Ints, pivots: Ints) -> npt.NDArray[np.int32]:
@@ -232,11 +244,12 @@ def _keys_of(vecs: Vectors, rows: Ints, chosen: npt.NDArray[np.int32]) -> Keys:
     return np.where(valid, dots.astype(np.float64) * vecs.scales[safe], -np.inf)
 
 
-def compute(vecs: Vectors, member_mask: Bools) -> Graph:
-    """The whole graph from zero."""
+def compute(vecs: Vectors, member_mask: Bools, pivotal: Bools) -> Graph:
+    """The whole graph from zero (``pivotal``: the slots whose entry is a pivot when a
+    member)."""
     graph = Graph.empty(len(member_mask))
     members = np.flatnonzero(member_mask)
-    pivots = pivots_of(member_mask)
+    pivots = pivots_of(member_mask, pivotal)
     graph.probes[members] = probes_for(vecs, members, pivots)
     exact = len(pivots) <= PROBES
     cells = None if exact else graph.probes[members, 0].astype(np.int64)
@@ -244,20 +257,22 @@ def compute(vecs: Vectors, member_mask: Bools) -> Graph:
     return graph
 
 
-def update(vecs: Vectors, old: Graph, before: Bools, after: Bools, moved: Bools) -> tuple[
-        Graph, Ints]:  # fmt: skip
+def update(vecs: Vectors, old: Graph, before: Bools, after: Bools, moved: Bools,
+           pivotal: Bools) -> tuple[Graph, Ints]:  # fmt: skip
     """The graph after members came, went or changed (``moved``: the vector of a member
-    before and after changed), from ``old``; and the slots whose records changed."""
+    before and after changed, or its place among the others), from ``old``; and the slots
+    whose records changed."""
     count = len(after)
     graph = Graph.empty(count)
     graph.lists[: len(old.lists)], graph.probes[: len(old.probes)] = old.lists, old.probes
-    old_pivots, pivots = pivots_of(before), pivots_of(after)
+    old_pivots, pivots = pivots_of(before, pivotal), pivots_of(after, pivotal)
     if len(old_pivots) <= PROBES or len(pivots) <= PROBES:
-        fresh = compute(vecs, after)
+        fresh = compute(vecs, after, pivotal)
         return fresh, _differing(old, fresh, np.arange(count))
     removed, added = (before & ~after) | moved, (after & ~before) | moved
     cells_before = np.where(before, graph.probes[:, 0], -1).astype(np.int64)
-    reprobe = added | _probes_to_redo(vecs, graph, after & ~added, old_pivots, pivots, moved)
+    reprobe = added | _probes_to_redo(vecs, graph, after & ~added, old_pivots, pivots,
+                                      moved & pivotal)  # fmt: skip
     rows = np.flatnonzero(reprobe)
     new_probes = probes_for(vecs, rows, pivots)
     probes_changed = np.zeros(count, dtype=bool)
@@ -278,11 +293,10 @@ def update(vecs: Vectors, old: Graph, before: Bools, after: Bools, moved: Bools)
 
 
 def _probes_to_redo(vecs: Vectors, graph: Graph, kept: Bools, old_pivots: Ints, pivots: Ints,
-                    moved: Bools) -> Bools:  # fmt: skip
+                    moved_pivots: Bools) -> Bools:  # fmt: skip
     """Members whose probes may change: a probed pivot went (or moved), or a new pivot is
     more similar than their last probe."""
-    gone = np.setdiff1d(old_pivots, pivots)
-    gone = np.union1d(gone, np.flatnonzero(moved)[np.flatnonzero(moved) % STRIDE == 0])
+    gone = np.union1d(np.setdiff1d(old_pivots, pivots), np.flatnonzero(moved_pivots))
     redo = np.zeros(len(kept), dtype=bool)
     if len(gone):
         redo = kept & _mask(gone, len(kept))[graph.probes].any(axis=1)

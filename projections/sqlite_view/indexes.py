@@ -47,10 +47,12 @@ def refresh(
     slots: dict[str, int],
     count: int,
     ordinal: int,
+    reslotted: frozenset[str] = frozenset(),
 ) -> None:
     """Update the packed files for the ``touched`` entries (``before``: their signature
-    before the events; ``slots``: theirs, new ones included; ``count``: slots in all);
-    ``Unpatchable`` when a file cannot be patched."""
+    before the events; ``slots``: theirs, new ones included; ``count``: slots in all;
+    ``reslotted``: those that took a slot out of their order among the others, whose
+    records ``reslot`` moved); ``Unpatchable`` when a file cannot be patched."""
     from memlog.projections.sqlite_view import lexicon, neighbours  # numpy: only when writing
 
     after = signature(touched, space)
@@ -67,7 +69,7 @@ def refresh(
     documents = [(slots[e.id], lexicon.document(e)) for e in worded]
     if (documents or grown) and not lexicon.patch(db, folder, ordinal, count, documents):
         raise Unpatchable("lexicon")
-    graphed = [e for e in touched if _differs(old[e.id], after[e.id], 0, 1)]
+    graphed = [e for e in touched if _differs(old[e.id], after[e.id], 0, 1) or e.id in reslotted]
     was = {slots[e.id]: _member(old[e.id]) for e in graphed}
     moved = [slots[e.id] for e in graphed if _member(old[e.id]) and _member(after[e.id])]
     if (graphed or grown) and not neighbours.patch(db, folder, space, was, moved):

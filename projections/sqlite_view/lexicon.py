@@ -178,6 +178,10 @@ class _Delta:
 
     def compacted(self, slots: int) -> bytes:
         """The base a rebuild would write for the same postings."""
+        return _base_bytes(slots, *self.postings(), self.lengths(slots))
+
+    def postings(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Every posting the base and this delta hold: hashes, slots, counts (any order)."""
         files = self.files
         per_term = np.diff(np.asarray(files.starts, dtype=np.int64)).astype(np.int64)
         hashes = np.repeat(np.asarray(files.hashes, dtype=np.uint64), per_term)
@@ -186,11 +190,11 @@ class _Delta:
         keep = ~np.isin(at, np.fromiter(self.dropped | set(self.docs), dtype=np.int64))
         rows = [(h, slot, n) for slot, (_, p) in self.docs.items() for h, n in p]
         more = np.array(rows, dtype=np.uint64).reshape(-1, 3)
-        return _base_bytes(
-            slots, np.concatenate([hashes[keep], more[:, 0]]),
+        return (
+            np.concatenate([hashes[keep], more[:, 0]]),
             np.concatenate([at[keep], more[:, 1].astype(np.int64)]),
-            np.concatenate([tf[keep], more[:, 2].astype(np.int64)]), self.lengths(slots),
-        )  # fmt: skip
+            np.concatenate([tf[keep], more[:, 2].astype(np.int64)]),
+        )
 
 
 def patch(db: sqlite3.Connection, folder: Path, ordinal: int, slots: int,
@@ -216,14 +220,34 @@ def patch(db: sqlite3.Connection, folder: Path, ordinal: int, slots: int,
     return True
 
 
+def reslot(db: sqlite3.Connection, folder: Path, ordinal: int, new_of_old: np.ndarray,
+           slots: int) -> bool:  # fmt: skip
+    """Move every slot ``s`` to ``new_of_old[s]`` among ``slots``: a new base of the same
+    postings, no delta (the slots no old one moves to are not indexed); False without an
+    index to move."""
+    files = load_files(db, folder)
+    if files is None or len(new_of_old) != max(files.slots, _count(db)):
+        return False
+    delta = _Delta(files)
+    hashes, at, tf = delta.postings()
+    lengths = np.full(slots, -1, dtype=np.int64)
+    lengths[new_of_old] = delta.lengths(len(new_of_old))
+    _point_base(db, folder, ordinal, _base_bytes(slots, hashes, new_of_old[at], tf, lengths), slots)
+    return True
+
+
+def _count(db: sqlite3.Connection) -> int:
+    found = index_files.pointer(db, "lex")
+    return found[1] if found else 0
+
+
 def canonical(db: sqlite3.Connection, folder: Path) -> bytes | None:
     """The base a rebuild would write for what this snapshot's files hold (audits compare
     it); None without an index."""
     files = load_files(db, folder)
     if files is None:
         return None
-    found = index_files.pointer(db, "lex")
-    return _Delta(files).compacted(max(found[1] if found else 0, files.slots))
+    return _Delta(files).compacted(max(_count(db), files.slots))
 
 
 # -- reading -------------------------------------------------------------------------------------

@@ -24,7 +24,7 @@ from memlog.projections.sqlite_view.lexfiles import document_frequency, load_fil
 from memlog.projections.terms import query_units
 from memlog.vocabulary import CATEGORIES, Space
 
-GRAPH = ("nbr", b"MLNBR002")
+GRAPH = ("nbr", b"MLNBR003")
 
 #: days from the time recency counts from (``ranks.SINCE``) to a moment, never negative
 DAYS = f"coalesce(max(julianday(?) - {ranks.SINCE}, 0.0), 0.0)"

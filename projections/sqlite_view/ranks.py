@@ -12,7 +12,8 @@ slot order, live or not:
     recalls  uint32: recall count
     code     uint8: category, its place in ``CATEGORIES`` (4: another)
     level    uint8: confidence, its place in ``LEVELS`` (2: another, as medium)
-    flags    uint8: ``LIVE``, ``VECTOR`` (a vector in the space in force)
+    flags    uint8: ``LIVE``, ``VECTOR`` (a vector in the space in force),
+             ``PIVOT`` (a pivot of the neighbour graph when a member: ``is_pivot``)
     (5 bytes of padding, so ``since`` stays aligned)
 
 A catch-up rewrites the records of the entries its events touched and
@@ -22,6 +23,7 @@ values through the same SQL, so they write the same bytes.
 
 from __future__ import annotations
 
+import hashlib
 import sqlite3
 import struct
 from collections.abc import Callable, Iterable, Iterator
@@ -32,9 +34,11 @@ from memlog.vocabulary import CATEGORIES
 
 Vectored = Callable[[str], bool]
 KIND = "rnk"
-MAGIC = b"MLRNK002"
+MAGIC = b"MLRNK003"
 RECORD = struct.Struct("<16sdIIBBB5x")
-LIVE, VECTOR = 1, 2
+LIVE, VECTOR, PIVOT = 1, 2, 4
+#: one entry in this many is a pivot of the neighbour graph (``graph``)
+PIVOT_EVERY = 64
 #: the record's fields as numpy reads them (``reading``)
 DTYPE = [
     ("id", "S16"), ("since", "<f8"), ("count", "<u4"), ("recalls", "<u4"), ("code", "u1"),
@@ -79,6 +83,7 @@ def records(
         ]
     for slot, entry_id, since, count, recalls, code, level, live in rows:
         flags = (LIVE if live else 0) | (VECTOR if vectored(str(entry_id)) else 0)
+        flags |= PIVOT if is_pivot(str(entry_id)) else 0
         since_value = float("inf") if since is None else float(since)  # type: ignore[arg-type]
         data = RECORD.pack(
             str(entry_id).encode("ascii"), since_value, count, recalls, code, level, flags
@@ -114,6 +119,13 @@ def patch(
         return False
     index_files.point(db, KIND, found[0], slots)
     return True
+
+
+def is_pivot(entry_id: str) -> bool:
+    """Whether the entry is a pivot of the neighbour graph when it is a member: one in
+    ``PIVOT_EVERY`` by a hash of its id, the same on every machine and at any slot."""
+    digest = hashlib.blake2b(entry_id.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest, "little") % PIVOT_EVERY == 0
 
 
 def has_vector(found: index_files.Slots, slot: int) -> bool:

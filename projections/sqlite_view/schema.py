@@ -228,7 +228,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
 ]
 #: the format of the rows and packed files the code writes; a view recorded with another
 #: (``_metadata.view_format``) is rebuilt from the log before it is caught up
-VIEW_FORMAT = "2"
+VIEW_FORMAT = "3"
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

@@ -237,6 +237,11 @@ def slots_of(db: sqlite3.Connection, ids: Iterable[str]) -> dict[str, int]:
     return {r[0]: int(r[1]) for r in rows}
 
 
+def all_slots(db: sqlite3.Connection) -> dict[str, int]:
+    """Every row's slot, by id."""
+    return {str(i): int(s) for i, s in db.execute("SELECT id, slot FROM entries")}
+
+
 def slot_count(db: sqlite3.Connection) -> int:
     """How many slots the entries hold (one per entry ever created): the count the packed
     ranking records cover, else the rows'."""

@@ -4,11 +4,13 @@ Another device's events can sort before events the views already hold (a
 machine that was offline).  The catch-up folds again only the entries,
 sessions and days they touch, from every event about them in the log's
 order; a late event that creates an entry before entries that have their
-slots (a replay puts it among them) rebuilds the views instead.
+slots (a replay puts it among them) moves their records to the slots a
+replay gives them, without folding them again.
 """
 
 from __future__ import annotations
 
+import random
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
@@ -35,7 +37,9 @@ from memlog.eventlog.log import Record
 from memlog.projections import late
 from memlog.projections.markdown_view.writer import markdown_files
 from memlog.projections.runner import catch_up, rebuild
+from memlog.projections.sqlite_view import ranks
 from memlog.projections.sqlite_view.digest import sqlite_digest
+from memlog.tests.retrieval.helpers import entry
 from memlog.vocabulary import DEFAULT_SPACES
 
 SPACE = DEFAULT_SPACES["hashing"]
@@ -114,22 +118,58 @@ def test_late_events_fold_in_place_and_the_views_are_a_replay(
 
 
 @pytest.mark.parametrize(
-    ("late", "rebuilt"),
+    "late",
     [
-        ([(20, 1), (40, 3), (50, 4)], False),  # seen again, then new ones after every other
-        ([(20, 3)], True),  # a replay gives it the slot before lesson 2's: every slot moves
+        [(20, 1), (40, 3), (50, 4)],  # seen again, then new ones after every other
+        [(20, 3)],  # a replay gives it the slot before lesson 2's: lesson 2's moves
+        [(1, 3), (2, 4), (25, 5), (40, 6)],  # before, among and after the others
+        [(5, 2)],  # lesson 2 was created first: it takes lesson 1's slot, and 1 the next
+        [(5, 2), (7, 3), (20, 1)],  # moved, new and seen again at once
     ],
 )
-def test_a_late_entry_takes_the_next_slot_unless_others_come_after_it(
-    memlog_home: Path, tmp_path: Path, late: list[tuple[int, int]], rebuilt: bool
+def test_a_late_entry_takes_its_place_among_the_slots_without_a_rebuild(
+    memlog_home: Path, tmp_path: Path, late: list[tuple[int, int]]
 ) -> None:
     first, second = Device(memlog_home, "aa"), Device(memlog_home, "bb")
     first.write((10, observed(1)), (30, observed(2)))
     catch_up(memlog_home, SPACE)
     second.write(*((at, observed(n)) for at, n in late))
     done = catch_up(memlog_home, SPACE)
-    assert done.rebuilt == rebuilt and done.late == (0 if rebuilt else len(late))
+    assert not done.rebuilt and done.late == len(late)
     assert views(memlog_home) == replayed(memlog_home, tmp_path / "replay")
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_late_entries_among_many_keep_the_neighbour_cells_a_replay_gives(
+    memlog_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, seed: int
+) -> None:
+    """Sixty entries with vectors, one in three a pivot (so lists come from cells), then a
+    machine's late lessons among them, three times (its clock only goes forward): new
+    ones, ones it saw first, and a retirement."""
+    monkeypatch.setattr(ranks, "PIVOT_EVERY", 3)
+    rng = random.Random(seed)
+    first, second = Device(memlog_home, "aa"), Device(memlog_home, "bb")
+    first.write(*((100 + 10 * n, e) for n in range(60) for e in vectored(n)))
+    catch_up(memlog_home, SPACE)
+    for round_ in range(3):
+        times = sorted(rng.sample(range(50 + 200 * round_, 250 + 200 * round_), 6))
+        new = [(at, e) for k, at in enumerate(times[:4]) for e in vectored(100 + 10 * round_ + k)]
+        again = [(times[4], e) for e in vectored(rng.randrange(60))]  # seen here first
+        gone = (times[5], Retired(entry_id=content_hash(topic(rng.randrange(60))), reason="x"))
+        second.write(*sorted([*new, *again, gone], key=lambda t: t[0]))
+        done = catch_up(memlog_home, SPACE)
+        assert not done.rebuilt and done.late == 11  # 4 lessons and their vectors, 3 more
+        assert views(memlog_home) == replayed(memlog_home, tmp_path / f"replay-{round_}")
+
+
+def topic(n: int) -> str:
+    words = ("cache", "lock", "retry", "parser", "schema", "deploy", "index", "queue")
+    return f"Lesson {n}: the {words[n % 8]} and the {words[n * 3 % 8]} need step {n % 5}."
+
+
+def vectored(n: int) -> list[EventBase]:
+    """Lesson ``n`` observed, and its vector in the hashing space."""
+    return entry(f"Lesson {n}", topic(n), space=tuple(SPACE))
 
 
 def test_an_event_appended_while_late_ones_fold_is_left_to_the_next_catch_up(

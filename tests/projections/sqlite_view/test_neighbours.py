@@ -68,7 +68,7 @@ def test_among_few_every_list_is_exact(memlog_home: Path) -> None:
 def test_incremental_updates_equal_a_rebuild(
     memlog_home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(graph_module, "STRIDE", 2)  # cells from 18 members on
+    monkeypatch.setattr(ranks, "PIVOT_EVERY", 2)  # cells from about 18 members on
     log = EventLog(memlog_home)
     log.append(filler(30, "patterns"))
     catch_up(memlog_home, SPACE)
@@ -94,53 +94,93 @@ def test_incremental_updates_equal_a_rebuild(
     assert rebuilt_pointer[1] == pointer[1]
 
 
+class Members:
+    """Slots changing at random: vectors, membership, pivots; an update's inputs."""
+
+    def __init__(self, rng: np.random.Generator, every: int) -> None:
+        self.rng, self.every, self.dims = rng, every, 12
+        self.data: list[bytes] = []
+        self.member: list[bool] = []
+        self.pivotal: list[bool] = []
+        self.graph = graph_module.Graph.empty(0)
+        self.begin()
+
+    def begin(self) -> None:
+        """Start a step: what the graph holds is what the slots hold now."""
+        self.was = np.array(self.member, dtype=bool)
+        self.moved = np.zeros(len(self.data), dtype=bool)
+
+    def vector(self) -> bytes:
+        vector = self.rng.standard_normal(self.dims)
+        return quantise(np.round(vector) if self.rng.random() < 0.3 else vector)  # ties
+
+    def insert(self, at: int, data: bytes, member: bool, pivot: bool) -> None:
+        """A slot at ``at``, the later ones one further (as a late new entry makes)."""
+        count = len(self.data)
+        self.reslot(np.arange(count) + (np.arange(count) >= at), count + 1)
+        self.data.insert(at, data)
+        self.member.insert(at, member)
+        self.pivotal.insert(at, pivot)
+
+    def move(self, old: int, new: int) -> None:
+        """Slot ``old`` to ``new``, the ones between one step its way (an entry found to be
+        created earlier or later than the others)."""
+        order = list(range(len(self.data)))
+        order.insert(new, order.pop(old))
+        new_of_old = np.argsort(np.array(order))
+        self.reslot(new_of_old, len(order))
+        for values in (self.data, self.member, self.pivotal):
+            values.insert(new, values.pop(old))  # type: ignore[attr-defined]
+        self.moved[new] = True
+
+    def reslot(self, new_of_old: np.ndarray, count: int) -> None:
+        self.graph = graph_module.reslot(self.graph, new_of_old, count)
+        was, moved = np.zeros(count, dtype=bool), np.zeros(count, dtype=bool)
+        was[new_of_old], moved[new_of_old] = self.was, self.moved
+        self.was, self.moved = was, moved
+
+    def change(self) -> None:
+        roll, count = self.rng.random(), len(self.data)
+        if roll < 0.4 or not count:
+            self.insert(count, self.vector(), self.rng.random() < 0.9, self.pivot())
+        elif roll < 0.5:
+            at = int(self.rng.integers(0, count + 1))
+            self.insert(at, self.vector(), self.rng.random() < 0.9, self.pivot())
+        elif roll < 0.6:
+            self.move(int(self.rng.integers(0, count)), int(self.rng.integers(0, count)))
+        elif roll < 0.8:
+            at = int(self.rng.integers(0, count))
+            self.member[at] = not self.member[at]
+        else:
+            at = int(self.rng.integers(0, count))
+            self.data[at] = self.vector()
+            self.moved[at] = True
+
+    def pivot(self) -> bool:
+        return bool(self.rng.random() < 1 / self.every)
+
+
 @pytest.mark.parametrize("seed", range(8))
-def test_any_sequence_of_changes_ends_in_the_graph_of_the_vectors(
-    seed: int, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """Members come, go and move at random (ties included); every update equals the graph
-    computed from zero, and names every record it changed."""
-    monkeypatch.setattr(graph_module, "STRIDE", 3 + seed % 3)
-    rng = np.random.default_rng(seed)
-    dims, data, member = 12, list[bytes](), list[bool]()
-    graph_now = graph_module.Graph.empty(0)
+def test_any_sequence_of_changes_ends_in_the_graph_of_the_vectors(seed: int) -> None:
+    """Members come, go, move and take other slots at random (ties included); every update
+    equals the graph computed from zero, and names every record it changed."""
+    slots = Members(np.random.default_rng(seed), 3 + seed % 3)
     for _ in range(120):
-        count = len(data)
-        before = np.array(member, dtype=bool)
-        moved = np.zeros(count, dtype=bool)
-        for _ in range(int(rng.integers(1, 4))):
-            roll = rng.random()
-            vector = rng.standard_normal(dims)
-            vector = np.round(vector) if rng.random() < 0.3 else vector  # ties
-            if roll < 0.5 or not data:
-                data.append(quantise(vector))
-                member.append(bool(rng.random() < 0.9))
-            elif roll < 0.7:
-                at = int(rng.integers(0, len(member)))
-                member[at] = not member[at]
-            else:
-                at = int(rng.integers(0, len(data)))
-                data[at] = quantise(vector)
-                if at < count:
-                    moved[at] = True
-        after = np.array(member, dtype=bool)
-        was = np.zeros(len(after), dtype=bool)
-        was[:count] = before
-        shifted = np.zeros(len(after), dtype=bool)
-        shifted[:count] = moved
-        vecs = graph_module.Vectors.of(b"".join(data), len(data), dims)
-        updated, written = graph_module.update(vecs, graph_now, was, after, shifted & was & after)
-        expected = graph_module.compute(vecs, after)
+        slots.begin()
+        for _ in range(int(slots.rng.integers(1, 4))):
+            slots.change()
+        after, pivotal = np.array(slots.member, dtype=bool), np.array(slots.pivotal, dtype=bool)
+        vecs = graph_module.Vectors.of(b"".join(slots.data), len(slots.data), slots.dims)
+        updated, written = graph_module.update(
+            vecs, slots.graph, slots.was, after, slots.moved & slots.was & after, pivotal
+        )
+        expected = graph_module.compute(vecs, after, pivotal)
         assert (updated.lists == expected.lists).all()
         assert (updated.probes == expected.probes).all()
-        old = graph_module.Graph.empty(len(after))
-        old.lists[:count], old.probes[:count] = graph_now.lists, graph_now.probes
-        changed = (old.lists != expected.lists).any(axis=1) | (old.probes != expected.probes).any(
-            axis=1
-        )
-        changed[count:] = True
+        changed = (slots.graph.lists != expected.lists).any(axis=1)
+        changed |= (slots.graph.probes != expected.probes).any(axis=1)
         assert set(np.flatnonzero(changed).tolist()) <= set(written.tolist())
-        graph_now = updated
+        slots.graph = updated
 
 
 def test_cells_find_most_of_the_true_neighbours() -> None:
@@ -152,7 +192,7 @@ def test_cells_find_most_of_the_true_neighbours() -> None:
     data = b"".join(quantise(row) for row in matrix)
     vecs = graph_module.Vectors.of(data, 3000, 64)
     members = np.ones(3000, dtype=bool)
-    approximate = graph_module.compute(vecs, members)
+    approximate = graph_module.compute(vecs, members, np.arange(3000) % 64 == 0)
     exact = graph_module._among(vecs, np.arange(3000), np.arange(3000), None)
     pairs = zip(approximate.lists.tolist(), exact.tolist(), strict=True)
     found = np.mean([len(set(a) & set(e)) / graph_module.K for a, e in pairs])
