@@ -141,12 +141,12 @@ def refold(log: EventLog, late: list[Record], position: Position, touched: Touch
     state, last, created = State(), None, dict[str, int]()
     waiting, created_late = {(r.segment, r.offset) for r in late}, set[str]()
     for record in _up_to(log.read(), decode(position), late):
-        last = record
-        if isinstance(record.event, Observed) and record.event.entry_id not in created:
-            created[record.event.entry_id] = len(created)
+        last, ids = record, record.event.entry_ids  # (an observation's id is a hash: once)
+        if isinstance(record.event, Observed) and ids[0] not in created:
+            created[ids[0]] = len(created)
             if (record.segment, record.offset) in waiting:
-                created_late.add(record.event.entry_id)
-        if _about(record.event, touched):
+                created_late.add(ids[0])
+        if _about(record.event, ids, touched):
             apply(state, record.event)
     if last is None:
         raise Unplaceable("the log lost its events meanwhile")
@@ -177,11 +177,11 @@ def _up_to(records: Iterable[Record], folded: Cursor, late: list[Record]) -> Ite
         raise Unplaceable("a late event is gone (the log was rewritten meanwhile)")
 
 
-def _about(event: Event, touched: Touched) -> bool:
-    """Whether ``event`` is part of the fold of an entry, session or day of spend
-    ``touched`` names (or of the maintenance times, kept whole)."""
+def _about(event: Event, ids: tuple[str, ...], touched: Touched) -> bool:
+    """Whether ``event`` (about the entries ``ids``) is part of the fold of an entry,
+    session or day of spend ``touched`` names (or of the maintenance times, kept whole)."""
     if isinstance(event, MaintenanceRan):
         return True
     if isinstance(event, SessionPending | SessionProgress | MemoryEvolved):
         return event.session_id in touched.sessions or event.ts[:10] in touched.days
-    return not touched.ids.isdisjoint(event.entry_ids)
+    return not touched.ids.isdisjoint(ids)
