@@ -160,17 +160,38 @@ def read_merged(
         yield Record(event, record.segment, record.offset, record.end, record.line, previous)
 
 
+class Unfolded(NamedTuple):
+    """An event a fold has not seen: its merge key, its device, and the record."""
+
+    key: tuple[int, str]
+    device: str
+    record: Record
+
+
 def unfolded(
     events_dir: Path, start: Position, on_damage: DamageHandler | None = None
-) -> Iterator[Record]:
+) -> Iterator[Unfolded]:
     """The good events past ``start`` on every device, device after device (not merged):
     the events a fold up to ``start`` has not seen, wherever they sort."""
     base = decode(start)
     for name in devices.device_dirs(events_dir):
-        for _key, _device, _segment, record in _device_events(
+        for key, device, _segment, record in _device_events(
             events_dir, name, base.devices.get(name), on_damage
         ):
-            yield record
+            yield Unfolded(key, device, record)
+
+
+def advanced(base: Cursor, read: list[Unfolded]) -> Cursor:
+    """The cursor past ``base`` and the events ``read`` after it (each device's in its
+    order), wherever they sort: the one a merged read of them all ends on."""
+    marks = dict(base.devices)
+    for key, device, record in read:
+        name = record.segment.rpartition("/")[2]
+        marks[device] = DeviceMark(name, record.offset, record.end, record.event.seq, key[0])
+    top = max([base.key, *(item.key for item in read)])
+    return Cursor(
+        n=base.n + len(read), stamp=top[0], id=top[1], devices=dict(sorted(marks.items()))
+    )
 
 
 def _device_events(

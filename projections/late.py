@@ -1,31 +1,35 @@
-"""Events that arrive late, folded into their place without folding the whole log again.
+"""Events that arrive late, folded into their place without reading the whole log again.
 
 Another device's events can sort before events the views already hold (a
 machine that was offline for a week, a session that ran while others
 synced).  The fold of an entry reads only the events about it, the fold of a
 session only its own, a day's spend only that day's, so the entries, sessions
 and days the late events touch are folded again from every event about them,
-in the log's order, and nothing else is: the rest of the log is read, not
-folded.  The runner writes what this makes, as a catch-up writes its events.
+in the log's order, and nothing else is.  The view's ``lines`` table says
+where those events are: their lines alone are read, so the cost follows the
+late events and the history of what they touch, not the size of the log.
+The runner writes what this makes, as a catch-up writes its events.
 
 An entry's slot, the place of its records in the packed files, is its place
-in the order the log created entries, as a replay gives it.  A late event
-that creates an entry after every entry with a slot gives it the next one.
-One that creates an entry before them, or creates an entry earlier than the
-views had it (its first observation came late), changes the slots after it:
-the packed files are rewritten in the new order (``reslot``), records moved
-and the slots they name renumbered, and the entries folded again are written
-at their new slots.  Only a redaction, or a log that changed under the
-reader, is ``Unplaceable``: the runner rebuilds the views.
+in the order the log created entries, as a replay gives it (``placing``).
+A late event that creates an entry after every entry with a slot gives it
+the next one.  One that creates an entry before them, or creates an entry
+earlier than the views had it (its first observation came late), changes
+the slots after it: the packed files are rewritten in the new order
+(``reslot``), and the entries folded again are written at their new slots.
+A redaction, a line that no longer reads as the event indexed there, or a
+log that changed under the reader is ``Unplaceable``: the runner rebuilds the
+views.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
+from memlog.eventlog.codec import BadLine, decode_line
 from memlog.eventlog.events import (
     Event,
     MaintenanceRan,
@@ -35,11 +39,11 @@ from memlog.eventlog.events import (
     SessionPending,
     SessionProgress,
 )
-from memlog.eventlog.log import DamageHandler, EventLog, Position, Record
-from memlog.eventlog.merged import Cursor, Unfollowable, decode, unfolded
-from memlog.projections import markdown_sync, writes
+from memlog.eventlog.log import DamageHandler, EventLog, Position
+from memlog.eventlog.merged import Unfolded, Unfollowable, advanced, decode, encode, unfolded
+from memlog.projections import markdown_sync, placing, writes
 from memlog.projections.fold import State, apply
-from memlog.projections.sqlite_view import ledger, reslot, store, vectors
+from memlog.projections.sqlite_view import ledger, lines, store, vectors
 from memlog.vocabulary import Space
 
 
@@ -55,20 +59,23 @@ class Touched(NamedTuple):
     days: set[str]
 
     @classmethod
-    def by(cls, late: list[Record]) -> Touched:
-        sessions, days = ledger.touched_keys(r.event for r in late)
-        return cls({i for r in late for i in r.event.entry_ids}, set(sessions), set(days))
+    def by(cls, late: Iterable[Event]) -> Touched:
+        events = list(late)
+        sessions, days = ledger.touched_keys(events)
+        return cls({i for e in events for i in e.entry_ids}, set(sessions), set(days))
+
+    def keys(self) -> set[str]:
+        """The ``lines`` keys of every event about them (and the maintenance times')."""
+        found = {*self.ids, lines.MAINTENANCE}
+        return found | {f"session:{s}" for s in self.sessions} | {f"day:{d}" for d in self.days}
 
 
 class Refolded(NamedTuple):
-    """The state of what the late events touched, as a replay makes it; every entry's slot
-    as a replay gives it (its place in the order of creation); the entries whose first
-    observation is among the late events; and the last record read."""
+    """The state of what the late events touched, as a replay makes it, and the first
+    observation of each entry in it (``placing.First``)."""
 
     state: State
-    created: dict[str, int]
-    created_late: set[str]
-    last: Record
+    firsts: dict[str, placing.First]
 
 
 def fold_in(
@@ -84,35 +91,27 @@ def fold_in(
     how many events there were.  ``Unplaceable`` when they cannot be."""
     try:
         found = late_records(log.events_dir, stored_at.position, on_damage)
+        base = decode(stored_at.position)
     except Unfollowable as exc:
         raise Unplaceable(str(exc)) from None
-    touched = Touched.by(found)
+    touched = Touched.by(item.record.event for item in found)
     stored = store.load_entries(db, touched.ids)
     vectors.attach(db, folder, stored)
     before = writes.Snapshot.of(stored, space)
-    slots, count = store.slots_of(db, stored), store.slot_count(db)
-    done = refold(log, found, stored_at.position, touched)
-    placed = _place(db, folder, space, slots, count, done)
-    changes = writes.write(db, folder, space, done.state, before, placed, done.last)
+    done = refold(db, log.events_dir, found, touched)
+    after = store.Stored(encode(advanced(base, found)), base.n + len(found))
+    try:
+        placed = placing.place(db, folder, space, log.events_dir, done.firsts, after.seq)
+    except placing.Unplaced as exc:
+        raise Unplaceable(str(exc)) from None
+    lines.add(db, (row for item in found for row in _rows(item)))
+    changes = writes.write(db, folder, space, done.state, before, placed, after)
     moved = {i for i, e in stored.items() if done.state.entries[i].created_seq != e.created_seq}
     return _whole_where(changes, moved), len(found)
 
 
-def _place(db: sqlite3.Connection, folder: Path, space: Space, slots: dict[str, int], count: int,
-           done: Refolded) -> writes.Slots:  # fmt: skip
-    """The slots of the entries folded again: each its place in the order of creation.
-    When that moves an entry with a slot (one was created before it), every row and
-    packed record moves to its new slot first (``reslot``); ``Unplaceable`` when they
-    cannot be moved."""
-    placed = {i: done.created[i] for i in done.state.touched}
-    total = len(done.created)
-    if all(done.created.get(i) == slot for i, slot in slots.items()) and all(
-        s >= count for i, s in placed.items() if i not in slots
-    ):
-        return writes.Slots(placed, total)
-    if not reslot.move(db, folder, space, done.created, total, done.last.ordinal):
-        raise Unplaceable("the packed files do not cover the entries' slots")
-    return writes.Slots(placed, total, frozenset(done.created_late & slots.keys()))
+def _rows(item: Unfolded) -> Iterable[lines.Row]:
+    return lines.rows(item.key[0], item.record, item.record.event.entry_ids)
 
 
 def _whole_where(changes: markdown_sync.Changes, moved: set[str]) -> markdown_sync.Changes:
@@ -124,57 +123,57 @@ def _whole_where(changes: markdown_sync.Changes, moved: set[str]) -> markdown_sy
 
 def late_records(
     events_dir: Path, position: Position, on_damage: DamageHandler | None
-) -> list[Record]:
+) -> list[Unfolded]:
     """The events past ``position`` on every device (``Unfollowable`` when it no longer
     fits the log); a redaction among them is ``Unplaceable`` (only a replay removes the
     text it took out of earlier lines)."""
     late = list(unfolded(events_dir, position, on_damage))
-    if any(isinstance(r.event, Redacted) for r in late):
+    if any(isinstance(item.record.event, Redacted) for item in late):
         raise Unplaceable("a redaction")
     return late
 
 
-def refold(log: EventLog, late: list[Record], position: Position, touched: Touched) -> Refolded:
-    """Fold again what ``late`` touched, from the whole log up to the last of ``late``
-    (``position``: where the views stood), and place every entry in the order the log
-    created them."""
-    state, last, created = State(), None, dict[str, int]()
-    waiting, created_late = {(r.segment, r.offset) for r in late}, set[str]()
-    for record in _up_to(log.read(), decode(position), late):
-        last, ids = record, record.event.entry_ids  # (an observation's id is a hash: once)
-        if isinstance(record.event, Observed) and ids[0] not in created:
-            created[ids[0]] = len(created)
-            if (record.segment, record.offset) in waiting:
-                created_late.add(ids[0])
-        if _about(record.event, ids, touched):
-            apply(state, record.event)
-    if last is None:
-        raise Unplaceable("the log lost its events meanwhile")
+class _Timed(NamedTuple):
+    """An event in the merged order: its key, the event, whether it came late."""
+
+    key: tuple[int, str]
+    event: Event
+    late: bool
+
+
+def refold(
+    db: sqlite3.Connection, events_dir: Path, late: list[Unfolded], touched: Touched
+) -> Refolded:
+    """Fold again what ``late`` touched from every event about it: those the views hold
+    (read where ``lines`` says they are) and the late ones, in the log's order."""
+    held = [
+        _Timed((line.stamp, e.id), e, False) for line, e in _read(events_dir, _held(db, touched))
+    ]
+    timed = sorted([*held, *(_Timed(i.key, i.record.event, True) for i in late)])
+    state, firsts = State(), dict[str, placing.First]()
+    for key, event, arrived_late in timed:
+        ids = event.entry_ids  # (an observation's id is a hash: once)
+        if isinstance(event, Observed) and ids[0] in touched.ids and ids[0] not in firsts:
+            firsts[ids[0]] = placing.First(key, arrived_late)
+        if _about(event, ids, touched):
+            apply(state, event)
     state.touched = touched.ids & state.entries.keys()
     state.touched_ledger = {f"session:{s}" for s in touched.sessions if s in state.sessions}
     state.touched_ledger |= {f"spend:{d}" for d in touched.days if d in state.spend}
-    return Refolded(state, created, created_late, last)
+    return Refolded(state, firsts)
 
 
-def _up_to(records: Iterable[Record], folded: Cursor, late: list[Record]) -> Iterator[Record]:
-    """``records`` (the whole log) up to the last one folded or in ``late``: a record
-    appended since ``late`` was read ends them, unless one of ``late`` is still to come
-    (then the order is not known)."""
-    waiting = {(r.segment, r.offset) for r in late}
-    for record in records:
-        device, _, name = record.segment.partition("/")
-        mark = folded.devices.get(device)
-        if mark is not None and (name, record.offset) < (mark.segment, mark.end):
-            yield record  # folded before
-        elif (record.segment, record.offset) in waiting:
-            waiting.discard((record.segment, record.offset))
-            yield record
-        elif waiting:
-            raise Unplaceable("an event was appended among the late ones")
-        else:
-            return
-    if waiting:
-        raise Unplaceable("a late event is gone (the log was rewritten meanwhile)")
+def _held(db: sqlite3.Connection, touched: Touched) -> list[lines.Line]:
+    return sorted(lines.of(db, touched.keys()))
+
+
+def _read(events_dir: Path, found: list[lines.Line]) -> Iterable[tuple[lines.Line, Event]]:
+    """The events at ``found`` (``Unplaceable`` when a line is gone or no longer one)."""
+    try:
+        for line, data in placing.read_lines(events_dir, found):
+            yield line, decode_line(data)
+    except (OSError, BadLine, placing.Unplaced) as exc:
+        raise Unplaceable(f"a line the view indexed no longer reads: {exc}") from None
 
 
 def _about(event: Event, ids: tuple[str, ...], touched: Touched) -> bool:

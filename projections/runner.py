@@ -33,7 +33,7 @@ from memlog.projections.fold import State, apply
 from memlog.projections.freshness import current_seq, db_path, stored_seq
 from memlog.projections.markdown_view import render
 from memlog.projections.markdown_view.writer import load_state, remove_unplanned
-from memlog.projections.sqlite_view import index_files, indexes, ledger, store, vectors
+from memlog.projections.sqlite_view import index_files, indexes, ledger, lines, store, vectors
 from memlog.projections.sqlite_view.schema import VIEW_FORMAT
 from memlog.spawn import spawn_memlog
 from memlog.vocabulary import DEFAULT_SPACE, Space
@@ -188,7 +188,8 @@ def _apply(
     """
     if not records:
         return markdown_sync.Changes({}, {})
-    ids = {i for r in records for i in r.event.entry_ids}
+    found = [(r, r.event.entry_ids) for r in records]
+    ids = {i for _, entry_ids in found for i in entry_ids}
     state = State(entries=store.load_entries(db, ids))
     vectors.attach(db, folder, state.entries)
     ledger.load(db, state, (r.event for r in records))
@@ -199,7 +200,9 @@ def _apply(
     for n, entry_id in enumerate(state.created):
         slots[entry_id] = count + n
     total = count + len(state.created)
-    return writes.write(db, folder, space, state, before, writes.Slots(slots, total), records[-1])
+    lines.add(db, (row for r, entry_ids in found for row in lines.rows_of(r, entry_ids)))
+    after = store.Stored(records[-1].after, records[-1].ordinal)
+    return writes.write(db, folder, space, state, before, writes.Slots(slots, total), after)
 
 
 def _check_layout(db: sqlite3.Connection, stored: store.Stored, space: Space) -> Space:
@@ -226,15 +229,21 @@ def _space_meta(space: Space) -> dict[str, str]:
 
 
 def fold_log(
-    log: EventLog, until: Bound | None = None, progress: Progress | None = None
+    log: EventLog,
+    until: Bound | None = None,
+    progress: Progress | None = None,
+    indexed: list[lines.Row] | None = None,
 ) -> tuple[State, store.Stored, int]:
-    """Fold the log (up to ``until``, inclusive) from zero."""
+    """Fold the log (up to ``until``, inclusive) from zero; the ``lines`` rows of its
+    events added to ``indexed``, if given."""
     state, last, applied = State(), None, 0
     for record in log.read():
         event = record.event
         if until is not None and not within(record.ordinal, event.ts, None, until):
             break
         apply(state, event)
+        if indexed is not None:
+            indexed += lines.rows_of(record, event.entry_ids)
         last, applied = record, applied + 1
         if progress is not None and applied % 1000 == 0:
             progress(1000)
@@ -258,12 +267,13 @@ def rebuild(
     snapshot.refuse_writes(home, "rebuild the views of")
     folder = target or home
     folder.mkdir(mode=0o700, parents=True, exist_ok=True)
-    state, stored, applied = fold_log(EventLog(home), until, progress)
+    indexed: list[lines.Row] = []
+    state, stored, applied = fold_log(EventLog(home), until, progress, indexed)
     if target is not None:
         made = snapshot.Snapshot(str(home), stored.seq, until.text() if until else "", utc_now())
         snapshot.mark(target, made)
     try:
-        _build_database(folder, state, space, stored)
+        _build_database(folder, state, space, stored, indexed)
     except (sqlite3.Error, OSError) as exc:
         raise leftovers.failure(exc, db_path(folder)) or exc from None
     with markdown_sync.locked(folder):
@@ -275,7 +285,8 @@ def rebuild(
     return Rebuilt(applied, live, stored.seq, notes)
 
 
-def _build_database(folder: Path, state: State, space: Space, stored: store.Stored) -> None:
+def _build_database(folder: Path, state: State, space: Space, stored: store.Stored,
+                    indexed: list[lines.Row]) -> None:  # fmt: skip
     leftovers.sweep(folder)
     aside = _new_aside(folder)
     ordered = [state.entries[i] for i in state.created]  # slot order: creation order
@@ -286,6 +297,7 @@ def _build_database(folder: Path, state: State, space: Space, stored: store.Stor
             with store.opened(aside) as db, store.transaction(db):
                 store.write_entries(db, ordered, space, slots)
                 ledger.write(db, state, everything=True)
+                lines.add(db, indexed)
                 store.set_meta(db, meta)
                 indexes.rebuild(db, folder, space, ordered, stored.seq)
             _switch_in(aside, db_path(folder))

@@ -12,7 +12,6 @@ import sqlite3
 from pathlib import Path
 from typing import NamedTuple
 
-from memlog.eventlog.log import Record
 from memlog.projections import markdown_sync
 from memlog.projections.fold import Entry, State
 from memlog.projections.markdown_view import render
@@ -52,14 +51,15 @@ def write(
     state: State,
     before: Snapshot,
     slots: Slots,
-    last: Record,
+    after: store.Stored,
 ) -> markdown_sync.Changes:
     """Store the entries and ledger rows ``state`` touched, their packed records, and the
-    position after ``last`` (inside the caller's transaction); the markdown changes."""
+    position ``after`` the events folded (inside the caller's transaction); the markdown
+    changes."""
     touched = [state.entries[i] for i in sorted(state.touched)]
     store.write_entries(db, touched, space, slots.of)
     ledger.write(db, state)
-    indexes.refresh(db, folder, space, touched, before.indexed, slots.of, slots.total, last.ordinal,
+    indexes.refresh(db, folder, space, touched, before.indexed, slots.of, slots.total, after.seq,
                     slots.reslotted)  # fmt: skip
-    store.set_meta(db, store.position_meta(store.Stored(last.after, last.ordinal)))
+    store.set_meta(db, store.position_meta(after))
     return markdown_sync.changed_files(touched, before.signatures, before.blocks)

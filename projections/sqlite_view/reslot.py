@@ -40,24 +40,21 @@ def move(
     db: sqlite3.Connection,
     folder: Path,
     space: Space,
-    new_slots: dict[str, int],
+    new_of_old: Ints,
     count: int,
     ordinal: int,
 ) -> bool:
-    """Give every entry with a row its slot in ``new_slots`` (of ``count`` in all), rows and
-    packed files; False (the caller rebuilds) when a file is missing or does not cover the
-    rows' slots."""
+    """Move every row and packed record at slot ``s`` to ``new_of_old[s]`` (of ``count``
+    slots in all); False (the caller rebuilds) when a file is missing or does not cover
+    the rows' slots."""
     old = store.all_slots(db)
-    new_of_old = np.full(len(old), -1, dtype=np.int64)
-    for entry_id, slot in old.items():
-        if not 0 <= slot < len(old) or entry_id not in new_slots:
-            return False
-        new_of_old[slot] = new_slots[entry_id]
-    if (new_of_old < 0).any() or len(np.unique(new_of_old)) != len(old):
+    if sorted(old.values()) != list(range(len(new_of_old))):
         return False
-    if not _files(db, folder, space, new_of_old, count, ordinal):
+    if len(np.unique(new_of_old)) != len(new_of_old) or not (0 <= new_of_old).all():
         return False
-    moved = [(new_slots[i], i) for i, slot in old.items() if new_slots[i] != slot]
+    if not (new_of_old < count).all() or not _files(db, folder, space, new_of_old, count, ordinal):
+        return False
+    moved = [(int(new_of_old[s]), i) for i, s in old.items() if new_of_old[s] != s]
     db.executemany("UPDATE entries SET slot = ? WHERE id = ?", moved)
     return True
 

@@ -216,6 +216,20 @@ def m008_packed_slots(db: sqlite3.Connection) -> None:
     db.execute("DELETE FROM packed_sets")
 
 
+def m009_event_lines(db: sqlite3.Connection) -> None:
+    """Where the events about each entry, session, day and the maintenance times are in
+    the log (``lines``), so an event that arrives late is folded again with those events
+    read alone, not the whole log.  The next catch-up rebuilds the view (``VIEW_FORMAT``),
+    which fills it."""
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS lines (key TEXT PRIMARY KEY, data BLOB NOT NULL) WITHOUT ROWID"
+    )
+    db.execute(
+        "CREATE TABLE IF NOT EXISTS line_segments "
+        "(id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)"
+    )
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_initial", m001_initial),
     ("m002_rank_index", m002_rank_index),
@@ -225,6 +239,7 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("m006_branch_index", m006_branch_index),
     ("m007_entry_layout", m007_entry_layout),
     ("m008_packed_slots", m008_packed_slots),
+    ("m009_event_lines", m009_event_lines),
 ]
 #: the format of the rows and packed files the code writes; a view recorded with another
 #: (``_metadata.view_format``) is rebuilt from the log before it is caught up

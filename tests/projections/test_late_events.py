@@ -33,7 +33,7 @@ from memlog.eventlog.events import (
     Usage,
     content_hash,
 )
-from memlog.eventlog.log import Record
+from memlog.eventlog.log import START, EventLog, Position, Record
 from memlog.projections import late
 from memlog.projections.markdown_view.writer import markdown_files
 from memlog.projections.runner import catch_up, rebuild
@@ -160,6 +160,48 @@ def test_late_entries_among_many_keep_the_neighbour_cells_a_replay_gives(
         done = catch_up(memlog_home, SPACE)
         assert not done.rebuilt and done.late == 11  # 4 lessons and their vectors, 3 more
         assert views(memlog_home) == replayed(memlog_home, tmp_path / f"replay-{round_}")
+
+
+def test_a_late_event_reads_the_lines_of_what_it_touches_not_the_whole_log(
+    memlog_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first, second = Device(memlog_home, "aa"), Device(memlog_home, "bb")
+    first.write(*((100 + 10 * n, e) for n in range(40) for e in vectored(n)))
+    first.write((600, SessionPending(session_id="s1", project="parser", trigger="SessionEnd",
+                                     size=9)))  # fmt: skip
+    catch_up(memlog_home, SPACE)
+    read = EventLog.read
+
+    def from_a_position(log: EventLog, start: Position = START, *args: Any) -> Iterator[Record]:
+        assert start != START, "the whole log was read"
+        return read(log, start, *args)
+
+    monkeypatch.setattr(EventLog, "read", from_a_position)
+    second.write(
+        (105, vectored(7)[0]),  # lesson 7 seen again (first seen at 170 on the other)
+        *((150, e) for e in vectored(70)),  # a new lesson among the others
+        (250, Recalled(ids=(content_hash(topic(3)), content_hash(topic(70))))),
+        (300, SessionProgress(session_id="s1", status="pending", offset=4, usage=SPENT)),
+    )  # fmt: skip
+    done = catch_up(memlog_home, SPACE)
+    assert not done.rebuilt and done.late == 5  # (a rebuild would read the whole log)
+    monkeypatch.undo()
+    assert views(memlog_home) == replayed(memlog_home, tmp_path / "replay")
+
+
+def test_a_line_damaged_since_it_was_folded_rebuilds_the_views(
+    memlog_home: Path, tmp_path: Path
+) -> None:
+    first, second = Device(memlog_home, "aa"), Device(memlog_home, "bb")
+    first.write((10, observed(1)), (30, observed(2)), (50, observed(3)))
+    catch_up(memlog_home, SPACE)
+    data = first.path.read_bytes()
+    at = data.index(b"Lesson 2: keep")
+    first.path.write_bytes(data[:at] + b"l" + data[at + 1 :])  # its checksum fails now
+    second.write((40, observed(2)))  # lesson 2 again: its first line no longer reads
+    done = catch_up(memlog_home, SPACE)
+    assert done.rebuilt
+    assert views(memlog_home) == replayed(memlog_home, tmp_path / "replay")
 
 
 def topic(n: int) -> str:
