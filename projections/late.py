@@ -164,7 +164,10 @@ def refold(
 
 
 def _held(db: sqlite3.Connection, touched: Touched) -> list[lines.Line]:
-    return sorted(lines.of(db, touched.keys()))
+    try:
+        return sorted(lines.of(db, touched.keys()))
+    except lines.Damaged as exc:
+        raise Unplaceable(str(exc)) from None
 
 
 def _read(events_dir: Path, found: list[lines.Line]) -> Iterable[tuple[lines.Line, Event]]:

@@ -114,7 +114,10 @@ class _Keys:
     def _read(self, slot: int) -> Key:
         size = ranks.RECORD.size
         entry_id = bytes(self.ids.data[slot * size : slot * size + 16]).decode("ascii")
-        found = lines.first_observations(self.db, entry_id)
+        try:
+            found = lines.first_observations(self.db, entry_id)
+        except lines.Damaged as exc:
+            raise Unplaced(str(exc)) from None
         if not found:
             raise Unplaced(f"no observation of {entry_id} is indexed")
         try:

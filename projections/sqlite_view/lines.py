@@ -47,6 +47,10 @@ _CHUNK = 500
 Row = tuple[str, int, str, int, int, bool]
 
 
+class Damaged(Exception):
+    """A row that is not a whole number of lines (the late fold rebuilds instead)."""
+
+
 class Line(NamedTuple):
     """Where an event's line is (``end``: after its newline), and its stamp."""
 
@@ -116,15 +120,21 @@ def first_observations(db: sqlite3.Connection, entry_id: str) -> list[Line]:
     when they tie: their event ids decide)."""
     names = {n: s for s, n in _segment_numbers(db).items()}
     row = db.execute("SELECT data FROM lines WHERE key = ?", (entry_id,)).fetchone()
-    table = np.frombuffer(row[0], dtype=RECORD) if row is not None else np.zeros(0, RECORD)
+    table = _table(row[0] if row is not None else b"")
     table = table[(table["length"] & _OBSERVATION) != 0]
     if not len(table):
         return []
     return _lines(table[table["stamp"] == table["stamp"].min()].tobytes(), names)
 
 
+def _table(data: object) -> np.ndarray:
+    if not isinstance(data, bytes) or len(data) % RECORD.itemsize:
+        raise Damaged(f"a row of lines of {len(data) if isinstance(data, bytes) else 0} bytes")
+    return np.frombuffer(data, dtype=RECORD)
+
+
 def _lines(data: bytes, names: dict[int, str]) -> list[Line]:
-    table = np.frombuffer(data, dtype=RECORD)
+    table = _table(data)
     lengths = (table["length"] & (_OBSERVATION - 1)).tolist()
     columns = zip(table["stamp"].tolist(), table["segment"].tolist(), table["start"].tolist(),
                   lengths, strict=True)  # fmt: skip

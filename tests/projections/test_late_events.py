@@ -37,7 +37,7 @@ from memlog.eventlog.log import START, EventLog, Position, Record
 from memlog.projections import late
 from memlog.projections.markdown_view.writer import markdown_files
 from memlog.projections.runner import catch_up, rebuild
-from memlog.projections.sqlite_view import ranks
+from memlog.projections.sqlite_view import index_files, ranks, store
 from memlog.projections.sqlite_view.digest import sqlite_digest
 from memlog.tests.retrieval.helpers import entry
 from memlog.vocabulary import DEFAULT_SPACES
@@ -199,6 +199,25 @@ def test_a_line_damaged_since_it_was_folded_rebuilds_the_views(
     at = data.index(b"Lesson 2: keep")
     first.path.write_bytes(data[:at] + b"l" + data[at + 1 :])  # its checksum fails now
     second.write((40, observed(2)))  # lesson 2 again: its first line no longer reads
+    done = catch_up(memlog_home, SPACE)
+    assert done.rebuilt
+    assert views(memlog_home) == replayed(memlog_home, tmp_path / "replay")
+
+
+@pytest.mark.parametrize("harm", ["lines row", "packed file"])
+def test_a_damaged_index_rebuilds_the_views_instead_of_guessing(
+    memlog_home: Path, tmp_path: Path, harm: str
+) -> None:
+    first, second = Device(memlog_home, "aa"), Device(memlog_home, "bb")
+    first.write(*((100 + 10 * n, e) for n in range(6) for e in vectored(n)))
+    catch_up(memlog_home, SPACE)
+    with store.opened(memlog_home / store.DB_NAME) as db, store.transaction(db):
+        if harm == "lines row":  # a row cut short: not a whole number of lines
+            db.execute("UPDATE lines SET data = substr(data, 1, 30) WHERE key = ?",
+                       (content_hash(topic(2)),))  # fmt: skip
+        else:  # the vectors' file gone: the records cannot move
+            (memlog_home / "index" / str(index_files.pointer(db, "vec")[0])).unlink()
+    second.write(*((105, e) for e in vectored(2)), *((115, e) for e in vectored(40)))
     done = catch_up(memlog_home, SPACE)
     assert done.rebuilt
     assert views(memlog_home) == replayed(memlog_home, tmp_path / "replay")
