@@ -150,7 +150,7 @@ class Team:
             builder.commit(home)
             shutil.rmtree(home)
         builder.push()
-        for i, home in ((1, second), (devices - 1, offline)):
+        for i, home in dict.fromkeys([(1, second), (devices - 1, offline)]):  # one, of two
             generate(home, entries, seed * 1000 + i, now - OFFLINE if home == offline else now)
             memlog.sync(home, "--init", str(self.remote), "--key", self.key)
         for home in (first, second):
