@@ -41,7 +41,7 @@ from memlog.eventlog.events import (
 )
 from memlog.eventlog.log import DamageHandler, EventLog, Position
 from memlog.eventlog.merged import Unfolded, Unfollowable, advanced, decode, encode, unfolded
-from memlog.projections import markdown_sync, placing, writes
+from memlog.projections import markdown_sync, writes
 from memlog.projections.fold import State, apply
 from memlog.projections.sqlite_view import ledger, lines, store, vectors
 from memlog.vocabulary import Space
@@ -72,10 +72,10 @@ class Touched(NamedTuple):
 
 class Refolded(NamedTuple):
     """The state of what the late events touched, as a replay makes it, and the first
-    observation of each entry in it (``placing.First``)."""
+    observation of each entry in it (``lines.First``)."""
 
     state: State
-    firsts: dict[str, placing.First]
+    firsts: dict[str, lines.First]
 
 
 def fold_in(
@@ -100,6 +100,8 @@ def fold_in(
     before = writes.Snapshot.of(stored, space)
     done = refold(db, log.events_dir, found, touched)
     after = store.Stored(encode(advanced(base, found)), base.n + len(found))
+    from memlog.projections import placing  # numpy: only when a late event comes
+
     try:
         placed = placing.place(db, folder, space, log.events_dir, done.firsts, after.seq)
     except placing.Unplaced as exc:
@@ -150,11 +152,11 @@ def refold(
         _Timed((line.stamp, e.id), e, False) for line, e in _read(events_dir, _held(db, touched))
     ]
     timed = sorted([*held, *(_Timed(i.key, i.record.event, True) for i in late)])
-    state, firsts = State(), dict[str, placing.First]()
+    state, firsts = State(), dict[str, lines.First]()
     for key, event, arrived_late in timed:
         ids = event.entry_ids  # (an observation's id is a hash: once)
         if isinstance(event, Observed) and ids[0] in touched.ids and ids[0] not in firsts:
-            firsts[ids[0]] = placing.First(key, arrived_late)
+            firsts[ids[0]] = lines.First(key, arrived_late)
         if _about(event, ids, touched):
             apply(state, event)
     state.touched = touched.ids & state.entries.keys()
@@ -173,9 +175,9 @@ def _held(db: sqlite3.Connection, touched: Touched) -> list[lines.Line]:
 def _read(events_dir: Path, found: list[lines.Line]) -> Iterable[tuple[lines.Line, Event]]:
     """The events at ``found`` (``Unplaceable`` when a line is gone or no longer one)."""
     try:
-        for line, data in placing.read_lines(events_dir, found):
+        for line, data in lines.read_lines(events_dir, found):
             yield line, decode_line(data)
-    except (OSError, BadLine, placing.Unplaced) as exc:
+    except (OSError, BadLine, lines.Damaged) as exc:
         raise Unplaceable(f"a line the view indexed no longer reads: {exc}") from None
 
 

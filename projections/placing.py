@@ -12,12 +12,8 @@ take the next slots; else every record moves (``reslot``) first.
 
 from __future__ import annotations
 
-import os
 import sqlite3
-from collections import defaultdict
-from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import NamedTuple
 
 import numpy as np
 
@@ -33,15 +29,8 @@ class Unplaced(Exception):
     """The slots cannot be worked out (a line or a packed file no longer reads)."""
 
 
-class First(NamedTuple):
-    """An entry's first observation: its merge key, and whether it is among the late events."""
-
-    key: Key
-    late: bool
-
-
 def place(db: sqlite3.Connection, folder: Path, space: Space, events_dir: Path,
-          firsts: dict[str, First], ordinal: int) -> writes.Slots:  # fmt: skip
+          firsts: dict[str, lines.First], ordinal: int) -> writes.Slots:  # fmt: skip
     """The slot of each entry of ``firsts`` as a replay gives it, every row and packed
     record moved first when an entry with a slot moves (inside the caller's transaction,
     before the late events' lines are added)."""
@@ -116,31 +105,10 @@ class _Keys:
         entry_id = bytes(self.ids.data[slot * size : slot * size + 16]).decode("ascii")
         try:
             found = lines.first_observations(self.db, entry_id)
-        except lines.Damaged as exc:
-            raise Unplaced(str(exc)) from None
-        if not found:
-            raise Unplaced(f"no observation of {entry_id} is indexed")
-        try:
-            return min(
-                (line.stamp, decode_line(data).id)
-                for line, data in read_lines(self.events_dir, found)
-            )
-        except (OSError, BadLine) as exc:
+            read = lines.read_lines(self.events_dir, found)
+            keys = [(line.stamp, decode_line(data).id) for line, data in read]
+        except (OSError, BadLine, lines.Damaged) as exc:
             raise Unplaced(f"the first observation of {entry_id} no longer reads: {exc}") from None
-
-
-def read_lines(events_dir: Path, found: Iterable[lines.Line]) -> Iterator[tuple[lines.Line, bytes]]:
-    """The bytes of each line of ``found`` (without its newline), a file opened once."""
-    by_segment: dict[str, list[lines.Line]] = defaultdict(list)
-    for line in found:
-        by_segment[line.segment].append(line)
-    for segment, wanted in sorted(by_segment.items()):
-        device, _, name = segment.partition("/")
-        if not device or "/" in name or device.startswith(".") or name.startswith("."):
-            raise Unplaced(f"{segment!r} is not a segment of the log")
-        with open(events_dir / device / name, "rb") as handle:
-            for line in sorted(wanted):
-                data = os.pread(handle.fileno(), line.end - line.start, line.start)
-                if len(data) != line.end - line.start or not data.endswith(b"\n"):
-                    raise Unplaced(f"{segment} is shorter than the line at {line.start}")
-                yield line, data[:-1]
+        if not keys:
+            raise Unplaced(f"no observation of {entry_id} is indexed")
+        return min(keys)

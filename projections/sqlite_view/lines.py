@@ -21,12 +21,13 @@ holds, so the view's digest leaves them out.
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import struct
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from pathlib import Path
 from typing import Any, NamedTuple
-
-import numpy as np
 
 from memlog.eventlog.events import (
     Event,
@@ -40,7 +41,7 @@ from memlog.eventlog.log import Record
 
 MAINTENANCE = "maintenance"
 #: stamp, offset, segment number, length (its top bit: an observation)
-RECORD = np.dtype([("stamp", "<i8"), ("start", "<u4"), ("segment", "<u4"), ("length", "<u4")])
+RECORD = struct.Struct("<qIII")
 _OBSERVATION = 1 << 31
 _UNKNOWN = 0xFFFFFFFF
 _CHUNK = 500
@@ -48,7 +49,15 @@ Row = tuple[str, int, str, int, int, bool]
 
 
 class Damaged(Exception):
-    """A row that is not a whole number of lines (the late fold rebuilds instead)."""
+    """A row that is not a whole number of lines, or a line that is no longer where it
+    says (the late fold rebuilds instead)."""
+
+
+class First(NamedTuple):
+    """An entry's first observation: its merge key, and whether it is among the late events."""
+
+    key: tuple[int, str]
+    late: bool
 
 
 class Line(NamedTuple):
@@ -102,7 +111,7 @@ def add(db: sqlite3.Connection, found: Iterable[Row]) -> None:
         held = {str(k): bytes(d) for k, d in _select(db, "key, data", chunk)}
         db.executemany(
             "INSERT OR REPLACE INTO lines(key, data) VALUES (?, ?)",
-            [(k, held.get(k, b"") + np.array(by_key[k], dtype=RECORD).tobytes()) for k in chunk],
+            [(k, held.get(k, b"") + b"".join(RECORD.pack(*r) for r in by_key[k])) for k in chunk],
         )
 
 
@@ -120,28 +129,44 @@ def first_observations(db: sqlite3.Connection, entry_id: str) -> list[Line]:
     when they tie: their event ids decide)."""
     names = {n: s for s, n in _segment_numbers(db).items()}
     row = db.execute("SELECT data FROM lines WHERE key = ?", (entry_id,)).fetchone()
-    table = _table(row[0] if row is not None else b"")
-    table = table[(table["length"] & _OBSERVATION) != 0]
-    if not len(table):
-        return []
-    return _lines(table[table["stamp"] == table["stamp"].min()].tobytes(), names)
+    observed = [r for r in _records(row[0] if row is not None else b"") if r[3] & _OBSERVATION]
+    lowest = min((r[0] for r in observed), default=None)
+    return [_line(r, names) for r in observed if r[0] == lowest]
 
 
-def _table(data: object) -> np.ndarray:
-    if not isinstance(data, bytes) or len(data) % RECORD.itemsize:
+def read_lines(events_dir: Path, found: Iterable[Line]) -> Iterator[tuple[Line, bytes]]:
+    """The bytes of each line of ``found`` (without its newline), a file opened once;
+    ``Damaged`` when one is not where it says."""
+    by_segment: dict[str, list[Line]] = defaultdict(list)
+    for line in found:
+        by_segment[line.segment].append(line)
+    for segment, wanted in sorted(by_segment.items()):
+        device, _, name = segment.partition("/")
+        if not device or "/" in name or device.startswith(".") or name.startswith("."):
+            raise Damaged(f"{segment!r} is not a segment of the log")
+        with open(events_dir / device / name, "rb") as handle:
+            for line in sorted(wanted):
+                data = os.pread(handle.fileno(), line.end - line.start, line.start)
+                if len(data) != line.end - line.start or not data.endswith(b"\n"):
+                    raise Damaged(f"{segment} is shorter than the line at {line.start}")
+                yield line, data[:-1]
+
+
+def _records(data: object) -> list[tuple[int, int, int, int]]:
+    if not isinstance(data, bytes) or len(data) % RECORD.size:
         raise Damaged(f"a row of lines of {len(data) if isinstance(data, bytes) else 0} bytes")
-    return np.frombuffer(data, dtype=RECORD)
+    return list(RECORD.iter_unpack(data))
+
+
+def _line(record: tuple[int, int, int, int], names: dict[int, str]) -> Line:
+    stamp, start, number, length = record
+    if start == _UNKNOWN:
+        return Line(stamp, "", start, start)
+    return Line(stamp, names.get(number, ""), start, start + (length & (_OBSERVATION - 1)))
 
 
 def _lines(data: bytes, names: dict[int, str]) -> list[Line]:
-    table = _table(data)
-    lengths = (table["length"] & (_OBSERVATION - 1)).tolist()
-    columns = zip(table["stamp"].tolist(), table["segment"].tolist(), table["start"].tolist(),
-                  lengths, strict=True)  # fmt: skip
-    return [
-        Line(stamp, names.get(n, "") if start != _UNKNOWN else "", start, start + size)
-        for stamp, n, start, size in columns
-    ]
+    return [_line(r, names) for r in _records(data)]
 
 
 def _select(db: sqlite3.Connection, columns: str, chosen: list[str]) -> list[tuple[Any, ...]]:
