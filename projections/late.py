@@ -42,7 +42,8 @@ from memlog.eventlog.events import (
 from memlog.eventlog.log import DamageHandler, EventLog, Position
 from memlog.eventlog.merged import Unfolded, Unfollowable, advanced, decode, encode, unfolded
 from memlog.projections import markdown_sync, writes
-from memlog.projections.fold import State, apply
+from memlog.projections.fold import Entry, State, apply
+from memlog.projections.markdown_view import branch, render
 from memlog.projections.sqlite_view import ledger, lines, store, vectors
 from memlog.vocabulary import Space
 
@@ -108,18 +109,28 @@ def fold_in(
         raise Unplaceable(str(exc)) from None
     lines.add(db, (row for item in found for row in _rows(item)))
     changes = writes.write(db, folder, space, done.state, before, placed, after)
-    moved = {i for i, e in stored.items() if done.state.entries[i].created_seq != e.created_seq}
-    return _whole_where(changes, moved), len(found)
+    moved = [i for i, e in stored.items() if done.state.entries[i].created_seq != e.created_seq]
+    return _whole_where(changes, [stored[i] for i in moved], done.state), len(found)
 
 
 def _rows(item: Unfolded) -> Iterable[lines.Row]:
     return lines.rows(item.key[0], item.record, item.record.event.entry_ids)
 
 
-def _whole_where(changes: markdown_sync.Changes, moved: set[str]) -> markdown_sync.Changes:
-    """The files showing an entry created earlier than the views had it are rendered
-    whole (its block moves), not patched."""
-    edits = {p: e for p, e in changes.edits.items() if all(x.key[1] not in moved for x in e)}
+def _whole_where(
+    changes: markdown_sync.Changes, moved: list[Entry], state: State
+) -> markdown_sync.Changes:
+    """The files showing an entry created earlier than the views had it (``moved``: as
+    the views had it) are rendered whole (its block moves, even where it reads the same),
+    not patched; a file it showed before is rendered with the project it had then (its
+    first observation, and so its project and category, may be another one now)."""
+    shown: set[str] = set()
+    for entry in moved:
+        shown |= {*markdown_sync.blocks(entry), *markdown_sync.blocks(state.entries[entry.id])}
+        for path in render.paths_of(entry):
+            if not branch.is_branch_file(path):
+                changes.files.setdefault(path, set()).add(entry.source_project)
+    edits = {p: e for p, e in changes.edits.items() if p not in shown}
     return markdown_sync.Changes(changes.files, edits)
 
 

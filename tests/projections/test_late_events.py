@@ -266,3 +266,32 @@ def test_an_entry_first_seen_late_moves_to_its_place_in_the_files(
     done = catch_up(memlog_home, SPACE)
     assert not done.rebuilt and done.late == 1
     assert views(memlog_home) == replayed(memlog_home, tmp_path / "replay")
+
+
+def test_an_entry_moved_with_its_block_unchanged_moves_in_its_markdown_file(
+    memlog_home: Path, tmp_path: Path
+) -> None:
+    """Two machines imported the same file (absolute counts): the one whose import sorts
+    first created the entry, so it takes that sequence number; its block reads the same,
+    its place in the file does not, and another block there changes."""
+    first, second = Device(memlog_home, "aa"), Device(memlog_home, "bb")
+    imported = msgspec.structs.replace(observed(3), count=3)
+    first.write((10, observed(1)), (20, observed(2)), (30, imported))
+    catch_up(memlog_home, SPACE)
+    second.write((5, imported), (15, observed(1)))
+    done = catch_up(memlog_home, SPACE)
+    assert not done.rebuilt and done.late == 2
+    assert views(memlog_home) == replayed(memlog_home, tmp_path / "replay")
+
+
+def test_an_entry_first_seen_late_in_another_project_leaves_the_others_in_its_old_file(
+    memlog_home: Path, tmp_path: Path
+) -> None:
+    first, second = Device(memlog_home, "aa"), Device(memlog_home, "bb")
+    first.write((10, observed(1)), (20, observed(2)))
+    catch_up(memlog_home, SPACE)
+    second.write((5, msgspec.structs.replace(observed(2), project="other")))
+    done = catch_up(memlog_home, SPACE)
+    assert not done.rebuilt and done.late == 1
+    assert "Lesson 1:" in (memlog_home / "projects" / "parser" / "patterns.md").read_text()
+    assert views(memlog_home) == replayed(memlog_home, tmp_path / "replay")
