@@ -31,6 +31,7 @@ from memlog.projections.markdown_view.writer import (
     MarkdownState,
     digest,
     load_state,
+    remove_unplanned,
     save_state,
     write_files,
 )
@@ -112,30 +113,43 @@ def follow(
                 and (state.seq, state.segment) == (before.seq, before.position.segment)
                 and (state.offset == before.position.offset and now == after)
             ):
-                files = _render_changed(db, folder, changed, state)
+                files, gone = _render_changed(db, folder, changed, state)
             else:
-                files = render.plan(store.load_entries(db).values())
+                files, gone = render.plan(store.load_entries(db).values()), set(state.files)
                 state.last = {}
-        return write_markdown(folder, files, state, now)
+        notes = remove_unplanned(folder, set(state.files) - (gone - set(files)), state)
+        return notes + write_markdown(folder, files, state, now)
 
 
 def _render_changed(
     db: sqlite3.Connection, folder: Path, changed: Changes, state: MarkdownState
-) -> dict[str, str]:
-    files = {}
+) -> tuple[dict[str, str], set[str]]:
+    """The changed files, rendered or patched; and those no entry belongs to any longer
+    (a replay makes no such file: they are removed)."""
+    files, gone = {}, set()
     for path, projects in sorted(changed.files.items()):
-        patched = _patched(folder, path, changed.edits.get(path, []), state)
-        if patched is not None:
-            files[path] = patched
-            continue
-        members = _members(db, path, projects)
-        files[path] = render.render_file(path, members)
-        live = [(e.created_seq, e.id) for e in members if e.live]
-        if live and not branch.is_branch_file(path):
-            state.last[path] = max(live)
-        else:
+        edits = changed.edits.get(path, [])
+        patched = _patched(folder, path, edits, state)
+        members = _members(db, path, projects) if patched is None else None
+        emptied = not members if members is not None else any(e.new is None for e in edits)
+        if emptied and not _held_by_any(db, path, projects):
+            gone.add(path)
             state.last.pop(path, None)
-    return files
+        elif patched is not None:
+            files[path] = patched
+        else:
+            files[path] = render.render_file(path, members or [])
+            _note_last(state, path, members or [])
+    return files, gone
+
+
+def _note_last(state: MarkdownState, path: str, members: list[Entry]) -> None:
+    """Remember the order key of the last entry of a file rendered whole."""
+    live = [(e.created_seq, e.id) for e in members if e.live]
+    if live and not branch.is_branch_file(path):
+        state.last[path] = max(live)
+    else:
+        state.last.pop(path, None)
 
 
 def _patched(folder: Path, path: str, edits: list[Edit], state: MarkdownState) -> str | None:
@@ -176,6 +190,21 @@ def _members(db: sqlite3.Connection, path: str, projects: set[str]) -> list[Entr
     category = path.rsplit("/", 1)[-1].removesuffix(".md")
     entries = live_members(db, category, projects if path.startswith("projects/") else None)
     return [e for e in entries if path in render.paths_of(e)]
+
+
+def _held_by_any(db: sqlite3.Connection, path: str, projects: set[str]) -> bool:
+    """Whether an entry, live or not, belongs to the file at ``path`` (a replay writes a
+    file for every path some entry has, even with none of them live)."""
+    if branch.is_branch_file(path):
+        return bool(_members(db, path, projects))
+    category = path.rsplit("/", 1)[-1].removesuffix(".md")
+    if path.startswith("projects/"):
+        marks = ",".join("?" * len(projects))
+        where = f"category = ? AND coalesce(source_project, '') IN ({marks})"
+        params: list[str] = [category, *sorted(projects)]
+    else:
+        where, params = "category = ? AND promoted = 1", [category]
+    return db.execute(f"SELECT 1 FROM entries WHERE {where} LIMIT 1", params).fetchone() is not None
 
 
 def write_markdown(

@@ -6,8 +6,9 @@ already in that order, so where a late entry goes is a binary search among
 them: the key of the first observation of the entry at a slot comes from the
 view's ``lines`` (the lines of its observations with the lowest stamp, read
 when stamps tie).  An entry the views hold whose first observation came
-late takes a new place too.  When no entry with a slot moves, new entries
-take the next slots; else every record moves (``reslot``) first.
+late takes a new place too.  When every new entry comes after the entries
+with slots and none of those moves, new entries take the next slots; else
+every record moves to its new slot (``reslot``) first.
 """
 
 from __future__ import annotations

@@ -295,3 +295,18 @@ def test_an_entry_first_seen_late_in_another_project_leaves_the_others_in_its_ol
     assert not done.rebuilt and done.late == 1
     assert "Lesson 1:" in (memlog_home / "projects" / "parser" / "patterns.md").read_text()
     assert views(memlog_home) == replayed(memlog_home, tmp_path / "replay")
+
+
+def test_an_entry_first_seen_late_in_another_category_leaves_no_empty_file_behind(
+    memlog_home: Path, tmp_path: Path
+) -> None:
+    first, second = Device(memlog_home, "aa"), Device(memlog_home, "bb")
+    first.write((10, msgspec.structs.replace(observed(1), category="anti-patterns")))
+    first.write((20, observed(2)))
+    catch_up(memlog_home, SPACE)
+    assert (memlog_home / "projects" / "parser" / "anti-patterns.md").exists()
+    second.write((5, observed(1)))  # seen first as a pattern: that is its category
+    done = catch_up(memlog_home, SPACE)
+    assert not done.rebuilt and done.late == 1
+    assert not (memlog_home / "projects" / "parser" / "anti-patterns.md").exists()
+    assert views(memlog_home) == replayed(memlog_home, tmp_path / "replay")

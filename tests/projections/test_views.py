@@ -365,6 +365,23 @@ def test_catch_ups_patch_the_markdown_files_in_place(
     assert markdown_files(memlog_home) == markdown_files(tmp_path / "full")
 
 
+def test_a_file_no_entry_belongs_to_any_longer_is_removed_as_a_replay_has_none(
+    memlog_home: Path, tmp_path: Path
+) -> None:
+    """Promoted to every project and then back to its own, the only entry of its category
+    leaves the global file, which a replay never writes: a catch-up removes it instead of
+    leaving its header."""
+    log = write_log(memlog_home, [observed(0, category="patterns", project="alpha")])
+    catch_up(memlog_home)
+    for scope in ("universal", "project"):
+        log.append([Promoted(entry_id=IDS[0], scope=scope, reason="judged")])
+        assert not catch_up(memlog_home).rebuilt
+        assert (memlog_home / "patterns.md").exists() == (scope == "universal")
+    copy_log(memlog_home, tmp_path / "full")
+    rebuild(tmp_path / "full")
+    assert markdown_files(memlog_home) == markdown_files(tmp_path / "full")
+
+
 def test_a_catch_up_changing_many_entries_of_a_file_renders_it_once(
     memlog_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
