@@ -29,7 +29,6 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import NamedTuple
 
-from memlog.eventlog.codec import BadLine, decode_line
 from memlog.eventlog.events import (
     Event,
     MaintenanceRan,
@@ -109,8 +108,8 @@ def fold_in(
         raise Unplaceable(str(exc)) from None
     lines.add(db, (row for item in found for row in _rows(item)))
     changes = writes.write(db, folder, space, done.state, before, placed, after)
-    moved = [i for i, e in stored.items() if done.state.entries[i].created_seq != e.created_seq]
-    return _whole_where(changes, [stored[i] for i in moved], done.state), len(found)
+    moved = [e for e in stored.values() if done.state.entries[e.id].created_seq != e.created_seq]
+    return _whole_where(changes, moved, done.state), len(found)
 
 
 def _rows(item: Unfolded) -> Iterable[lines.Row]:
@@ -186,10 +185,9 @@ def _held(db: sqlite3.Connection, touched: Touched) -> list[lines.Line]:
 def _read(events_dir: Path, found: list[lines.Line]) -> Iterable[tuple[lines.Line, Event]]:
     """The events at ``found`` (``Unplaceable`` when a line is gone or no longer one)."""
     try:
-        for line, data in lines.read_lines(events_dir, found):
-            yield line, decode_line(data)
-    except (OSError, BadLine, lines.Damaged) as exc:
-        raise Unplaceable(f"a line the view indexed no longer reads: {exc}") from None
+        yield from lines.events_at(events_dir, found)
+    except lines.Damaged as exc:
+        raise Unplaceable(str(exc)) from None
 
 
 def _about(event: Event, ids: tuple[str, ...], touched: Touched) -> bool:

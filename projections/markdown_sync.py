@@ -36,7 +36,7 @@ from memlog.projections.markdown_view.writer import (
     write_files,
 )
 from memlog.projections.sqlite_view import store
-from memlog.projections.sqlite_view.queries import branch_members, live_members
+from memlog.projections.sqlite_view.queries import branch_members, holds_any, live_members
 
 LOCK_NAME = ".markdown.lock"
 #: the most edits a file is patched with: each is a pass over its text (12,000 edits of a
@@ -187,9 +187,7 @@ def _members(db: sqlite3.Connection, path: str, projects: set[str]) -> list[Entr
     a branch file: every entry that ever joined its memories, ``projects`` being their keys)."""
     if branch.is_branch_file(path):
         return [e for e in branch_members(db, projects) if path in render.paths_of(e)]
-    category = path.rsplit("/", 1)[-1].removesuffix(".md")
-    entries = live_members(db, category, projects if path.startswith("projects/") else None)
-    return [e for e in entries if path in render.paths_of(e)]
+    return [e for e in live_members(db, *_file_of(path, projects)) if path in render.paths_of(e)]
 
 
 def _held_by_any(db: sqlite3.Connection, path: str, projects: set[str]) -> bool:
@@ -197,14 +195,14 @@ def _held_by_any(db: sqlite3.Connection, path: str, projects: set[str]) -> bool:
     file for every path some entry has, even with none of them live)."""
     if branch.is_branch_file(path):
         return bool(_members(db, path, projects))
+    return holds_any(db, *_file_of(path, projects))
+
+
+def _file_of(path: str, projects: set[str]) -> tuple[str, set[str] | None]:
+    """The category of a project or global file, and the projects of its entries (None:
+    the global file, of promoted entries)."""
     category = path.rsplit("/", 1)[-1].removesuffix(".md")
-    if path.startswith("projects/"):
-        marks = ",".join("?" * len(projects))
-        where = f"category = ? AND coalesce(source_project, '') IN ({marks})"
-        params: list[str] = [category, *sorted(projects)]
-    else:
-        where, params = "category = ? AND promoted = 1", [category]
-    return db.execute(f"SELECT 1 FROM entries WHERE {where} LIMIT 1", params).fetchone() is not None
+    return category, projects if path.startswith("projects/") else None
 
 
 def write_markdown(

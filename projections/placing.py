@@ -18,7 +18,6 @@ from pathlib import Path
 
 import numpy as np
 
-from memlog.eventlog.codec import BadLine, decode_line
 from memlog.projections import writes
 from memlog.projections.sqlite_view import lines, ranks, reslot, store
 from memlog.vocabulary import Space
@@ -106,9 +105,8 @@ class _Keys:
         entry_id = bytes(self.ids.data[slot * size : slot * size + 16]).decode("ascii")
         try:
             found = lines.first_observations(self.db, entry_id)
-            read = lines.read_lines(self.events_dir, found)
-            keys = [(line.stamp, decode_line(data).id) for line, data in read]
-        except (OSError, BadLine, lines.Damaged) as exc:
+            keys = [(line.stamp, e.id) for line, e in lines.events_at(self.events_dir, found)]
+        except lines.Damaged as exc:
             raise Unplaced(f"the first observation of {entry_id} no longer reads: {exc}") from None
         if not keys:
             raise Unplaced(f"no observation of {entry_id} is indexed")

@@ -188,8 +188,7 @@ def _apply(
     """
     if not records:
         return markdown_sync.Changes({}, {})
-    found = [(r, r.event.entry_ids) for r in records]
-    ids = {i for _, entry_ids in found for i in entry_ids}
+    ids = {i for r in records for i in r.event.entry_ids}
     state = State(entries=store.load_entries(db, ids))
     vectors.attach(db, folder, state.entries)
     ledger.load(db, state, (r.event for r in records))
@@ -200,7 +199,7 @@ def _apply(
     for n, entry_id in enumerate(state.created):
         slots[entry_id] = count + n
     total = count + len(state.created)
-    lines.add(db, (row for r, entry_ids in found for row in lines.rows_of(r, entry_ids)))
+    lines.add(db, (row for r in records for row in lines.rows_of(r)))
     after = store.Stored(records[-1].after, records[-1].ordinal)
     return writes.write(db, folder, space, state, before, writes.Slots(slots, total), after)
 
@@ -243,7 +242,7 @@ def fold_log(
             break
         apply(state, event)
         if indexed is not None:
-            indexed += lines.rows_of(record, event.entry_ids)
+            indexed += lines.rows_of(record)
         last, applied = record, applied + 1
         if progress is not None and applied % 1000 == 0:
             progress(1000)

@@ -29,6 +29,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from memlog.eventlog.codec import BadLine, decode_line
 from memlog.eventlog.events import (
     Event,
     MaintenanceRan,
@@ -87,15 +88,18 @@ def rows(stamp: int, record: Record, ids: tuple[str, ...]) -> list[Row]:
             for k in keys(record.event, ids)]  # fmt: skip
 
 
-def rows_of(record: Record, ids: tuple[str, ...]) -> list[Row]:
+def rows_of(record: Record) -> list[Row]:
     """``rows`` of a record of a merged read (none for a flat log's: nothing there comes
-    late)."""
+    late, and its ids are not worked out)."""
     stamp = getattr(record.mark, "stamp", None)
-    return rows(stamp, record, ids) if isinstance(stamp, int) else []
+    return rows(stamp, record, record.event.entry_ids) if isinstance(stamp, int) else []
 
 
 def add(db: sqlite3.Connection, found: Iterable[Row]) -> None:
     """Add the lines ``found`` to their keys' rows (inside the caller's transaction)."""
+    found = list(found)
+    if not found:
+        return
     numbers = _segment_numbers(db)
     by_key: dict[str, list[tuple[int, int, int, int]]] = defaultdict(list)
     for key, stamp, segment, start, end, observed in found:
@@ -150,6 +154,16 @@ def read_lines(events_dir: Path, found: Iterable[Line]) -> Iterator[tuple[Line, 
                 if len(data) != line.end - line.start or not data.endswith(b"\n"):
                     raise Damaged(f"{segment} is shorter than the line at {line.start}")
                 yield line, data[:-1]
+
+
+def events_at(events_dir: Path, found: Iterable[Line]) -> Iterator[tuple[Line, Event]]:
+    """The event of each line of ``found``; ``Damaged`` when one is gone or no longer
+    reads as an event."""
+    try:
+        for line, data in read_lines(events_dir, found):
+            yield line, decode_line(data)
+    except (OSError, BadLine) as exc:
+        raise Damaged(f"a line the view indexed no longer reads: {exc}") from None
 
 
 def _records(data: object) -> list[tuple[int, int, int, int]]:

@@ -157,13 +157,22 @@ def live_members(db: sqlite3.Connection, category: str, projects: set[str] | Non
     ``status = 'live'`` lets the ``(status, category)`` index narrow the search
     instead of scanning every row; rendering needs no vectors.
     """
-    if projects is not None:
-        marks = ",".join("?" * len(projects))
-        where = f"status = 'live' AND category = ? AND coalesce(source_project, '') IN ({marks})"
-        params: list[str] = [category, *sorted(projects)]
-    else:
-        where, params = "status = 'live' AND category = ? AND promoted = 1", [category]
-    return store.load_where(db, where, params, vectors=False)
+    where, params = _file_where(category, projects)
+    return store.load_where(db, f"status = 'live' AND {where}", params, vectors=False)
+
+
+def holds_any(db: sqlite3.Connection, category: str, projects: set[str] | None) -> bool:
+    """Whether any entry, live or not, is of the file ``live_members`` reads."""
+    where, params = _file_where(category, projects)
+    return db.execute(f"SELECT 1 FROM entries WHERE {where} LIMIT 1", params).fetchone() is not None
+
+
+def _file_where(category: str, projects: set[str] | None) -> tuple[str, list[str]]:
+    if projects is None:
+        return "category = ? AND promoted = 1", [category]
+    marks = ",".join("?" * len(projects))
+    return (f"category = ? AND coalesce(source_project, '') IN ({marks})",
+            [category, *sorted(projects)])  # fmt: skip
 
 
 # -- branch memory ------------------------------------------------------------------------

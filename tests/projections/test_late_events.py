@@ -82,6 +82,14 @@ def views(home: Path) -> tuple[str, dict[str, str]]:
     return sqlite_digest(home / "memory.db"), markdown_files(home)
 
 
+def folds_in_place(home: Path, where: Path, late: int) -> None:
+    """A catch-up folds ``late`` late events in place, and the views are a replay's
+    (replayed in ``where``)."""
+    done = catch_up(home, SPACE)
+    assert not done.rebuilt and done.late == late
+    assert views(home) == replayed(home, where)
+
+
 def replayed(home: Path, where: Path) -> tuple[str, dict[str, str]]:
     shutil.copytree(home / "events", where / "events")
     rebuild(where, SPACE)
@@ -134,9 +142,7 @@ def test_a_late_entry_takes_its_place_among_the_slots_without_a_rebuild(
     first.write((10, observed(1)), (30, observed(2)))
     catch_up(memlog_home, SPACE)
     second.write(*((at, observed(n)) for at, n in late))
-    done = catch_up(memlog_home, SPACE)
-    assert not done.rebuilt and done.late == len(late)
-    assert views(memlog_home) == replayed(memlog_home, tmp_path / "replay")
+    folds_in_place(memlog_home, tmp_path / "replay", len(late))
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -157,9 +163,9 @@ def test_late_entries_among_many_keep_the_neighbour_cells_a_replay_gives(
         again = [(times[4], e) for e in vectored(rng.randrange(60))]  # seen here first
         gone = (times[5], Retired(entry_id=content_hash(topic(rng.randrange(60))), reason="x"))
         second.write(*sorted([*new, *again, gone], key=lambda t: t[0]))
-        done = catch_up(memlog_home, SPACE)
-        assert not done.rebuilt and done.late == 11  # 4 lessons and their vectors, 3 more
-        assert views(memlog_home) == replayed(memlog_home, tmp_path / f"replay-{round_}")
+        folds_in_place(
+            memlog_home, tmp_path / f"replay-{round_}", 11
+        )  # 4 lessons and their vectors, 3 more
 
 
 def test_a_late_event_reads_the_lines_of_what_it_touches_not_the_whole_log(
@@ -263,9 +269,7 @@ def test_an_entry_first_seen_late_moves_to_its_place_in_the_files(
     first.write(*((at, observed(n)) for at, n in [(5, 5), (6, 6), (30, 1), (50, 2)]))
     catch_up(memlog_home, SPACE)
     second.write((20, observed(1)))  # lesson 1 was created here first: its own sequence, 1
-    done = catch_up(memlog_home, SPACE)
-    assert not done.rebuilt and done.late == 1
-    assert views(memlog_home) == replayed(memlog_home, tmp_path / "replay")
+    folds_in_place(memlog_home, tmp_path / "replay", 1)
 
 
 def test_an_entry_moved_with_its_block_unchanged_moves_in_its_markdown_file(
@@ -279,9 +283,7 @@ def test_an_entry_moved_with_its_block_unchanged_moves_in_its_markdown_file(
     first.write((10, observed(1)), (20, observed(2)), (30, imported))
     catch_up(memlog_home, SPACE)
     second.write((5, imported), (15, observed(1)))
-    done = catch_up(memlog_home, SPACE)
-    assert not done.rebuilt and done.late == 2
-    assert views(memlog_home) == replayed(memlog_home, tmp_path / "replay")
+    folds_in_place(memlog_home, tmp_path / "replay", 2)
 
 
 def test_an_entry_first_seen_late_in_another_project_leaves_the_others_in_its_old_file(
@@ -291,10 +293,8 @@ def test_an_entry_first_seen_late_in_another_project_leaves_the_others_in_its_ol
     first.write((10, observed(1)), (20, observed(2)))
     catch_up(memlog_home, SPACE)
     second.write((5, msgspec.structs.replace(observed(2), project="other")))
-    done = catch_up(memlog_home, SPACE)
-    assert not done.rebuilt and done.late == 1
+    folds_in_place(memlog_home, tmp_path / "replay", 1)
     assert "Lesson 1:" in (memlog_home / "projects" / "parser" / "patterns.md").read_text()
-    assert views(memlog_home) == replayed(memlog_home, tmp_path / "replay")
 
 
 def test_an_entry_first_seen_late_in_another_category_leaves_no_empty_file_behind(
@@ -306,7 +306,5 @@ def test_an_entry_first_seen_late_in_another_category_leaves_no_empty_file_behin
     catch_up(memlog_home, SPACE)
     assert (memlog_home / "projects" / "parser" / "anti-patterns.md").exists()
     second.write((5, observed(1)))  # seen first as a pattern: that is its category
-    done = catch_up(memlog_home, SPACE)
-    assert not done.rebuilt and done.late == 1
+    folds_in_place(memlog_home, tmp_path / "replay", 1)
     assert not (memlog_home / "projects" / "parser" / "anti-patterns.md").exists()
-    assert views(memlog_home) == replayed(memlog_home, tmp_path / "replay")
