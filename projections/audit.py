@@ -83,6 +83,9 @@ def _live_database(home: Path) -> _Live:
     view names stay while they are checked)."""
     path = db_path(home)
     with index_files.preparing(home), store.opened(path) as db, store.transaction(db):
+        with index_files.undoable(db, home):  # what a killed catch-up patched goes back
+            pass
+        index_files.committed(home)
         return _Live(
             store.get_position(db).seq,
             store.space_of(db),

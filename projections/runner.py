@@ -131,7 +131,7 @@ def _incremental(
 ) -> CatchUp:
     busy = store.BUSY_TIMEOUT_MS if lock_wait is None else max(int(lock_wait * 1000), 0)
     with _preparing(home), store.opened(db_path(home), busy_ms=busy) as db:
-        with store.transaction(db):
+        with store.transaction(db), index_files.undoable(db, home):
             before = store.get_position(db)
             kept = _check_layout(db, before, space)
             try:
@@ -145,6 +145,7 @@ def _incremental(
             except (indexes.Unpatchable, late.Unplaceable):
                 raise _NeedsRebuild from None
             after = store.get_position(db)
+        index_files.committed(home)
     _sweep(home)
     notes = markdown_sync.follow(home, db_path(home), changed, before, after)
     return CatchUp(applied, False, after.seq, notes, arrived_late)
