@@ -312,15 +312,16 @@ class EventLog:
         """Append ``data`` (the lines up to sequence ``last``), then raise the high-water
         mark: on the segment's inode once the lines are synced (never ahead of them; the
         file system's next commit, or the next append's fsync, makes it durable, with no
-        flush of its own), or, where a file system keeps no attributes, in ``.seq``."""
+        flush of its own), and in ``.seq`` (the file system's next commit writes it; at
+        once where a file system keeps no attributes), which outlives the segment."""
         fd = self._open(path, os.O_WRONLY | os.O_APPEND)
         start = os.fstat(fd).st_size
         try:
             seg.write_all(fd, data)
             os.fsync(fd)
-            if not seg.mark_segment(fd, last):
-                with contextlib.suppress(OSError):  # written: the next append raises it
-                    seg.raise_high_water_file(self.append_dir, last)
+            marked = seg.mark_segment(fd, last)
+            with contextlib.suppress(OSError):  # written: the next append raises it
+                seg.raise_high_water_file(self.append_dir, last, sync=not marked)
         except OSError as exc:
             _truncate_quietly(fd, start)
             reason = exc.strerror or errno.errorcode.get(exc.errno or 0, str(exc))

@@ -39,7 +39,7 @@ def current_seq(home: Path, space: Space) -> int | None:
             stored = store.get_position(db)
     except sqlite3.DatabaseError:
         return None
-    if unread_bytes(home / "events", stored.position) != 0:
+    if unread_bytes(home / "events", stored.position, stored.folded) != 0:
         return None
     current = in_space and version == str(SCHEMA_VERSION) and view_format == VIEW_FORMAT
     current = current and _markdown_current(home)
@@ -68,7 +68,7 @@ def lag_bytes(home: Path) -> int:
             stored = store.get_position(db)
     except sqlite3.DatabaseError:
         return 0  # unreadable: catch_up rebuilds it, whatever the size
-    found = unread_bytes(events_dir, stored.position)
+    found = unread_bytes(events_dir, stored.position, stored.folded)
     return total if found is None else found
 
 

@@ -61,7 +61,26 @@ class Rebuilt(NamedTuple):
 
 
 class _NeedsRebuild(Exception):
-    """The stored position no longer matches the log."""
+    """The stored position no longer matches the log (the argument: a line saying how,
+    when it is worth telling)."""
+
+
+#: what a catch-up says when the log holds less than the views were folded from
+SHRUNK = (
+    "the log holds less than the views were built from (a segment deleted or cut short; "
+    "memlog verify names what is missing): the views were rebuilt from what is left, and "
+    "no sequence number handed out is used again"
+)
+
+
+def _shrunk(log: EventLog, stored: store.Stored) -> str:
+    """``SHRUNK`` when the log before the views' place is shorter than what they folded
+    (or the segment it names is gone), "" when it grew or was rewritten (a redaction, a
+    segment taken back from the remote)."""
+    from memlog.eventlog.merged import folded_bytes
+
+    now = folded_bytes(log.events_dir, stored.position)
+    return SHRUNK if now < 0 or 0 <= now < stored.folded else ""
 
 
 def is_corrupt(exc: sqlite3.Error) -> bool:
@@ -98,10 +117,11 @@ def catch_up(
     if current is not None:
         return CatchUp(0, False, current, [])
     leftovers.sweep(home)  # what a killed writer left
+    said: list[str] = []
     try:
         return _incremental(home, log, space, on_damage, lock_wait)
-    except _NeedsRebuild:
-        pass
+    except _NeedsRebuild as exc:
+        said = [str(exc)] if str(exc) else []
     except sqlite3.DatabaseError as exc:
         if not is_corrupt(exc):
             raise leftovers.failure(exc, db_path(home)) or ViewError(
@@ -110,7 +130,7 @@ def catch_up(
     except OSError as exc:
         raise leftovers.failure(exc, db_path(home)) or exc from None
     done = rebuild(home, space)
-    return CatchUp(done.applied, True, done.seq, done.notes)
+    return CatchUp(done.applied, True, done.seq, said + done.notes)
 
 
 def _fold_spool(log: EventLog) -> None:
@@ -159,8 +179,8 @@ def _records_after(
     log: EventLog, stored: store.Stored, on_damage: DamageHandler | None
 ) -> list[Record]:
     segment = stored.position.segment
-    if segment and unread_bytes(log.events_dir, stored.position) is None:
-        raise _NeedsRebuild  # the segment is gone or shorter: the log was rewritten
+    if segment and unread_bytes(log.events_dir, stored.position, stored.folded) is None:
+        raise _NeedsRebuild(_shrunk(log, stored))  # the log was cut, rewritten or restored
     if not segment and stored.seq:
         raise _NeedsRebuild
     if not log.ends_at(stored.position, stored.seq):
@@ -201,7 +221,7 @@ def _apply(
         slots[entry_id] = count + n
     total = count + len(state.created)
     lines.add(db, (row for r in records for row in lines.rows_of(r)))
-    after = store.Stored(records[-1].after, records[-1].ordinal)
+    after = store.Stored.measured(folder / "events", records[-1].after, records[-1].ordinal)
     return writes.write(db, folder, space, state, before, writes.Slots(slots, total), after)
 
 
@@ -249,8 +269,8 @@ def fold_log(
             progress(1000)
     if progress is not None:
         progress(applied % 1000)
-    stored = store.Stored(last.after, last.ordinal) if last else store.Stored(START, 0)
-    return state, stored, applied
+    place = (last.after, last.ordinal) if last else (START, 0)
+    return state, store.Stored.measured(log.events_dir, *place), applied
 
 
 def rebuild(

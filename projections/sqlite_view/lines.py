@@ -121,10 +121,17 @@ def add(db: sqlite3.Connection, found: Iterable[Row]) -> None:
 
 def of(db: sqlite3.Connection, wanted: Iterable[str]) -> set[Line]:
     """The lines of every event about the keys ``wanted``."""
+    return set(keyed(db, wanted))
+
+
+def keyed(db: sqlite3.Connection, wanted: Iterable[str]) -> dict[Line, set[str]]:
+    """The lines of every event about the keys ``wanted``, each with the keys whose rows
+    name it."""
     names = {n: s for s, n in _segment_numbers(db).items()}
-    found: set[Line] = set()
-    for (data,) in _select(db, "data", sorted(set(wanted))):
-        found.update(_lines(data, names))
+    found: dict[Line, set[str]] = {}
+    for key, data in _select(db, "key, data", sorted(set(wanted))):
+        for line in _lines(data, names):
+            found.setdefault(line, set()).add(str(key))
     return found
 
 

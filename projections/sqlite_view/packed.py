@@ -232,9 +232,7 @@ def committed(folder: Path) -> None:
         os.unlink(folder / UNDO_NAME)
 
 
-def keep_undo(
-    path: Path, fd: int, end: int, record: int, records: list[tuple[int, bytes]]
-) -> None:
+def keep_undo(path: Path, fd: int, end: int, record: int, records: list[tuple[int, bytes]]) -> None:
     """Save, synced, the committed bytes the records about to be written over hold (when a
     transaction's undo journal is open: ``undoable``)."""
     journal = _UNDO.get()
