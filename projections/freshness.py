@@ -15,7 +15,7 @@ from memlog.eventlog.log import START, EventLog, Position
 from memlog.eventlog.merged import unread_bytes
 from memlog.eventlog.segments import REWRITE_JOURNAL
 from memlog.projections.markdown_view.writer import FORMAT, load_state
-from memlog.projections.sqlite_view import store
+from memlog.projections.sqlite_view import damage, store
 from memlog.projections.sqlite_view.schema import SCHEMA_VERSION, VIEW_FORMAT
 from memlog.vocabulary import Space
 
@@ -28,9 +28,12 @@ def db_path(folder: Path) -> Path:
 
 def current_seq(home: Path, space: Space) -> int | None:
     """The views' sequence when they already reflect the whole log in ``space``, else None
-    (also while a redaction a crash cut short waits to be finished)."""
+    (also while a redaction a crash cut short waits to be finished, or damage found in
+    them waits to be rebuilt)."""
     if not db_path(home).exists() or (home / "events" / REWRITE_JOURNAL).exists():
         return None
+    if damage.marked(home) is not None:
+        return None  # the next catch-up rebuilds them
     try:
         with store.opened(db_path(home), readonly=True) as db:
             in_space = store.space_in_force(db, space) is not None

@@ -40,7 +40,7 @@ def remove_stale_asides(folder: Path) -> list[Path]:
     for path in folder.glob(f"{_ASIDE}*"):
         pid = path.name[len(_ASIDE) :].split("-", 1)[0]
         if pid.isdigit() and not alive(int(pid)):
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(OSError):  # gone already, or a home only read
                 path.unlink()
                 removed.append(path)
     return removed

@@ -33,12 +33,20 @@ from memlog.projections.fold import State, apply
 from memlog.projections.freshness import current_seq, db_path, stored_seq
 from memlog.projections.markdown_view import render
 from memlog.projections.markdown_view.writer import load_state, remove_unplanned
-from memlog.projections.sqlite_view import index_files, indexes, ledger, lines, store, vectors
+from memlog.projections.sqlite_view import (
+    damage,
+    index_files,
+    indexes,
+    ledger,
+    lines,
+    store,
+    vectors,
+)
+from memlog.projections.sqlite_view.damage import is_corrupt
 from memlog.projections.sqlite_view.schema import VIEW_FORMAT
 from memlog.spawn import spawn_memlog
 from memlog.vocabulary import DEFAULT_SPACE, Space
 
-_CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
 #: where versions before the packed slots kept the vector files
 LEGACY_VECTOR_DIR = "vectors"
 Progress = Callable[[int], None]
@@ -83,13 +91,6 @@ def _shrunk(log: EventLog, stored: store.Stored) -> str:
     return SHRUNK if now < 0 or 0 <= now < stored.folded else ""
 
 
-def is_corrupt(exc: sqlite3.Error) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None:
-        return code & 0xFF in _CORRUPT_CODES
-    return "malformed" in str(exc) or "not a database" in str(exc)
-
-
 # -- catch-up -----------------------------------------------------------------
 
 
@@ -113,13 +114,16 @@ def catch_up(
         return CatchUp(0, False, 0, [])
     if snapshot.is_snapshot(home):
         return CatchUp(0, False, stored_seq(home), [])
-    current = current_seq(home, space)
+    leftovers.remove_stale_asides(home)  # a rebuild's aside, the size of the view: even reads
+    damaged = damage.marked(home)
+    current = current_seq(home, space) if damaged is None else None
     if current is not None:
         return CatchUp(0, False, current, [])
     leftovers.sweep(home)  # what a killed writer left
-    said: list[str] = []
+    said = [] if damaged is None else [f"the views were damaged ({damaged}): rebuilt from the log"]
     try:
-        return _incremental(home, log, space, on_damage, lock_wait)
+        if damaged is None:
+            return _incremental(home, log, space, on_damage, lock_wait)
     except _NeedsRebuild as exc:
         said = [str(exc)] if str(exc) else []
     except sqlite3.DatabaseError as exc:
@@ -127,9 +131,11 @@ def catch_up(
             raise leftovers.failure(exc, db_path(home)) or ViewError(
                 f"cannot update {db_path(home)}: {exc}"
             ) from None
+        said = [f"{db_path(home).name} was damaged ({exc}): rebuilt from the log"]
     except OSError as exc:
         raise leftovers.failure(exc, db_path(home)) or exc from None
     done = rebuild(home, space)
+    damage.clear(home)
     return CatchUp(done.applied, True, done.seq, said + done.notes)
 
 
@@ -301,6 +307,8 @@ def rebuild(
         written.last = {}  # the files of a rebuild are rendered whole: no order known yet
         notes = remove_unplanned(folder, files, written)
         notes += markdown_sync.write_markdown(folder, files, written, stored)
+    if target is None:
+        damage.clear(home)  # what damage was noted is gone with the views it was found in
     live = sum(1 for e in state.entries.values() if e.live)
     return Rebuilt(applied, live, stored.seq, notes)
 

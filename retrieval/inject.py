@@ -9,6 +9,8 @@ answers instead and says why in a note.  An empty home is not a failure.
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from pathlib import Path
 
 import msgspec
@@ -16,6 +18,7 @@ import msgspec
 from memlog.errors import MemlogError
 from memlog.eventlog.scan import has_events
 from memlog.projections.freshness import current_seq
+from memlog.projections.sqlite_view import damage
 from memlog.projections.sqlite_view.packsums import noticed, refused
 from memlog.projections.sqlite_view.store import DB_NAME
 from memlog.retrieval import light
@@ -31,6 +34,8 @@ def build(request: Request) -> Injection:
         if request.catch_up and current_seq(request.home, request.ws.space) is not None:
             request = msgspec.structs.replace(request, catch_up=False)  # nothing to catch up
         found = _ranked(request)
+    except sqlite3.DatabaseError as exc:
+        found = _healed(request, exc) if damage.is_corrupt(exc) else _markdown(request, exc)
     except (MemlogError, OSError, ValueError) as exc:
         found = markdown_injection(request)
         found.notes.append(f"semantic retrieval failed ({exc}); used markdown")
@@ -41,6 +46,49 @@ def build(request: Request) -> Injection:
         f"{n}: ranked from the rows; memlog replay writes it again" for n in noticed()
     )
     return found
+
+
+def _markdown(request: Request, exc: Exception) -> Injection:
+    found = markdown_injection(request)
+    found.notes.append(f"semantic retrieval failed ({type(exc).__name__}: {exc})")
+    return found
+
+
+#: bytes of log a rebuild of the views folds and writes in a second, at the least (what
+#: decides whether one fits in the time a hook has left)
+REBUILD_BYTES_PER_SECOND = 1 << 20
+
+
+def _healed(request: Request, exc: sqlite3.DatabaseError) -> Injection:
+    """The injection once the damaged views are rebuilt from the log: here, when the
+    rebuild fits in the time left, else in the background (the markdown pipeline answers
+    meanwhile, and a note says so: a start that injects nothing says why)."""
+    from memlog.projections.runner import catch_up, catch_up_in_background
+
+    home, space = request.home, request.ws.space
+    damage.mark(home, f"{DB_NAME}: {exc}")
+    left = request.deadline - time.monotonic()
+    if log_bytes(home) <= left * REBUILD_BYTES_PER_SECOND:
+        try:
+            catch_up(home, space, lock_wait=request.lock_wait)  # rebuilt: marked damaged
+            return _ranked(msgspec.structs.replace(request, catch_up=False))
+        except Exception as again:  # noqa: BLE001 - the rebuild failed as well: say so below
+            exc = sqlite3.DatabaseError(f"{exc}; rebuilding failed: {again}")
+    catch_up_in_background(home, request.ws.root)
+    found = markdown_injection(request)
+    found.notes.append(
+        f"{DB_NAME} is damaged ({exc}): it is being rebuilt from the log in the background; "
+        "this time ranked from the markdown files"
+    )
+    return found
+
+
+def log_bytes(home: Path) -> int:
+    """The bytes of the log (what a rebuild folds)."""
+    from memlog.eventlog.merged import unread_bytes
+    from memlog.eventlog.reader import START
+
+    return unread_bytes(home / "events", START) or 0
 
 
 def _ranked(request: Request) -> Injection:
