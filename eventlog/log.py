@@ -178,7 +178,7 @@ class EventLog:
         """``events/``, or this device's directory once the log is kept per device."""
         if not devices.is_per_device(self.events_dir):
             return self.events_dir
-        own = self.events_dir / devices.device_id(self.events_dir)
+        own = self.events_dir / devices.device_id(self.events_dir, waiting.tell)
         return ensure_dir(files.no_links(own, self.home))
 
     @contextmanager

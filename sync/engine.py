@@ -74,20 +74,22 @@ def sync(
     ``key``: the sync key given to join a remote (else ``MEMLOG_SYNC_KEY``)."""
     with sync_lock(home) as fd:
         log = EventLog(home, command="sync")
-        own = devices.device_id(log.events_dir)
+        said: list[str] = []
+        own = devices.device_id(log.events_dir, said.append)
         git = Git(home, own, fd)
         swept = git.sweep_stale_locks()
         ready = setup.ready(git, home, remote, init, key)  # before the layout changes: a
         migrated = _to_devices(log)  # home never set up for sync is left as it was
         outcome = Outcome(remote=ready.url, device=own, migrated=len(migrated), swept=swept)
-        outcome.key_made, outcome.notes = ready.made, list(ready.notes)
+        outcome.key_made, outcome.notes = ready.made, [*said, *ready.notes]
         state = load_state(git.git_dir)
         sealer = Sealer(ready.key, git, state.sealed, own)
         before = git.ref(REMOTE_REF)
         fetched = ready.fetched or (setup.fetch(git, ready.url),)
         setup.check_remote(git, sealer, ready.url, fetched[0])
         restored = restore.take_back(git, log, own, fetched[0], sealer)  # before it offers
-        outcome.notes += [restored] if restored else []
+        outcome.notes += [restored.said] if restored.said else []
+        own = outcome.device = sealer.own = restored.own
         files = local.Files(log.events_dir, state.cache)
         offered = local.offer(git, files, own, sealer)
         outcome.held = offered.problems
