@@ -47,8 +47,9 @@ def test_a_restored_home_becomes_a_new_device_and_loses_nothing(tmp_path: Path) 
 
     shutil.rmtree(home)
     shutil.copytree(backup, home, symlinks=True)  # the disk died; the backup comes back
-    written = memlog(home, "observe", "--name", "Restored", "--description",
-                     "A lesson written on the restored home.", "--category", "patterns")  # fmt: skip
+    lesson = "A lesson written on the restored home."
+    written = memlog(home, "observe", "--name", "Restored", "--description", lesson,
+                     "--category", "patterns")  # fmt: skip
     assert written.exit_code == 0 and "this home is a copy (or a restore)" in written.stderr
     assert helpers.device_of(home) != old
     done = memlog(home, "sync")
