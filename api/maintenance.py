@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from memlog.errors import InvalidInput
-from memlog.eventlog import snapshot
+from memlog.eventlog import redaction_journal, snapshot
 from memlog.eventlog.bounds import Bound, parse_bound
 from memlog.eventlog.log import DamageHandler, EventLog
 from memlog.eventlog.verify import Report, repair_log, verify_log
@@ -99,6 +99,11 @@ def verify(ws: Workspace, repair: bool = False, log_only: bool = False) -> Verif
         if repair:
             moved.append(f"views rebuilt from the log ({views.drift[0]})")
             views = audit(ws.home, ws.space)  # its catch-up rebuilds them first
+    if views is not None and redaction_journal.pending(ws.home) is not None:
+        views.drift.append(
+            f"{redaction_journal.JOURNAL_NAME}: a redaction is unfinished (its text may be "
+            "left in the home): run memlog redact again"
+        )
     clean = report.clean and (views is None or views.clean)
     return Verification(clean, moved, report, views)
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from memlog.eventlog.log import START, EventLog, Position
 from memlog.eventlog.merged import unread_bytes
+from memlog.eventlog.redaction_journal import JOURNAL_NAME
 from memlog.eventlog.segments import REWRITE_JOURNAL
 from memlog.projections.markdown_view.writer import FORMAT, load_state
 from memlog.projections.sqlite_view import damage, store
@@ -32,6 +33,8 @@ def current_seq(home: Path, space: Space) -> int | None:
     them waits to be rebuilt)."""
     if not db_path(home).exists() or (home / "events" / REWRITE_JOURNAL).exists():
         return None
+    if (home / JOURNAL_NAME).exists():
+        return None  # a redaction to finish: the views may hold its text
     if damage.marked(home) is not None:
         return None  # the next catch-up rebuilds them
     try:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from memlog.errors import MemlogError, ViewError
-from memlog.eventlog import rewrite, snapshot, spool
+from memlog.eventlog import redaction_journal, rewrite, snapshot, spool
 from memlog.eventlog.bounds import Bound, within
 from memlog.eventlog.events import Redacted
 from memlog.eventlog.ids import utc_now
@@ -109,6 +109,9 @@ def catch_up(
     """
     log = EventLog(home)
     rewrite.recover(log)  # a redaction a crash cut short is finished before anything reads
+    finished = _finish_redaction(home, space)
+    if finished:
+        return finished
     _fold_spool(log)
     if not log.segments() and not db_path(home).exists():
         return CatchUp(0, False, 0, [])
@@ -137,6 +140,19 @@ def catch_up(
     done = rebuild(home, space)
     damage.clear(home)
     return CatchUp(done.applied, True, done.seq, said + done.notes)
+
+
+def _finish_redaction(home: Path, space: Space) -> CatchUp | None:
+    """The views rebuilt once a redaction a run left unfinished is finished (None when
+    there was none: its journal is what tells)."""
+    if redaction_journal.pending(home) is None or snapshot.is_snapshot(home):
+        return None
+    from memlog.projections.scrub import finish_redaction
+
+    built: list[Rebuilt] = []
+    notes = finish_redaction(home, lambda: built.append(rebuild(home, space)))
+    done = built[-1]
+    return CatchUp(done.applied, True, done.seq, notes + done.notes)
 
 
 def _fold_spool(log: EventLog) -> None:
