@@ -33,7 +33,7 @@ from pathlib import Path
 from memlog.eventlog import segments as seg
 from memlog.eventlog.bounds import utc_moment
 from memlog.eventlog.codec import BadLine, decode_line
-from memlog.files import atomic_write
+from memlog.files import atomic_write, read_only
 
 FLOOR_FILE = ".clock"
 #: the latest stamp ``iso`` writes (the year 9000: far past any clock, far from overflow)
@@ -79,7 +79,7 @@ def last_stamp(paths: list[Path]) -> int:
     """The ``ts`` (in microseconds) of the last readable line of the last non-empty segment."""
     for path in reversed(paths):
         try:
-            with open(path, "rb") as handle:
+            with read_only(path) as handle:
                 size = os.fstat(handle.fileno()).st_size
                 if size == 0:
                     continue

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from memlog.errors import HomeError
 from memlog.eventlog import segments as seg
-from memlog.files import atomic_write, is_link
+from memlog.files import atomic_write, is_link, refuse_link
 
 DEVICE_FILE = ".device"
 #: a device's segments roll over at 1 MiB: sync commits the growing one whole each time
@@ -36,7 +36,11 @@ def device_dirs(events_dir: Path) -> list[str]:
         names = os.listdir(events_dir)
     except FileNotFoundError:
         return []
-    return sorted(n for n in names if DEVICE_RE.match(n) and (events_dir / n).is_dir())
+    found = sorted(n for n in names if DEVICE_RE.match(n) and (events_dir / n).is_dir())
+    for name in found:
+        if is_link(events_dir / name):  # read as written: never through a link
+            raise refuse_link(events_dir / name)
+    return found
 
 
 def is_per_device(events_dir: Path) -> bool:

@@ -325,6 +325,8 @@ class EventLog:
         except OSError as exc:
             _truncate_quietly(fd, start)
             reason = exc.strerror or errno.errorcode.get(exc.errno or 0, str(exc))
+            if exc.errno == errno.EFBIG:
+                reason = f"{reason} (the file size limit, ulimit -f, stops it)"
             raise LogWriteError(
                 f"cannot append to {path.name}: {reason}; the log was left unchanged"
             ) from None
@@ -335,6 +337,7 @@ class EventLog:
 
     def segments(self) -> list[Path]:
         """Every segment: in log order when flat, by device then sequence when per device."""
+        files.no_links(self.events_dir, self.home)  # read as written: never through a link
         names = devices.device_dirs(self.events_dir)
         if not names:
             return seg.list_segments(self.events_dir)
@@ -362,6 +365,7 @@ class EventLog:
     ) -> Iterator[Record]:
         """Every good event from ``start`` on, in log order (kept per device: the merged
         order, see ``merged``); bad lines go to ``on_damage``."""
+        files.no_links(self.events_dir, self.home)  # read as written: never through a link
         if devices.is_per_device(self.events_dir):
             from memlog.eventlog.merged import read_merged  # it imports this module
 

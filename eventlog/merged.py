@@ -39,6 +39,7 @@ from memlog.eventlog.log import (
     written_in,
     written_whole,
 )
+from memlog.files import read_only
 
 #: a materialised cursor every so many records keeps the chain of steps short
 _CHECKPOINT = 1024
@@ -230,7 +231,7 @@ def marks_hold(events_dir: Path, position: Position) -> bool:
 def _check_mark(path: Path, mark: DeviceMark) -> None:
     """The line under ``mark`` must still be the event it names (else the file was rewritten)."""
     try:
-        with open(path, "rb") as handle:
+        with read_only(path) as handle:
             line = os.pread(handle.fileno(), mark.end - mark.start, mark.start)
     except FileNotFoundError:
         raise Unfollowable(f"{path.parent.name}/{path.name} is gone") from None

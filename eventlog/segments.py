@@ -343,7 +343,7 @@ def read_quarantine(home: Path) -> list[QuarantineRecord]:
 def seq_ending_at(path: Path, end: int) -> int | None:
     """The sequence of the good line of ``path`` that ends exactly at ``end`` (None if none)."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
         return None
     try:

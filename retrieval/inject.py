@@ -15,7 +15,7 @@ from pathlib import Path
 
 import msgspec
 
-from memlog.errors import MemlogError
+from memlog.errors import LinkRefused, MemlogError
 from memlog.eventlog.scan import has_events
 from memlog.projections.freshness import current_seq
 from memlog.projections.sqlite_view import damage
@@ -126,6 +126,8 @@ def caught_up(request: Request) -> tuple[Request, list[str]]:
             catch_up_in_background(request.home)
             return done, [f"views are {behind} bytes behind the log; catching up in the background"]
         catch_up(request.home, request.ws.space, lock_wait=request.lock_wait)
+    except LinkRefused:
+        raise  # never read past: the command stops there
     except (MemlogError, OSError) as exc:
         return done, [f"views not caught up ({exc}); read as they are"]
     return done, []

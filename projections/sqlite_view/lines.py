@@ -39,6 +39,7 @@ from memlog.eventlog.events import (
     SessionProgress,
 )
 from memlog.eventlog.log import Record
+from memlog.files import read_only
 
 MAINTENANCE = "maintenance"
 #: stamp, offset, segment number, length (its top bit: an observation)
@@ -155,7 +156,7 @@ def read_lines(events_dir: Path, found: Iterable[Line]) -> Iterator[tuple[Line, 
         device, _, name = segment.partition("/")
         if not device or "/" in name or device.startswith(".") or name.startswith("."):
             raise Damaged(f"{segment!r} is not a segment of the log")
-        with open(events_dir / device / name, "rb") as handle:
+        with read_only(events_dir / device / name) as handle:
             for line in sorted(wanted):
                 data = os.pread(handle.fileno(), line.end - line.start, line.start)
                 if len(data) != line.end - line.start or not data.endswith(b"\n"):
