@@ -351,3 +351,26 @@ def test_a_lines_row_that_lies_rebuilds_the_views_instead_of_folding_from_it(
     done = catch_up(memlog_home, SPACE)
     assert done.rebuilt
     assert views(memlog_home) == replayed(memlog_home, tmp_path / "replay")
+
+
+@pytest.mark.parametrize("stays", [False, True], ids=["left-empty", "another-stays"])
+def test_a_file_left_by_an_entry_seen_first_elsewhere_goes_with_it(
+    memlog_home: Path, tmp_path: Path, stays: bool
+) -> None:
+    """Lesson 1 was first seen in project p1 here; a late event shows it was created
+    earlier in p0, where another anti-pattern lives: p1's anti-patterns file, which no
+    entry belongs to any longer, is removed (a replay never writes it), though an entry of
+    its category stays in the projects the catch-up touched."""
+
+    def seen(n: int, project: str) -> Observed:
+        return Observed(name=f"Lesson {n}", description=lesson(n), category="anti-patterns",
+                        project=project)  # fmt: skip
+
+    first, second = Device(memlog_home, "aa"), Device(memlog_home, "bb")
+    first.write((10, seen(1, "p1")), (20, seen(2, "p0")), *([(30, seen(3, "p1"))] * stays))
+    catch_up(memlog_home, SPACE)
+    assert (memlog_home / "projects" / "p1" / "anti-patterns.md").exists()
+    second.write((5, seen(1, "p0")))
+    catch_up(memlog_home, SPACE)
+    assert (memlog_home / "projects" / "p1" / "anti-patterns.md").exists() == stays
+    assert views(memlog_home) == replayed(memlog_home, tmp_path / "replay")
