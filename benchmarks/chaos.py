@@ -156,8 +156,9 @@ def new_lesson(run: Run, secret: bool = False) -> str:
     text = f"Lesson {run.counter}: the {pick[0]} keeps the {pick[1]} away from the {pick[2]}"
     text += f" {token}." if secret else "."
     if secret:
-        run.secrets.append(token)
-    run.descriptions.append(text)
+        run.secrets.append(token)  # (observed once: a redaction must leave it nowhere)
+    else:
+        run.descriptions.append(text)
     return text
 
 

@@ -46,6 +46,9 @@ from memlog.projections.markdown_view import branch, render
 from memlog.projections.sqlite_view import ledger, lines, store, vectors
 from memlog.vocabulary import Space
 
+#: why late events with a redaction among them rebuild the views
+REDACTION = "a redaction"
+
 
 class Unplaceable(Exception):
     """The late events cannot be folded in place: the views are rebuilt from the log."""
@@ -146,7 +149,7 @@ def late_records(
     text it took out of earlier lines)."""
     late = list(unfolded(events_dir, position, on_damage))
     if any(isinstance(item.record.event, Redacted) for item in late):
-        raise Unplaceable("a redaction")
+        raise Unplaceable(REDACTION)
     return late
 
 

@@ -73,6 +73,8 @@ class _NeedsRebuild(Exception):
     when it is worth telling)."""
 
 
+#: why a catch-up rebuilds the views when events it follows on to redacted earlier ones
+REDACTED = "a redaction"
 #: what a catch-up says when the log holds less than the views were folded from
 SHRUNK = (
     "the log holds less than the views were built from (a segment deleted or cut short; "
@@ -124,11 +126,13 @@ def catch_up(
         return CatchUp(0, False, current, [])
     leftovers.sweep(home)  # what a killed writer left
     said = [] if damaged is None else [f"the views were damaged ({damaged}): rebuilt from the log"]
+    redacted = False
     try:
         if damaged is None:
             return _incremental(home, log, space, on_damage, lock_wait)
     except _NeedsRebuild as exc:
-        said = [str(exc)] if str(exc) else []
+        said = [str(exc)] if str(exc) and str(exc) != REDACTED else []
+        redacted = str(exc) == REDACTED
     except sqlite3.DatabaseError as exc:
         if not is_corrupt(exc):
             raise leftovers.failure(exc, db_path(home)) or ViewError(
@@ -139,6 +143,10 @@ def catch_up(
         raise leftovers.failure(exc, db_path(home)) or exc from None
     done = rebuild(home, space)
     damage.clear(home)
+    if redacted:  # no page of the views from before the redaction stays on disk
+        from memlog.projections.scrub import truncate_wal
+
+        truncate_wal(home)
     return CatchUp(done.applied, True, done.seq, said + done.notes)
 
 
@@ -184,7 +192,9 @@ def _incremental(
                 except _Late:
                     changed, arrived_late = late.fold_in(db, home, kept, log, before, on_damage)
                     applied = arrived_late
-            except (indexes.Unpatchable, late.Unplaceable):
+            except late.Unplaceable as exc:
+                raise _NeedsRebuild(REDACTED if str(exc) == late.REDACTION else "") from None
+            except indexes.Unpatchable:
                 raise _NeedsRebuild from None
             after = store.get_position(db)
         index_files.committed(home)
@@ -216,7 +226,7 @@ def _records_after(
     if records and records[0].ordinal <= stored.seq:
         raise _NeedsRebuild
     if any(isinstance(r.event, Redacted) for r in records):
-        raise _NeedsRebuild  # earlier lines were rewritten: only a replay removes their text
+        raise _NeedsRebuild(REDACTED)  # earlier lines were rewritten: only a replay removes it
     return records
 
 
