@@ -123,9 +123,14 @@ class Version:
         )
 
     def commit(self, data: bytes, tree: dict[str, str]) -> None:
-        """Seal ``data`` into ``tree`` unless it is what was committed."""
+        """Seal ``data`` into ``tree`` unless it is what was committed; chained to the
+        segment before as the committed version was (a segment before it missing here,
+        deleted or not yet written back, changes nothing of the chain)."""
         if self.committed is None or versions.blob_id(data) != self.committed.plain_id:
-            tree[self.path] = self.sealer.seal(self.path, data, self.files.prev_of(self.rel))
+            known = self.committed is not None and self.committed.lines
+            prev = self.committed.first_prev if self.committed is not None and known else None
+            prev = self.files.prev_of(self.rel) if prev is None else prev
+            tree[self.path] = self.sealer.seal(self.path, data, prev)
 
 
 def _own_version(version: Version, tree: dict[str, str]) -> list[str]:

@@ -135,3 +135,33 @@ def test_lines_this_home_refuses_stay_on_the_remote(tmp_path: Path) -> None:
         a / "events" / device_of(a) / f"{SEGMENT}.jsonl"
     ).read_bytes()
     assert memlog(c, "verify").exit_code == 0
+
+
+def test_a_segment_redacted_here_keeps_its_chain_when_the_one_before_is_gone(
+    tmp_path: Path,
+) -> None:
+    """b redacts a line of a's second segment while its copy of a's first segment is gone:
+    the rewritten segment still follows the first (a chain sealed from what is on disk
+    said it followed nothing, and every other home refused a's lines)."""
+    from memlog.eventlog import devices
+    from memlog.tests.sync.helpers import redact_line
+
+    remote = str(bare_remote(tmp_path / "remote.git"))
+    a, b = tmp_path / "a", tmp_path / "b"
+    observe(a, "A's first lesson.")
+    for home in (a, b):
+        init(home, remote)
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(devices, "ROLL_BYTES", 2 << 10)
+        for i in range(8):
+            observe(a, f"A's lesson number {i}: hunter2hunter2 rolls the segment over.")
+    memlog_ok(a, "sync")
+    memlog_ok(b, "sync")
+    own = sorted((b / "events" / device_of(a)).glob("*.jsonl"))
+    assert len(own) >= 2
+    own[0].unlink()
+    redact_line(b, device_of(a), "hunter2hunter2")
+    done = memlog(b, "sync")
+    assert "lines were removed" not in done.output, done.output
+    again = memlog(a, "sync")
+    assert "refused" not in again.output, again.output
