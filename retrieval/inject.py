@@ -30,12 +30,16 @@ def build(request: Request) -> Injection:
     semantic = request.semantic_only or request.config.memory_semantic_enabled
     if not semantic or never_written(request.home):
         return markdown_injection(request)
+    writes = request.catch_up  # (a caller that asked for no catch-up has no rebuild here)
     try:
         if request.catch_up and current_seq(request.home, request.ws.space) is not None:
             request = msgspec.structs.replace(request, catch_up=False)  # nothing to catch up
         found = _ranked(request)
     except sqlite3.DatabaseError as exc:
-        found = _healed(request, exc) if damage.is_corrupt(exc) else _markdown(request, exc)
+        if damage.is_corrupt(exc):
+            found = _healed(request, exc, writes)
+        else:
+            found = _markdown(request, exc)
     except (MemlogError, OSError, ValueError) as exc:
         found = markdown_injection(request)
         found.notes.append(f"semantic retrieval failed ({exc}); used markdown")
@@ -59,14 +63,21 @@ def _markdown(request: Request, exc: Exception) -> Injection:
 REBUILD_BYTES_PER_SECOND = 1 << 20
 
 
-def _healed(request: Request, exc: sqlite3.DatabaseError) -> Injection:
-    """The injection once the damaged views are rebuilt from the log: here, when the
-    rebuild fits in the time left, else in the background (the markdown pipeline answers
-    meanwhile, and a note says so: a start that injects nothing says why)."""
+def _healed(request: Request, exc: sqlite3.DatabaseError, writes: bool) -> Injection:
+    """The injection while damaged views are rebuilt from the log: the markdown pipeline's
+    when it has entries and the caller writes no views (``writes``: it asked for a
+    catch-up); else the ranking of views rebuilt here, when the rebuild fits in the time
+    left; else the markdown pipeline's, the rebuild left to the background, and a note
+    saying so (a start that injects nothing says why)."""
     from memlog.projections.runner import catch_up, catch_up_in_background
 
     home, space = request.home, request.ws.space
     damage.mark(home, f"{DB_NAME}: {exc}")
+    fallback = markdown_injection(request)
+    if not writes and fallback.chosen:
+        catch_up_in_background(home, request.ws.root)
+        fallback.notes.append(f"{DB_NAME} is damaged ({exc}): rebuilt in the background")
+        return fallback
     left = request.deadline - time.monotonic()
     if log_bytes(home) <= left * REBUILD_BYTES_PER_SECOND:
         try:
@@ -75,12 +86,11 @@ def _healed(request: Request, exc: sqlite3.DatabaseError) -> Injection:
         except Exception as again:  # noqa: BLE001 - the rebuild failed as well: say so below
             exc = sqlite3.DatabaseError(f"{exc}; rebuilding failed: {again}")
     catch_up_in_background(home, request.ws.root)
-    found = markdown_injection(request)
-    found.notes.append(
+    fallback.notes.append(
         f"{DB_NAME} is damaged ({exc}): it is being rebuilt from the log in the background; "
         "this time ranked from the markdown files"
     )
-    return found
+    return fallback
 
 
 def log_bytes(home: Path) -> int:
