@@ -20,6 +20,7 @@ from memlog.eventlog import devices
 from memlog.eventlog import segments as seg
 from memlog.sync import versions
 from memlog.sync.repo import LOCAL_REF, Git, TreeEntry
+from memlog.sync.sealed import SUFFIX
 from memlog.sync.sealing import Sealer, tree_path
 
 #: path → [size, mtime_ns, inode, blob id] of files as last seen whole
@@ -129,8 +130,22 @@ class Version:
         if self.committed is None or versions.blob_id(data) != self.committed.plain_id:
             known = self.committed is not None and self.committed.lines
             prev = self.committed.first_prev if self.committed is not None and known else None
+            prev = _last_before(self.sealer, tree, self.path) if prev is None else prev
             prev = self.files.prev_of(self.rel) if prev is None else prev
             tree[self.path] = self.sealer.seal(self.path, data, prev)
+
+
+def _last_before(sealer: Sealer, tree: dict[str, str], path: str) -> int | None:
+    """The last sequence of the last segment of ``path``'s device before it in ``tree`` (the
+    versions offered so far), None when none before it holds a line: a segment is chained
+    to what the tree holds, whatever is missing here."""
+    device = path.split("/", 1)[0] + "/"
+    for before in sorted((p for p in tree if p.startswith(device) and p < path), reverse=True):
+        if before.endswith(SUFFIX):
+            info = sealer.info(before, tree[before])
+            if info.lines:
+                return info.last_seq
+    return None
 
 
 def _own_version(version: Version, tree: dict[str, str]) -> list[str]:
