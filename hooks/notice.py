@@ -35,7 +35,7 @@ def first_time(payload: dict[str, Any], home: Path, env: Mapping[str, str] = os.
 
     folder = Path(str(payload.get("cwd") or os.getcwd()))
     ws = Workspace.open(folder, home=home) if folder.is_dir() else Workspace.at(None, home=home)
-    return extraction_notice(ws, env)
+    return extraction_notice(ws, env, reach=False)  # the hook connects to nothing
 
 
 def remember(said: str, env: Mapping[str, str] = os.environ) -> None:

@@ -4,6 +4,7 @@ to the model), by ``memlog setup`` and by ``memlog doctor``; nothing is sent to 
 from __future__ import annotations
 
 import json
+import socket
 from pathlib import Path
 
 import pytest
@@ -11,6 +12,7 @@ from click.testing import CliRunner
 
 from memlog.commands.cli import cli
 from memlog.tests.fake_claude import install
+from memlog.tests.messages_api import MessagesAPI
 from memlog.tests.hooks.test_session_start import hook_env, payload, project, run_hook
 
 BUDGET = "at most $0.50 a day (memory_extraction_daily_budget_usd)"
@@ -50,20 +52,32 @@ def test_without_the_plugin_the_hook_says_nothing(tmp_path: Path) -> None:
           "ANTHROPIC_BASE_URL": "https://gateway.example/"},
          "go to the Messages API at https://gateway.example (Claude Haiku), " + BUDGET, "ok"),
         ({"MEMLOG_EXTRACTION_PROVIDER": "auto", "PATH": "/nowhere",
-          "MEMLOG_OLLAMA_BASE_URL": "http://10.0.0.5:11434"},
+          "MEMLOG_OLLAMA_BASE_URL": "{listening}"},
          "ollama: when a session ends, " + SENT, "ok"),
-        ({"MEMLOG_EXTRACTION_PROVIDER": "ollama", "MEMLOG_EXTRACTION_DAILY_BUDGET_USD": "2"},
-         "the Ollama server at http://localhost:11434, if one answers, at no cost", "ok"),
+        ({"MEMLOG_EXTRACTION_PROVIDER": "ollama", "MEMLOG_EXTRACTION_DAILY_BUDGET_USD": "2",
+          "MEMLOG_OLLAMA_BASE_URL": "{listening}"},
+         "go to the Ollama server at {listening}, at no cost", "ok"),
+        ({"MEMLOG_EXTRACTION_PROVIDER": "auto", "PATH": "/nowhere",
+          "MEMLOG_OLLAMA_BASE_URL": "{closed}"},
+         "auto: nothing is sent: no provider can be used (no `claude` on PATH; no "
+         "ANTHROPIC_API_KEY; no Ollama server answers at {closed})", "warn"),
     ],
 )  # fmt: skip
 def test_doctor_says_which_provider_what_it_sends_and_the_budget(
     monkeypatch: pytest.MonkeyPatch, env: dict[str, str], expected: str, status: str
 ) -> None:
-    for name, value in env.items():
-        monkeypatch.setenv(name, value)
-    result = CliRunner().invoke(cli, ["doctor", "--json"])
+    """An Ollama server is counted on only when something listens at its address (doctor
+    connects to the port and sends nothing)."""
+    with MessagesAPI() as ollama, socket.socket() as spare:
+        spare.bind(("127.0.0.1", 0))  # a port nothing listens on
+        urls = {"listening": ollama.url, "closed": f"http://127.0.0.1:{spare.getsockname()[1]}"}
+        for name, value in env.items():
+            monkeypatch.setenv(name, value.format(**urls))
+        result = CliRunner().invoke(cli, ["doctor", "--json"])
+        sent = list(ollama.messages)
     (check,) = [c for c in json.loads(result.stdout)["checks"] if c["name"] == "extraction"]
-    assert expected in check["detail"] and check["status"] == status
+    assert expected.format(**urls) in check["detail"] and check["status"] == status, check
+    assert sent == []
 
 
 def test_setup_says_it(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
