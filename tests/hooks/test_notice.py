@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from memlog.commands.cli import cli
 from memlog.tests.fake_claude import install
-from memlog.tests.messages_api import MessagesAPI
 from memlog.tests.hooks.test_session_start import hook_env, payload, project, run_hook
+from memlog.tests.messages_api import MessagesAPI
 
 BUDGET = "at most $0.50 a day (memory_extraction_daily_budget_usd)"
 SENT = "its prompts and replies (at most 80,000 characters, without <private> text"
@@ -34,6 +34,29 @@ def test_the_plugins_first_session_says_it_once(tmp_path: Path) -> None:
     assert not home.exists()  # the memlog home is not written for it
     again = run_hook(home, payload(root), root, env)
     assert again.message == ""
+
+
+@pytest.mark.parametrize(
+    "unwatched",
+    [{"CLAUDE_CODE_ENTRYPOINT": "sdk-cli"}, {"CLAUDE_CODE_ENTRYPOINT": "sdk-ts"},
+     {"CLAUDE_CODE_ENTRYPOINT": "cli", "CLAUDE_CODE_SESSION_ATTENDED": "0"}],
+)  # fmt: skip
+def test_a_session_nobody_watches_keeps_the_notice_for_one_somebody_does(
+    tmp_path: Path, unwatched: dict[str, str]
+) -> None:
+    """``claude -p`` and the SDK show no hook message: the notice is not spent there."""
+    home, data = tmp_path / "memory", tmp_path / "plugin-data"
+    root = project(tmp_path)
+    env = hook_env(home, CLAUDE_PLUGIN_DATA=str(data), MEMLOG_EXTRACTION_PROVIDER="off")
+    for _ in range(2):
+        assert run_hook(home, payload(root), root, {**env, **unwatched}).message == ""
+    assert not data.exists()
+    watched = {**env, "CLAUDE_CODE_ENTRYPOINT": "cli", "CLAUDE_CODE_SESSION_ATTENDED": "1"}
+    first = run_hook(home, payload(root), root, watched)
+    assert first.message == "memlog extraction (off): no session is sent anywhere " + (
+        "(memory_extraction_provider)"
+    )
+    assert run_hook(home, payload(root), root, watched).message == ""
 
 
 def test_without_the_plugin_the_hook_says_nothing(tmp_path: Path) -> None:
