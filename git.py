@@ -20,11 +20,13 @@ DIFF_TIMEOUT = 30.0
 
 
 def recently_changed(root: Path, timeout: float = CONTEXT_TIMEOUT) -> tuple[str, ...]:
-    """Files changed by the last three commits (or one), at most 20; none on any failure."""
+    """Files under ``root`` changed by the last three commits (or one), relative to it, at
+    most 20; none on any failure.  A project that is a folder of a larger repository (an
+    example inside a clone, a package of a monorepo) hears of its own changes only."""
     deadline = time.monotonic() + timeout
     for base in ("HEAD~3", "HEAD~1"):
-        done = quick_output(["git", "-C", str(root), "diff", "--name-only", f"{base}..HEAD"],
-                            deadline)  # fmt: skip
+        argv = ["git", "-C", str(root), "diff", "--name-only", "--relative", f"{base}..HEAD"]
+        done = quick_output(argv, deadline)
         if done is None:
             return ()
         if done[0] == 0:

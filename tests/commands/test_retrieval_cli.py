@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -127,7 +128,11 @@ def test_the_project_dir_and_project_root_give_one_block(memlog_home: Path, tmp_
     both spellings read that folder's active feature, not the repository around it."""
     mixed_bank(memlog_home)
     outer = tmp_path / "outer"
-    (outer / ".git").mkdir(parents=True)
+    outer.mkdir()
+    (outer / "billing_reports.py").write_text("x = 1\n")  # the repository's last change
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "reports"]):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+                       cwd=outer, check=True, capture_output=True)  # fmt: skip
     (outer / "docs" / "features" / "001-release-notes").mkdir(parents=True)
     meta = {"slug": "release-notes", "status": "active", "lastCompletedPhase": "design"}
     (outer / "docs" / "features" / "001-release-notes" / ".meta.json").write_text(json.dumps(meta))
@@ -137,7 +142,8 @@ def test_the_project_dir_and_project_root_give_one_block(memlog_home: Path, tmp_
     given = ["--json", "--limit", "4", "--no-record"]
     positional = json.loads(runner.invoke(cli, ["inject", str(inner), *given]).output)
     named = json.loads(runner.invoke(cli, ["inject", "--project-root", str(inner), *given]).output)
-    assert "file parser" in positional["query"] and "release" not in positional["query"]
+    assert "file parser" in positional["query"]
+    assert "release" not in positional["query"] and "billing" not in positional["query"]
     assert positional["text"] == named["text"] and positional["query"] == named["query"]
     both = runner.invoke(cli, ["inject", str(inner), "--project-root", str(inner)])
     assert both.exit_code == 2 and "PROJECT_DIR or --project-root" in both.output
