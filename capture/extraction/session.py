@@ -6,8 +6,9 @@ asks for extractions (an invalid answer is asked again, twice at most, then
 the session is marked ``error``); each scope (project and branch) the items
 belong to is then evolved (``evolve``) and everything is appended as one
 batch through the capture pipeline: the entries, one ``memory.evolved`` per
-scope and the ``session.progress`` that moves the offset, so a session is
-never extracted twice.
+scope whose memory changed (with what its calls cost; a scope that learned
+nothing has no audit) and the ``session.progress`` that moves the offset, so
+a session is never extracted twice.
 
 Nothing is spent beyond the limits: a call whose estimated input exceeds
 ``memory_extraction_max_input_tokens``, or whose estimated cost would take
@@ -19,6 +20,7 @@ to ``MAX_ATTEMPTS`` times.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -248,22 +250,42 @@ def memorize(ws: Workspace, run: Run, session: Session) -> Outcome:
         _plan(ws, run, session, prepared, scope, label, items)
         for scope, label in zip(prepared.scopes, prepared.labels, strict=True)
     ]
-    events = [e for plan, cost in plans for e in (*plan.events, plan.audit(session.id, cost))]
+    events, unaudited = audited(plans, session.id, usage)
     added = sum(plan.changes for plan, _ in plans)
     modes = ", ".join(f"{p.scope.branch or '(no branch)'}: {p.mode}" for p, _ in plans)
-    done = Outcome(session.id, "extracted", f"{len(items)} items ({modes})", added, usage)
+    total = add_usage(usage, functools.reduce(add_usage, (cost for _, cost in plans), Usage()))
+    done = Outcome(session.id, "extracted", f"{len(items)} items ({modes})", added, total)
     transcript = prepared.transcript
-    return _record(ws, run, events, session, done, transcript.end, len(transcript.turns))
+    end, turns = transcript.end, len(transcript.turns)
+    return _record(ws, run, events, session, done, end, turns, unaudited)
+
+
+def audited(
+    plans: Sequence[tuple[evolve.Plan, Usage]], session_id: str, extraction: Usage
+) -> tuple[list[EventBase], Usage]:
+    """Each plan's events and, when it changed its branch memory, its audit (a plan that
+    learned nothing has none); an audit carries every call behind it, the extraction's
+    going with the first.  What no audit carries is returned: the session's progress
+    records it, so every call is counted once (``memlog stats``, the page's audits)."""
+    events: list[EventBase] = []
+    left = extraction
+    for plan, cost in plans:
+        left = add_usage(left, cost)
+        if plan.changes:
+            events += [*plan.events, plan.audit(session_id, left)]
+            left = Usage()
+    return events, left
 
 
 def _record(
     ws: Workspace, run: Run, events: Sequence[EventBase], session: Session, done: Outcome,
-    offset: int, turns: int,
+    offset: int, turns: int, unaudited: Usage | None = None,
 ) -> Outcome:  # fmt: skip
-    """Append ``events`` and the session's progress as one batch."""
+    """Append ``events`` and the session's progress as one batch; the progress carries
+    the cost of the calls no audit among ``events`` carries (all of them without)."""
     progress = SessionProgress(
         session_id=session.id, status=done.status, offset=offset,  # type: ignore[arg-type]
-        reason=done.reason, turns=turns, usage=done.usage,
+        reason=done.reason, turns=turns, usage=done.usage if unaudited is None else unaudited,
     )  # fmt: skip
     notes = capture(ws, [*events, progress], "memorize").notes
     run.notes += [f"session {session.id[:8]}: {note}" for note in notes]
