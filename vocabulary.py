@@ -123,3 +123,9 @@ NATIVE_CATEGORIES: dict[str, Category] = {
     "project": "facts",
     "reference": "facts",
 }
+
+
+def counted(n: int, one: str, many: str = "") -> str:
+    """``n`` and its noun, plural unless ``n`` is one: "1 folder", "3 folders" ("1 entry",
+    "2 entries" with ``many``), as every line memlog prints for people says it."""
+    return f"{n:,} {one}" if n == 1 else f"{n:,} {many or one + 's'}"

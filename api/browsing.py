@@ -25,7 +25,7 @@ from typing import NamedTuple
 import msgspec
 
 from memlog.api import recall
-from memlog.api.reading import Filters, tag
+from memlog.api.reading import Filters, cost_said, extraction, tag
 from memlog.errors import InvalidInput, MemlogError
 from memlog.eventlog import scan
 from memlog.eventlog.bounds import Bound, parse_bound, within
@@ -257,11 +257,27 @@ def events(
     return [e for e in found if not types or tag(e) in types]
 
 
+def costs(view: View) -> list[str]:
+    """What extraction cost today and in all as of the view, as ``memlog stats`` says it:
+    every call counted once, whether an audit carries it or not (a session that learned
+    nothing leaves no audit)."""
+    return cost_said(extraction(view.workspace())) if view.has_view else []
+
+
 def names(view: View, ids: Sequence[str]) -> dict[str, str]:
     """The names of the entries of ``ids`` the view holds."""
+    return {e.id: e.name for e in _entries(view, ids)}
+
+
+def descriptions(view: View, ids: Sequence[str]) -> dict[str, str]:
+    """The whole descriptions of the entries of ``ids`` the view holds."""
+    return {e.id: e.description for e in _entries(view, ids)}
+
+
+def _entries(view: View, ids: Sequence[str]) -> list[Entry]:
     if not view.has_view or not ids:
-        return {}
-    return {e.id: e.name for e in queries.entries(view.folder, sorted(set(ids)), vectors=False)}
+        return []
+    return queries.entries(view.folder, sorted(set(ids)), vectors=False)
 
 
 def files(view: View) -> list[tuple[str, int]]:

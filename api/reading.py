@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections import Counter, deque
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
+from typing import Any
 
 from memlog.capture.extraction.whose import split_here
 from memlog.eventlog import devices, scan
@@ -21,6 +22,7 @@ from memlog.projections.sqlite_view import ledger, listing, queries
 from memlog.projections.sqlite_view.listing import STATUSES as STATUSES
 from memlog.projections.sqlite_view.listing import Filters as Filters
 from memlog.projections.sqlite_view.queries import Listing
+from memlog.vocabulary import counted
 from memlog.workspace import Workspace
 
 #: what every reading command says on a home with nothing in it yet
@@ -211,6 +213,24 @@ def extraction(ws: Workspace) -> dict[str, object]:
         "daily_budget_usd": ws.config.memory_extraction_daily_budget_usd,
         "maintenance": ledger.maintenance_times(ws.home),
     }
+
+
+def cost_said(figures: dict[str, Any]) -> list[str]:
+    """What extraction cost today and in all, in the words ``memlog stats`` and the page's
+    audits both show (``figures``: what ``extraction`` returns)."""
+    today, total = figures["today"], figures["total"]
+    return [
+        f"cost today: ${today['cost_usd']:.4f} of ${figures['daily_budget_usd']:.2f} "
+        f"({_calls(today)})",
+        f"cost in total: ${total['cost_usd']:.4f} ({_calls(total)})",
+    ]
+
+
+def _calls(spend: dict[str, Any]) -> str:
+    return (
+        f"{counted(spend['calls'], 'call')}, {spend['tokens_in']:,} tokens in, "
+        f"{spend['tokens_out']:,} out"
+    )
 
 
 def _spend(spend: Spend) -> dict[str, object]:

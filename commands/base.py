@@ -23,12 +23,6 @@ def printable(text: str) -> str:
     return text.translate(_ESCAPED)
 
 
-def counted(n: int, one: str, many: str = "") -> str:
-    """``n`` and its noun, plural unless ``n`` is one: "1 folder", "3 folders" ("1 entry",
-    "2 entries" with ``many``)."""
-    return f"{n} {one}" if n == 1 else f"{n} {many or one + 's'}"
-
-
 def said(text: str) -> str:
     """A line for the user: printable, and no secret the rules know in it."""
     from memlog.eventlog.redaction import redact  # (loaded only when something is said)

@@ -7,9 +7,9 @@ from pathlib import Path
 import click
 
 from memlog.api import capturing
-from memlog.commands.base import counted
 from memlog.commands.common import emit, json_option, open_workspace, warn
 from memlog.commands.conventions import metered
+from memlog.vocabulary import counted
 
 
 @click.command(name="import")
@@ -56,7 +56,8 @@ def import_(
         as_json,
         figures,
         lambda: click.echo(
-            f"{counted(plan.parsed, 'entry', 'entries')} in {counted(len(plan.files), 'file')}: {verb} "
+            f"{counted(plan.parsed, 'entry', 'entries')} in "
+            f"{counted(len(plan.files), 'file')}: {verb} "
             f"{counted(len(plan.events), 'event')}, {plan.unchanged} unchanged"
         ),
     )
