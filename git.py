@@ -94,6 +94,16 @@ def changed_since(base: str, cwd: Path) -> list[str]:
     return [line for line in done.stdout.splitlines() if line.strip()]
 
 
+def hooks_folder(root: Path, timeout: float = DIFF_TIMEOUT) -> Path | None:
+    """The folder git runs ``root``'s hooks from (``core.hooksPath`` when set, else the
+    repository's ``hooks``, shared by its worktrees); None outside a repository."""
+    done = quick_output(["git", "-C", str(root), "rev-parse", "--git-path", "hooks"],
+                        time.monotonic() + timeout)  # fmt: skip
+    if done is None or done[0] != 0 or not done[1].strip():
+        return None
+    return (root / done[1].strip()).resolve()
+
+
 def current_branch(root: Path) -> str:
     """The branch checked out at ``root``, read from ``.git/HEAD`` (no subprocess):
     ``HEAD`` when detached, empty when there is no repository or it cannot be read."""

@@ -196,3 +196,36 @@ def test_the_notice_waits_for_a_session_someone_watches(tmp_path: Path, project:
         assert told.read_text().startswith("memlog extraction (off): no session is sent")
         again = claude.interactive(project, started_since(tmp_path / "memory", 3.0))
     assert b"shift+tab" in again and NOTICE not in again, again[-2000:]
+
+
+def test_a_session_on_main_reads_none_of_a_branchs_lessons(tmp_path: Path) -> None:
+    """`memlog claude-md --write` on a feature branch, then `git checkout main`: the first
+    request of a session there holds none of the branch's lessons; back on the branch,
+    it holds them (CLAUDE.md is read before any hook runs)."""
+    lesson = "Open every CSV export with utf-8-sig: the billing exports begin with a BOM."
+    root = tmp_path / "shop"
+    root.mkdir()
+    git = ["git", "-c", "user.name=t", "-c", "user.email=t@example.com"]
+    for args in (["init", "-q", "-b", "main"], ["commit", "-q", "--allow-empty", "-m", "start"],
+                 ["checkout", "-q", "-b", "feature/x"]):  # fmt: skip
+        subprocess.run([*git, *args], cwd=root, check=True, capture_output=True)
+    with MessagesAPI(text="ok") as api:
+        claude = latest(tmp_path, api.url)
+        env = claude.env()
+        EventLog(tmp_path / "memory").append([
+            Observed(name="utf-8-sig", description=lesson, category="patterns", project="shop",
+                     source="extraction", branch="feature/x", section="conventions"),
+        ])  # fmt: skip
+        written = subprocess.run(
+            [sys.executable, "-m", "memlog", "claude-md", "--write"], cwd=root, env=env,
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        assert written.returncode == 0, written.stderr
+        sent: dict[str, str] = {}
+        for branch in ("main", "feature/x"):
+            subprocess.run([*git, "checkout", "-q", branch], cwd=root, env=env, check=True)
+            before = len(api.messages)
+            ran = claude.run(["-p", "hello"], cwd=root)
+            assert ran.returncode == 0, ran.stdout + ran.stderr
+            sent[branch] = json.dumps(api.messages[before])
+    assert lesson not in sent["main"] and lesson in sent["feature/x"]
