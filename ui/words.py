@@ -46,7 +46,7 @@ def cost(usage: Usage) -> str:
 
 def operations_by_kind(operations: tuple[Operation, ...]) -> list[tuple[str, int]]:
     """How many operations of each kind, in the order add, update, remove, keep."""
-    kinds = Counter(op.op for op in operations)
+    kinds: Counter[str] = Counter(op.op for op in operations)
     return [(kind, kinds[kind]) for kind in OPERATIONS if kinds[kind]]
 
 
