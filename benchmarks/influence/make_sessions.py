@@ -134,8 +134,13 @@ def other_session(name: str, source: Path, env: dict[str, str], out: Path) -> No
     chosen = found
     recall = {"trigger": "startup", "ts": first["timestamp"], "ids": [c["id"] for c in chosen],
               "names": [c["name"] for c in chosen]}  # fmt: skip
-    record = {"session_id": first.get("sessionId", name), "cwd": first.get("cwd", ""),
-              "feature": "", "recalls": [recall], "given_by": "memlog search of the first prompt"}
+    record = {
+        "session_id": first.get("sessionId", name),
+        "cwd": first.get("cwd", ""),
+        "feature": "",
+        "recalls": [recall],
+        "given_by": "memlog search of the first prompt",
+    }
     shutil.copyfile(source, out / f"{name}.jsonl")
     (out / f"{name}.recalled.json").write_text(json.dumps(record, indent=1) + "\n")
     print(f"{name}: {len(chosen)} lessons as if given at its start")

@@ -297,7 +297,7 @@ def backfill(connection):
         connection.commit()
     with connection.cursor() as cursor:
         cursor.execute("ALTER TABLE invoices VALIDATE CONSTRAINT payment_terms_not_null")
-'''
+'''  # noqa: E501 - the file as the session wrote it
 
 LOGGING = '''\
 """JSON logs with request context, request ids, and per-route metrics."""
@@ -370,7 +370,7 @@ def rotate(store, refresh, now):
     return issue(store, token.user_id, now, token.family)
 '''
 
-DEPLOY = '''\
+DEPLOY = """\
 name: deploy
 on:
   push:
@@ -389,7 +389,7 @@ jobs:
           role-duration-seconds: 900
           aws-region: eu-west-1
       - run: ./deploy.sh
-'''
+"""
 
 #: session name -> (feature slug, runs); a run is (prompt, resume the previous run?, calls)
 SESSIONS: dict[str, tuple[str, list[tuple[str, bool, list[list[Block]]]]]] = {
