@@ -108,6 +108,14 @@ BRANCH_BLOCK_HEADER = "## Branch Memory (auto-extracted)"
 BRANCH_BLOCK_MAX_CHARS = 4000
 #: how an extracted session ends up
 SessionStatus = Literal["open", "pending", "extracted", "skipped", "error"]
+#: what a session did with a lesson it received (``entry.influenced``)
+Verdict = Literal["applied", "contradicted", "not used"]
+VERDICTS: tuple[Verdict, ...] = ("applied", "contradicted", "not used")
+#: who judged it: the extraction's model, the local estimate, or the agent itself
+InfluenceSource = Literal["extraction", "local", "agent"]
+INFLUENCE_SOURCES: tuple[InfluenceSource, ...] = ("extraction", "local", "agent")
+#: what maintenance may propose for a person to confirm (``entry.proposed``)
+ProposalKind = Literal["unused", "stale"]
 #: extraction providers, tried in this order by ``auto``
 EXTRACTION_PROVIDERS = ("auto", "claude-cli", "anthropic", "ollama", "off")
 

@@ -16,7 +16,17 @@ from msgspec import Meta
 
 from memlog import digests
 from memlog.eventlog.vectors import to_q8
-from memlog.vocabulary import Category, Confidence, Scope, Section, SessionStatus, Source
+from memlog.vocabulary import (
+    Category,
+    Confidence,
+    InfluenceSource,
+    ProposalKind,
+    Scope,
+    Section,
+    SessionStatus,
+    Source,
+    Verdict,
+)
 
 Text = Annotated[str, Meta(min_length=1)]
 EntryId = Annotated[str, Meta(pattern="^[0-9a-f]{16}$")]
@@ -216,6 +226,40 @@ class Superseded(EventBase, frozen=True, kw_only=True, tag="entry.superseded"):
         return (self.entry_id, self.by)
 
 
+class Influenced(EventBase, frozen=True, kw_only=True, tag="entry.influenced"):
+    """What one session did with a lesson it received: applied it, went against it, or
+    left it alone, with a short quote of the evidence and who judged it."""
+
+    entry_id: EntryId
+    session_id: Text
+    verdict: Verdict
+    evidence: str = ""
+    #: ``extraction`` (the session's extraction request), ``local`` (an estimate from the
+    #: transcript, without a model) or ``agent`` (the session said so itself, over MCP)
+    source: InfluenceSource = "extraction"
+
+    @property
+    def entry_ids(self) -> tuple[str, ...]:
+        return (self.entry_id,)
+
+
+class Proposed(EventBase, frozen=True, kw_only=True, tag="entry.proposed"):
+    """Maintenance proposes retiring an entry, for a person to confirm (``entry.retired``)
+    or decline (the same event, ``dismissed``): nothing is retired without one."""
+
+    entry_id: EntryId
+    #: ``unused`` (received again and again, never applied) or ``stale`` (every file it
+    #: cites is gone from its project)
+    kind: ProposalKind
+    reason: str = ""
+    #: a person declined the proposal: it is withdrawn and not made again
+    dismissed: bool = False
+
+    @property
+    def entry_ids(self) -> tuple[str, ...]:
+        return (self.entry_id,)
+
+
 class Removal(msgspec.Struct, frozen=True):
     """Text a redaction removed from one field of one earlier event."""
 
@@ -340,6 +384,8 @@ Event = (
     | MemoryEvolved
     | MaintenanceRan
     | Redacted
+    | Influenced
+    | Proposed
 )
 EVENT_TYPES: tuple[type[EventBase], ...] = (
     Observed,
@@ -354,5 +400,7 @@ EVENT_TYPES: tuple[type[EventBase], ...] = (
     MemoryEvolved,
     MaintenanceRan,
     Redacted,
+    Influenced,
+    Proposed,
 )
 TYPE_NAMES: tuple[str, ...] = tuple(str(t.__struct_config__.tag) for t in EVENT_TYPES)

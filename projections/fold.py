@@ -14,11 +14,13 @@ import msgspec
 
 from memlog.eventlog.events import (
     Event,
+    Influenced,
     Labelled,
     MaintenanceRan,
     MemoryEvolved,
     Observed,
     Promoted,
+    Proposed,
     Recalled,
     Redacted,
     Reembedded,
@@ -85,6 +87,17 @@ class Entry(msgspec.Struct, kw_only=True):
     #: ``key<TAB>time`` for every branch memory the entry ever joined: when it last
     #: joined, left or came back to it (what that memory's ``Last updated`` comes from)
     branch_stamps: list[str] = msgspec.field(default_factory=list)
+    # use
+    #: session id -> ``verdict/source``: what each session that was judged did with it
+    verdicts: dict[str, str] = msgspec.field(default_factory=dict)
+    #: sessions judged, and of them those that applied it and those that went against it
+    judged_count: int = 0
+    applied_count: int = 0
+    contradicted_count: int = 0
+    #: ``kind: reason`` of a proposal to retire it that awaits a person ("" for none)
+    proposal: str = ""
+    #: the kinds of proposal a person declined (never made again)
+    declined: list[str] = msgspec.field(default_factory=list)
 
     @property
     def live(self) -> bool:
@@ -117,6 +130,8 @@ class Session(msgspec.Struct, kw_only=True):
     cost_micros: int = 0
     first_seen: str = ""
     updated_at: str = ""
+    #: ``entry_id trigger time`` of every lesson the session received, in order
+    received: list[str] = msgspec.field(default_factory=list)
 
 
 class Spend(msgspec.Struct, kw_only=True):
@@ -275,12 +290,49 @@ def _leaves_branch(entry: Entry, branch: str, ts: str) -> bool:
 def _retired(entry: Entry, event: Retired) -> None:
     if _leaves_branch(entry, event.branch, event.ts):
         entry.status, entry.status_reason = "retired", event.reason
+        entry.proposal = ""
 
 
 def _superseded(entry: Entry, event: Superseded) -> None:
     if _leaves_branch(entry, event.branch, event.ts):
         entry.status, entry.status_reason = "superseded", event.reason
         entry.superseded_by = event.by
+        entry.proposal = ""
+
+
+#: a judgment replaces another of the same session when its source ranks higher, or
+#: when it comes from the same source and says more (applied over contradicted over not
+#: used: a later part of a resumed session may use what an earlier part did not)
+_SOURCE_RANK = {"local": 0, "extraction": 1, "agent": 2}
+_VERDICT_RANK = {"not used": 0, "contradicted": 1, "applied": 2}
+
+
+def _outranks(event: Influenced, held: str) -> bool:
+    """Whether ``event`` replaces the judgment ``held`` (``verdict/source``) of its session."""
+    verdict, _, source = held.partition("/")
+    new, old = _SOURCE_RANK[event.source], _SOURCE_RANK.get(source, -1)
+    if new != old:
+        return new > old
+    return _VERDICT_RANK[event.verdict] >= _VERDICT_RANK.get(verdict, -1)
+
+
+def _influenced(entry: Entry, event: Influenced) -> None:
+    held = entry.verdicts.get(event.session_id)
+    if held is not None and not _outranks(event, held):
+        return
+    entry.verdicts[event.session_id] = f"{event.verdict}/{event.source}"
+    verdicts = [v.split("/", 1)[0] for v in entry.verdicts.values()]
+    entry.judged_count = len(verdicts)
+    entry.applied_count = verdicts.count("applied")
+    entry.contradicted_count = verdicts.count("contradicted")
+
+
+def _proposed(entry: Entry, event: Proposed) -> None:
+    if event.dismissed:
+        entry.proposal = ""
+        _union(entry.declined, [event.kind])
+    elif entry.live and event.kind not in entry.declined:
+        entry.proposal = f"{event.kind}: {event.reason}"
 
 
 def _update(entry: Entry, event: Event) -> None:
@@ -299,6 +351,10 @@ def _update(entry: Entry, event: Event) -> None:
             _superseded(entry, event)
         case Redacted():  # embedded from text that is gone: embedded again after
             entry.vectors.clear()
+        case Influenced():
+            _influenced(entry, event)
+        case Proposed():
+            _proposed(entry, event)
 
 
 def apply(state: State, event: Event) -> State:
@@ -309,6 +365,8 @@ def apply(state: State, event: Event) -> State:
     if isinstance(event, SessionPending | SessionProgress | MemoryEvolved | MaintenanceRan):
         _ledger(state, event)
         return state
+    if isinstance(event, Recalled) and event.session_id:
+        _received(state, event)
     ids = event.ids if isinstance(event, Recalled | Redacted) else (event.entry_ids[0],)
     for entry_id in dict.fromkeys(ids):
         entry = state.entries.get(entry_id)
@@ -359,6 +417,15 @@ def _progress(state: State, event: SessionProgress) -> None:
         session.done = event.status
     session.turns += event.turns
     _spent(state, event.ts, event.usage, session)
+
+
+def _received(state: State, event: Recalled) -> None:
+    """What a session received: each lesson once, at its first recall (a compaction's or
+    a clear's block gives again what the session already had)."""
+    session = _session(state, event.session_id, event.ts)
+    held = {line.split(" ", 1)[0] for line in session.received}
+    trigger = event.trigger or "startup"
+    session.received += [f"{i} {trigger} {event.ts}" for i in event.ids if i not in held]
 
 
 def _spent(state: State, ts: str, usage: Usage, session: Session | None) -> None:

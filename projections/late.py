@@ -34,6 +34,7 @@ from memlog.eventlog.events import (
     MaintenanceRan,
     MemoryEvolved,
     Observed,
+    Recalled,
     Redacted,
     SessionPending,
     SessionProgress,
@@ -197,4 +198,6 @@ def _about(event: Event, ids: tuple[str, ...], touched: Touched) -> bool:
         return True
     if isinstance(event, SessionPending | SessionProgress | MemoryEvolved):
         return event.session_id in touched.sessions or event.ts[:10] in touched.days
+    if isinstance(event, Recalled) and event.session_id in touched.sessions:
+        return True  # what the session received
     return not touched.ids.isdisjoint(ids)

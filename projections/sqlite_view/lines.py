@@ -35,6 +35,7 @@ from memlog.eventlog.events import (
     MaintenanceRan,
     MemoryEvolved,
     Observed,
+    Recalled,
     SessionPending,
     SessionProgress,
 )
@@ -77,6 +78,8 @@ def keys(event: Event, ids: tuple[str, ...]) -> tuple[str, ...]:
     if isinstance(event, SessionPending | SessionProgress | MemoryEvolved):
         day = f"day:{event.ts[:10]}"
         return (f"session:{event.session_id}", day) if event.session_id else (day,)
+    if isinstance(event, Recalled) and event.session_id:  # what the session received
+        return (*ids, f"session:{event.session_id}")
     return ids
 
 
