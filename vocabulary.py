@@ -61,6 +61,13 @@ SECTION_TITLES: dict[str, str] = {
 }
 
 
+#: metadata keys of an entry that say where it came from, not what it teaches
+PROVENANCE_KEYS = frozenset(
+    "observed in|used in|source|last observed|promoted|keywords|discovered in|"
+    "observation count|confidence|tags|type|file|modified|evidence".split("|")
+)
+
+
 class Space(NamedTuple):
     """An embedding space: vectors of two spaces are never compared."""
 

@@ -132,6 +132,9 @@ class Session(msgspec.Struct, kw_only=True):
     updated_at: str = ""
     #: ``entry_id trigger time`` of every lesson the session received, in order
     received: list[str] = msgspec.field(default_factory=list)
+    #: the lessons judged (``entry.influenced``), and how many it received are not yet
+    judged: list[str] = msgspec.field(default_factory=list)
+    unjudged: int = 0
 
 
 class Spend(msgspec.Struct, kw_only=True):
@@ -367,6 +370,8 @@ def apply(state: State, event: Event) -> State:
         return state
     if isinstance(event, Recalled) and event.session_id:
         _received(state, event)
+    elif isinstance(event, Influenced):
+        _judged(state, event)
     ids = event.ids if isinstance(event, Recalled | Redacted) else (event.entry_ids[0],)
     for entry_id in dict.fromkeys(ids):
         entry = state.entries.get(entry_id)
@@ -426,6 +431,18 @@ def _received(state: State, event: Recalled) -> None:
     held = {line.split(" ", 1)[0] for line in session.received}
     trigger = event.trigger or "startup"
     session.received += [f"{i} {trigger} {event.ts}" for i in event.ids if i not in held]
+    _count_unjudged(session)
+
+
+def _judged(state: State, event: Influenced) -> None:
+    session = _session(state, event.session_id, event.ts)
+    _union(session.judged, [event.entry_id])
+    _count_unjudged(session)
+
+
+def _count_unjudged(session: Session) -> None:
+    judged = set(session.judged)
+    session.unjudged = sum(1 for line in session.received if line.split(" ", 1)[0] not in judged)
 
 
 def _spent(state: State, ts: str, usage: Usage, session: Session | None) -> None:

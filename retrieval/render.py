@@ -11,7 +11,7 @@ from collections.abc import Collection
 
 from memlog.projections.fold import Entry
 from memlog.retrieval.request import Injection
-from memlog.vocabulary import BLOCK_HEADER, SECTION_TITLES, TYPE_NAMES
+from memlog.vocabulary import BLOCK_HEADER, PROVENANCE_KEYS, SECTION_TITLES, TYPE_NAMES
 
 #: characters of the query the diagnostic line shows
 QUERY_SHOWN = 60
@@ -20,11 +20,6 @@ USEFUL_KEYS = (
     "instead", "fix", "solution", "how to apply", "key insight", "key", "benefit",
     "root cause", "example", "implementation",
 )  # fmt: skip
-#: metadata keys that say where an entry came from, not what it teaches
-PROVENANCE_KEYS = frozenset(
-    "observed in|used in|source|last observed|promoted|keywords|discovered in|"
-    "observation count|confidence|tags|type|file|modified|evidence".split("|")
-)
 #: the longest metadata line a condensed entry keeps
 CONDENSED_LINE_CHARS = 300
 #: the label of a Claude Code auto memory's body among an entry's lines

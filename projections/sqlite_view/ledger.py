@@ -15,7 +15,14 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from memlog.eventlog.events import Event, MemoryEvolved, Recalled, SessionPending, SessionProgress
+from memlog.eventlog.events import (
+    Event,
+    Influenced,
+    MemoryEvolved,
+    Recalled,
+    SessionPending,
+    SessionProgress,
+)
 from memlog.projections.fold import Session, Spend, State
 from memlog.projections.sqlite_view import store
 
@@ -24,7 +31,7 @@ SESSION_COLUMNS = tuple(f.name for f in msgspec.structs.fields(Session))
 SPEND_COLUMNS = tuple(f.name for f in msgspec.structs.fields(Spend))
 MAINTENANCE_PREFIX = "maintenance_"
 #: columns of the sessions table that hold a list (as JSON)
-_LISTS = ("received",)
+_LISTS = ("received", "judged")
 _JSON = msgspec.json.Encoder()
 _LIST = msgspec.json.Decoder(list[str])
 
@@ -63,11 +70,11 @@ def _row(kind: type[S], columns: tuple[str, ...], row: tuple[Any, ...]) -> S:
 
 def touched_keys(events: Iterable[Event]) -> tuple[list[str], list[str]]:
     """The session ids and the days the ledger rows of ``events`` are about (a recall
-    names the session that received it)."""
+    names the session that received it, a judgment the session judged)."""
     sessions: set[str] = set()
     days: set[str] = set()
     for event in events:
-        if isinstance(event, Recalled) and event.session_id:
+        if isinstance(event, Recalled | Influenced) and event.session_id:
             sessions.add(event.session_id)
         elif isinstance(event, SessionPending | SessionProgress | MemoryEvolved):
             if event.session_id:
@@ -133,6 +140,19 @@ def sessions(
         return []
     with store.opened(_db_path(home), readonly=True) as db:
         rows = db.execute(f"{select} LIMIT ?", [*params, limit]).fetchall()
+    return [_row(Session, SESSION_COLUMNS, row) for row in rows]
+
+
+def unjudged(home: Path, limit: int = 1000) -> list[Session]:
+    """Sessions that ended with lessons they received not judged yet, newest first."""
+    if not _db_path(home).exists():
+        return []
+    select = (
+        f"SELECT {_quoted(SESSION_COLUMNS)} FROM sessions WHERE unjudged > 0 "
+        "AND status != 'open' ORDER BY first_seen DESC, id LIMIT ?"
+    )
+    with store.opened(_db_path(home), readonly=True) as db:
+        rows = db.execute(select, (limit,)).fetchall()
     return [_row(Session, SESSION_COLUMNS, row) for row in rows]
 
 

@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 from memlog.eventlog.codec import BadLine, decode_line
 from memlog.eventlog.events import (
     Event,
+    Influenced,
     MaintenanceRan,
     MemoryEvolved,
     Observed,
@@ -78,7 +79,7 @@ def keys(event: Event, ids: tuple[str, ...]) -> tuple[str, ...]:
     if isinstance(event, SessionPending | SessionProgress | MemoryEvolved):
         day = f"day:{event.ts[:10]}"
         return (f"session:{event.session_id}", day) if event.session_id else (day,)
-    if isinstance(event, Recalled) and event.session_id:  # what the session received
+    if isinstance(event, Recalled | Influenced) and event.session_id:  # received, judged
         return (*ids, f"session:{event.session_id}")
     return ids
 

@@ -233,7 +233,7 @@ def m009_event_lines(db: sqlite3.Connection) -> None:
 def m010_use(db: sqlite3.Connection) -> None:
     """What sessions did with each entry (the judgments of ``entry.influenced`` and their
     counts), the maintenance proposal awaiting a person, and what each session received
-    (``entry.recalled``).  Ranking reads the judged entries through a partial index (most
+    (``entry.recalled``) and how many of those are not judged yet.  Ranking reads the judged entries through a partial index (most
     entries never are).  The next catch-up rebuilds the view (``VIEW_FORMAT``)."""
     for column, kind in (
         ("verdicts", "TEXT NOT NULL DEFAULT '{}'"),
@@ -245,6 +245,9 @@ def m010_use(db: sqlite3.Connection) -> None:
     ):
         db.execute(f"ALTER TABLE entries ADD COLUMN {column} {kind}")
     db.execute("ALTER TABLE sessions ADD COLUMN received TEXT NOT NULL DEFAULT '[]'")
+    db.execute("ALTER TABLE sessions ADD COLUMN judged TEXT NOT NULL DEFAULT '[]'")
+    db.execute("ALTER TABLE sessions ADD COLUMN unjudged INTEGER NOT NULL DEFAULT 0")
+    db.execute("CREATE INDEX sessions_unjudged ON sessions(first_seen) WHERE unjudged > 0")
     db.execute(
         "CREATE INDEX entries_judged ON entries(status, id, applied_count, judged_count) "
         "WHERE judged_count > 0"
