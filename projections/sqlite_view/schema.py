@@ -233,8 +233,9 @@ def m009_event_lines(db: sqlite3.Connection) -> None:
 def m010_use(db: sqlite3.Connection) -> None:
     """What sessions did with each entry (the judgments of ``entry.influenced`` and their
     counts), the maintenance proposal awaiting a person, and what each session received
-    (``entry.recalled``) and how many of those are not judged yet.  Ranking reads the judged entries through a partial index (most
-    entries never are).  The next catch-up rebuilds the view (``VIEW_FORMAT``)."""
+    (``entry.recalled``) and how many of those are not judged yet.  Ranking reads the
+    judged entries through a partial index (most entries never are).  The next catch-up
+    rebuilds the view (``VIEW_FORMAT``)."""
     for column, kind in (
         ("verdicts", "TEXT NOT NULL DEFAULT '{}'"),
         ("judged_count", "INTEGER NOT NULL DEFAULT 0"),
