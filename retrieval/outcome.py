@@ -19,7 +19,7 @@ COMPONENTS = (
 )  # fmt: skip
 FUSED_COMPONENTS = (
     "lexical_raw", "lexical", "vector_raw", "vector", "prominence_raw", "prominence", "fused",
-    "neighbours", "final",
+    "neighbours", "usefulness", "final",
 )  # fmt: skip
 PARTS = ("observations", "confidence", "recency", "recall")
 #: a block's header, and what gives its last line for the entries chosen
