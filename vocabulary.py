@@ -61,11 +61,14 @@ SECTION_TITLES: dict[str, str] = {
 }
 
 
-#: metadata keys of an entry that say where it came from, not what it teaches
+#: metadata keys of an entry that say where it came from, not what it teaches (and the
+#: mark an injected block gives a lesson whose files are gone)
 PROVENANCE_KEYS = frozenset(
     "observed in|used in|source|last observed|promoted|keywords|discovered in|"
-    "observation count|confidence|tags|type|file|modified|evidence".split("|")
+    "observation count|confidence|tags|type|file|modified|evidence|stale".split("|")
 )
+#: the key of the line an injected block adds to a lesson whose cited files are gone
+STALE_KEY = "Stale"
 
 
 class Space(NamedTuple):

@@ -4,6 +4,7 @@ plain one (``light``); scores may be numpy arrays or lists."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, NamedTuple
 
@@ -97,6 +98,8 @@ def injection(
     )  # fmt: skip
     if request.floor is not None:
         result.chosen = passing(result.chosen, request.floor)
+    if request.max_chars is not None:  # a block for a project: its stale lessons marked
+        mark_stale(request, result, by_id)
     if request.max_chars is None:
         result.chosen = unreceived(result.chosen, request.received)
         result.text = render_semantic([by_id[c.id] for c in result.chosen], result)
@@ -113,6 +116,19 @@ def injection(
         fit_into(result, by_id, request.max_chars, balanced, framing)
     result.more = more(ranked, {c.id for c in result.chosen}, query is not None)
     return result
+
+
+def mark_stale(request: Request, result: Injection, by_id: dict[str, Entry]) -> None:
+    """Give each chosen lesson of the project whose cited files are gone its mark."""
+    from memlog.retrieval import stale
+
+    started = time.perf_counter()
+    marks = stale.marked(request.ws, [by_id[c.id] for c in result.chosen], request.deadline)
+    for pick in result.chosen:
+        if pick.id in marks:
+            pick.stale = marks[pick.id]
+            by_id[pick.id] = stale.with_mark(by_id[pick.id], marks[pick.id])
+    result.timings["stale_ms"] = round((time.perf_counter() - started) * 1000, 3)
 
 
 def unreceived(chosen: list[Chosen], received: frozenset[str]) -> list[Chosen]:

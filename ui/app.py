@@ -169,16 +169,17 @@ def next_page(site: Site, request: Request) -> Response:
     given = request.query_params.get("dir", "").strip()
     directory = given or (str(site.ws.root) if site.ws.root else "")
     limit = _number(request, "limit", 0, low=0) or None
-    result, table = None, None
+    result, table, stale = None, None, []
     if directory:
         where = Path(directory).expanduser()
         result = browsing.next_session(view, where, limit)
         notes = [*notes, *result.notes]
         config = view.workspace(where.resolve(), exact=True).config
         table = tables.ranked(result, config.memory_injection_max_chars)
+        stale = browsing.stale_lessons(view, where)
     return _render(
         "next.html", view, notes, "next", directory=directory, limit=limit or "", result=result,
-        table=table,
+        table=table, stale=stale,
     )  # fmt: skip
 
 

@@ -13,7 +13,7 @@ from urllib.parse import quote, urlencode
 import jinja2
 import msgspec
 
-from memlog.api.reading import tag
+from memlog.api.reading import tag, use_of
 from memlog.eventlog.events import Event, Observed, Recalled, Reembedded
 
 ENVELOPE = ("seq", "id", "ts", "v", "writer", "batch_end", "redacted")
@@ -58,7 +58,7 @@ def _short(value: Any) -> str:
     return text if len(text) <= 80 else text[:77] + "…"
 
 
-_ENV.globals.update(link=link, tag=tag, payload=payload, summary=summary)
+_ENV.globals.update(link=link, tag=tag, payload=payload, summary=summary, use_of=use_of)
 
 
 def page(template: str, **context: Any) -> str:

@@ -38,6 +38,8 @@ FUSED = (
     Signal("prominence", "prominence", "observations, confidence, recency and recalls, z-scored",
            "prominence_raw"),
     Signal("neighbours", "neighbours", "what the ten nearest neighbours' mean score adds"),
+    Signal("usefulness", "usefulness",
+           "sessions that applied it against those it was given to (0 until one is judged)"),
 )  # fmt: skip
 D3 = (
     Signal("vector", "vector", "cosine of the query's and the entry's vectors", "vector_raw"),

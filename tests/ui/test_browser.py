@@ -205,10 +205,11 @@ def test_the_next_session_view(page: Any, served: str) -> None:
         f"vector ×{shipped.memory_fusion_vector_weight:.2f}",
         f"prominence ×{shipped.memory_fusion_prominence_weight:.2f}",
         f"neighbours ×{shipped.memory_neighbour_weight:.2f}",
+        f"usefulness ×{shipped.memory_usefulness_weight:.2f}",
     ]
     scores = [float(td.text) for td in css(page, "table.ranking td.score")]
     assert scores and scores == sorted(scores, reverse=True)  # best first
-    assert len(css(page, "table.ranking span.bar")) == 4 * len(scores)
+    assert len(css(page, "table.ranking span.bar")) == 5 * len(scores)
     (meter,) = css(page, ".block-size meter")
     block = css(page, "pre.block")[0].text
     assert "## Engineering Memory" in block
