@@ -98,7 +98,8 @@ def injection(
     )  # fmt: skip
     if request.floor is not None:
         result.chosen = passing(result.chosen, request.floor)
-    if request.max_chars is not None:  # a block for a project: its stale lessons marked
+    if request.max_chars is not None:  # a block: never two lessons that contradict
+        drop_contradicting(result, by_id)  # each other, the stale ones marked
         mark_stale(request, result, by_id)
     if request.max_chars is None:
         result.chosen = unreceived(result.chosen, request.received)
@@ -116,6 +117,23 @@ def injection(
         fit_into(result, by_id, request.max_chars, balanced, framing)
     result.more = more(ranked, {c.id for c in result.chosen}, query is not None)
     return result
+
+
+def drop_contradicting(result: Injection, by_id: dict[str, Entry]) -> None:
+    """Of two chosen lessons that say opposite things, only the newer stays
+    (``contradiction.clashes``); the other is left out, saying why."""
+    from memlog.capture.contradiction import clashes
+
+    found = clashes([by_id[c.id] for c in result.chosen])
+    if not found:
+        return
+    dropped = {clash.dropped: clash.kept for clash in found}
+    result.left_out += [
+        LeftOut(c.id, c.name, c.category, f"contradicted by a newer lesson in the block: "
+                f"{by_id[dropped[c.id]].name}")
+        for c in result.chosen if c.id in dropped
+    ]  # fmt: skip
+    result.chosen = [c for c in result.chosen if c.id not in dropped]
 
 
 def mark_stale(request: Request, result: Injection, by_id: dict[str, Entry]) -> None:
