@@ -75,7 +75,9 @@ def _file(token: str, bare: bool) -> str | None:
     """``token`` as a cited file (``bare``: a name alone counts), or None."""
     text = token.strip().rstrip(_TRAILING).removeprefix("./")
     text = re.sub(r":\d+(?::\d+)?$", "", text)  # ``path.py:12``
-    if not text or text.startswith(("/", "~", "-", ".")) or "://" in text:
+    if not text or text.startswith(("/", "~", "-", "..")) or "://" in text:
+        return None
+    if text.startswith(".") and not text[1:2].isalpha():  # ``.github/…`` is a path, ``.5`` not
         return None
     if not _PATH.match(text) or not re.search(r"[A-Za-z]", text):
         return None
