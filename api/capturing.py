@@ -283,8 +283,10 @@ def record_influence(
     if not session_id.strip():
         raise InvalidInput("no session: give the session id (Claude Code names it to its tools)")
     entry = lesson(ws, given)
-    event = Influenced(entry_id=entry.id, session_id=session_id.strip(), verdict=verdict,  # type: ignore[arg-type]
-                       evidence=" ".join(evidence.split()), source=source)  # fmt: skip
+    event = Influenced(
+        entry_id=entry.id, session_id=session_id.strip(), verdict=verdict,
+        evidence=" ".join(evidence.split()), source=source,
+    )  # fmt: skip
     done = capture(ws, [event], "influence")
     judged = queries.entries(ws.home, [entry.id], vectors=False)
     return (judged[0] if judged else entry), redaction_notes(done.stored) + done.notes
