@@ -124,8 +124,6 @@ VERDICTS: tuple[Verdict, ...] = ("applied", "contradicted", "not used")
 #: who judged it: the extraction's model, the local estimate, or the agent itself
 InfluenceSource = Literal["extraction", "local", "agent"]
 INFLUENCE_SOURCES: tuple[InfluenceSource, ...] = ("extraction", "local", "agent")
-#: what maintenance may propose for a person to confirm (``entry.proposed``)
-ProposalKind = Literal["unused", "stale"]
 #: extraction providers, tried in this order by ``auto``
 EXTRACTION_PROVIDERS = ("auto", "claude-cli", "anthropic", "ollama", "off")
 

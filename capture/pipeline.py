@@ -60,8 +60,11 @@ def resolve_new(ws: Workspace, observed: Sequence[Observed]) -> list[str]:
     fresh = [e.entry_id for e in observed if e.source in RESOLVED_SOURCES and e.count is None]
     if not fresh:
         return []
-    created = {e.id for e in queries.entries(ws.home, fresh, vectors=False)
-               if e.created_seq in {o.seq for o in observed}}  # fmt: skip
+    try:
+        found = queries.entries(ws.home, fresh, vectors=False)
+    except (MemlogError, sqlite3.Error) as exc:  # no view (a full disk): the log has them
+        return [f"contradictions not checked ({exc})"]
+    created = {e.id for e in found if e.created_seq in {o.seq for o in observed}}
     return resolve(ws, created) if created else []
 
 

@@ -20,7 +20,6 @@ from memlog.vocabulary import (
     Category,
     Confidence,
     InfluenceSource,
-    ProposalKind,
     Scope,
     Section,
     SessionStatus,
@@ -227,15 +226,13 @@ class Superseded(EventBase, frozen=True, kw_only=True, tag="entry.superseded"):
 
 
 class Influenced(EventBase, frozen=True, kw_only=True, tag="entry.influenced"):
-    """What one session did with a lesson it received: applied it, went against it, or
-    left it alone, with a short quote of the evidence and who judged it."""
+    """What one session did with a lesson it received, a quote of the evidence, and who
+    judged: its ``extraction`` request, a ``local`` estimate, or the ``agent`` itself."""
 
     entry_id: EntryId
     session_id: Text
     verdict: Verdict
     evidence: str = ""
-    #: ``extraction`` (the session's extraction request), ``local`` (an estimate from the
-    #: transcript, without a model) or ``agent`` (the session said so itself, over MCP)
     source: InfluenceSource = "extraction"
 
     @property
@@ -244,15 +241,12 @@ class Influenced(EventBase, frozen=True, kw_only=True, tag="entry.influenced"):
 
 
 class Proposed(EventBase, frozen=True, kw_only=True, tag="entry.proposed"):
-    """Maintenance proposes retiring an entry, for a person to confirm (``entry.retired``)
-    or decline (the same event, ``dismissed``): nothing is retired without one."""
+    """A proposal to retire an entry (``unused``: given often, never applied; ``stale``: its
+    cited files gone), until a person confirms (``entry.retired``) or ``dismissed`` it."""
 
     entry_id: EntryId
-    #: ``unused`` (received again and again, never applied) or ``stale`` (every file it
-    #: cites is gone from its project)
-    kind: ProposalKind
+    kind: Literal["unused", "stale"]
     reason: str = ""
-    #: a person declined the proposal: it is withdrawn and not made again
     dismissed: bool = False
 
     @property

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import msgspec
-
 from memlog.eventlog.events import (
     Event,
     Influenced,
@@ -30,135 +28,13 @@ from memlog.eventlog.events import (
     Superseded,
     Usage,
 )
+from memlog.projections import use
+from memlog.projections.model import Entry as Entry
+from memlog.projections.model import Session as Session
+from memlog.projections.model import Spend as Spend
+from memlog.projections.model import State as State
+from memlog.projections.model import Vector as Vector
 from memlog.vocabulary import CONFIDENCE_RANK, MAX_KEYWORDS
-
-
-class Vector(msgspec.Struct, frozen=True, array_like=True):
-    """One embedding of an entry in a provider+model space, ``q8`` (``eventlog.vectors``)."""
-
-    dimensions: int
-    data: bytes
-
-
-class Entry(msgspec.Struct, kw_only=True):
-    """An entry as the log has made it (the 16 columns plus provenance)."""
-
-    id: str
-    name: str
-    description: str
-    category: str
-    reasoning: str = ""
-    keywords: list[str] = msgspec.field(default_factory=list)
-    references: list[str] = msgspec.field(default_factory=list)
-    observation_count: int = 1
-    confidence: str = "medium"
-    recall_count: int = 0
-    last_recalled_at: str | None = None
-    created_at: str
-    updated_at: str
-    #: sequence number of the event that created the entry (orders files)
-    created_seq: int = 0
-    source: str
-    source_project: str = ""
-    # provenance
-    projects: list[str] = msgspec.field(default_factory=list)
-    features: list[str] = msgspec.field(default_factory=list)
-    sources: list[str] = msgspec.field(default_factory=list)
-    origins: list[str] = msgspec.field(default_factory=list)
-    #: "project, Feature #NNN" for each distinct place the entry was seen
-    provenance: list[str] = msgspec.field(default_factory=list)
-    #: further metadata lines of imported entries (``Cost: …``, ``Instead: …``)
-    details: list[str] = msgspec.field(default_factory=list)
-    last_observed: str = ""
-    #: header and metadata lines as a global store file had them (empty: memlog's format)
-    layout: list[str] = msgspec.field(default_factory=list)
-    # lifecycle
-    promoted: bool = False
-    promotion_reason: str = ""
-    status: str = "live"
-    status_reason: str = ""
-    superseded_by: str = ""
-    #: "provider/model" -> vector
-    vectors: dict[str, Vector] = msgspec.field(default_factory=dict)
-    #: the branch memory section of an extracted entry
-    section: str = ""
-    #: the branch memories (``project/branch``) holding the entry
-    branches: list[str] = msgspec.field(default_factory=list)
-    #: ``key<TAB>time`` for every branch memory the entry ever joined: when it last
-    #: joined, left or came back to it (what that memory's ``Last updated`` comes from)
-    branch_stamps: list[str] = msgspec.field(default_factory=list)
-    # use
-    #: session id -> ``verdict/source``: what each session that was judged did with it
-    verdicts: dict[str, str] = msgspec.field(default_factory=dict)
-    #: sessions judged, and of them those that applied it and those that went against it
-    judged_count: int = 0
-    applied_count: int = 0
-    contradicted_count: int = 0
-    #: ``kind: reason`` of a proposal to retire it that awaits a person ("" for none)
-    proposal: str = ""
-    #: the kinds of proposal a person declined (never made again)
-    declined: list[str] = msgspec.field(default_factory=list)
-
-    @property
-    def live(self) -> bool:
-        return self.status == "live"
-
-
-class Session(msgspec.Struct, kw_only=True):
-    """A Claude Code session as the log knows it: where its transcript is, how far read."""
-
-    id: str
-    project: str = ""
-    branch: str = ""
-    cwd: str = ""
-    transcript: str = ""
-    #: open (started, not ended), pending, extracted, skipped, error
-    status: str = "open"
-    #: the outcome of the last extraction run ("" before the first)
-    done: str = ""
-    trigger: str = ""
-    reason: str = ""
-    #: transcript bytes when last reported, and bytes read so far
-    size: int = 0
-    offset: int = 0
-    #: extraction attempts that failed for a passing reason since the last success
-    attempts: int = 0
-    turns: int = 0
-    calls: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost_micros: int = 0
-    first_seen: str = ""
-    updated_at: str = ""
-    #: ``entry_id trigger time`` of every lesson the session received, in order
-    received: list[str] = msgspec.field(default_factory=list)
-    #: the lessons judged (``entry.influenced``), and how many it received are not yet
-    judged: list[str] = msgspec.field(default_factory=list)
-    unjudged: int = 0
-
-
-class Spend(msgspec.Struct, kw_only=True):
-    """Model calls of one UTC day, for the daily budget."""
-
-    day: str
-    calls: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost_micros: int = 0
-
-
-class State(msgspec.Struct):
-    """Every entry by id, and which of them the last events touched; sessions, spend by
-    day and the last run of each maintenance task, and which of those changed."""
-
-    entries: dict[str, Entry] = msgspec.field(default_factory=dict)
-    touched: set[str] = msgspec.field(default_factory=set)
-    sessions: dict[str, Session] = msgspec.field(default_factory=dict)
-    spend: dict[str, Spend] = msgspec.field(default_factory=dict)
-    maintenance: dict[str, str] = msgspec.field(default_factory=dict)
-    touched_ledger: set[str] = msgspec.field(default_factory=set)
-    #: the entries the events created, in that order (each one's ``slot`` in the views)
-    created: list[str] = msgspec.field(default_factory=list)
 
 
 def space_key(provider: str, model: str) -> str:
@@ -303,41 +179,6 @@ def _superseded(entry: Entry, event: Superseded) -> None:
         entry.proposal = ""
 
 
-#: a judgment replaces another of the same session when its source ranks higher, or
-#: when it comes from the same source and says more (applied over contradicted over not
-#: used: a later part of a resumed session may use what an earlier part did not)
-_SOURCE_RANK = {"local": 0, "extraction": 1, "agent": 2}
-_VERDICT_RANK = {"not used": 0, "contradicted": 1, "applied": 2}
-
-
-def _outranks(event: Influenced, held: str) -> bool:
-    """Whether ``event`` replaces the judgment ``held`` (``verdict/source``) of its session."""
-    verdict, _, source = held.partition("/")
-    new, old = _SOURCE_RANK[event.source], _SOURCE_RANK.get(source, -1)
-    if new != old:
-        return new > old
-    return _VERDICT_RANK[event.verdict] >= _VERDICT_RANK.get(verdict, -1)
-
-
-def _influenced(entry: Entry, event: Influenced) -> None:
-    held = entry.verdicts.get(event.session_id)
-    if held is not None and not _outranks(event, held):
-        return
-    entry.verdicts[event.session_id] = f"{event.verdict}/{event.source}"
-    verdicts = [v.split("/", 1)[0] for v in entry.verdicts.values()]
-    entry.judged_count = len(verdicts)
-    entry.applied_count = verdicts.count("applied")
-    entry.contradicted_count = verdicts.count("contradicted")
-
-
-def _proposed(entry: Entry, event: Proposed) -> None:
-    if event.dismissed:
-        entry.proposal = ""
-        _union(entry.declined, [event.kind])
-    elif entry.live and event.kind not in entry.declined:
-        entry.proposal = f"{event.kind}: {event.reason}"
-
-
 def _update(entry: Entry, event: Event) -> None:
     match event:
         case Promoted():
@@ -355,9 +196,9 @@ def _update(entry: Entry, event: Event) -> None:
         case Redacted():  # embedded from text that is gone: embedded again after
             entry.vectors.clear()
         case Influenced():
-            _influenced(entry, event)
+            use.judge(entry, event)
         case Proposed():
-            _proposed(entry, event)
+            use.propose(entry, event)
 
 
 def apply(state: State, event: Event) -> State:
@@ -368,10 +209,8 @@ def apply(state: State, event: Event) -> State:
     if isinstance(event, SessionPending | SessionProgress | MemoryEvolved | MaintenanceRan):
         _ledger(state, event)
         return state
-    if isinstance(event, Recalled) and event.session_id:
-        _received(state, event)
-    elif isinstance(event, Influenced):
-        _judged(state, event)
+    if isinstance(event, Recalled | Influenced) and event.session_id:  # received, judged
+        use.follow(_session(state, event.session_id, event.ts), event)
     ids = event.ids if isinstance(event, Recalled | Redacted) else (event.entry_ids[0],)
     for entry_id in dict.fromkeys(ids):
         entry = state.entries.get(entry_id)
@@ -422,27 +261,6 @@ def _progress(state: State, event: SessionProgress) -> None:
         session.done = event.status
     session.turns += event.turns
     _spent(state, event.ts, event.usage, session)
-
-
-def _received(state: State, event: Recalled) -> None:
-    """What a session received: each lesson once, at its first recall (a compaction's or
-    a clear's block gives again what the session already had)."""
-    session = _session(state, event.session_id, event.ts)
-    held = {line.split(" ", 1)[0] for line in session.received}
-    trigger = event.trigger or "startup"
-    session.received += [f"{i} {trigger} {event.ts}" for i in event.ids if i not in held]
-    _count_unjudged(session)
-
-
-def _judged(state: State, event: Influenced) -> None:
-    session = _session(state, event.session_id, event.ts)
-    _union(session.judged, [event.entry_id])
-    _count_unjudged(session)
-
-
-def _count_unjudged(session: Session) -> None:
-    judged = set(session.judged)
-    session.unjudged = sum(1 for line in session.received if line.split(" ", 1)[0] not in judged)
 
 
 def _spent(state: State, ts: str, usage: Usage, session: Session | None) -> None:

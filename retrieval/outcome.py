@@ -122,7 +122,7 @@ def injection(
 def drop_contradicting(result: Injection, by_id: dict[str, Entry]) -> None:
     """Of two chosen lessons that say opposite things, only the newer stays
     (``contradiction.clashes``); the other is left out, saying why."""
-    from memlog.capture.contradiction import clashes
+    from memlog.projections.stance import clashes
 
     found = clashes([by_id[c.id] for c in result.chosen])
     if not found:

@@ -12,7 +12,7 @@ import pytest
 
 from memlog.api import capturing
 from memlog.api.recall import inject
-from memlog.capture import contradiction
+from memlog.projections import stance as contradiction
 from memlog.capture.pipeline import settle
 from memlog.config import Config
 from memlog.eventlog.events import MemoryEvolved, Observed, Superseded, content_hash
