@@ -12,11 +12,11 @@ import pytest
 
 from memlog.api import capturing
 from memlog.api.recall import inject
-from memlog.projections import stance as contradiction
 from memlog.capture.pipeline import settle
 from memlog.config import Config
 from memlog.eventlog.events import MemoryEvolved, Observed, Superseded, content_hash
 from memlog.eventlog.log import EventLog
+from memlog.projections import stance as contradiction
 from memlog.projections.markdown_view.kb_parser import ParsedEntry, parse_file
 from memlog.tests.support import FIXTURES, REPO
 from memlog.workspace import Workspace
