@@ -26,6 +26,7 @@ import msgspec
 
 from memlog.api import recall
 from memlog.api.reading import Filters, cost_said, extraction, tag
+from memlog.citations import Checked
 from memlog.errors import InvalidInput, MemlogError
 from memlog.eventlog import scan
 from memlog.eventlog.bounds import Bound, parse_bound, within
@@ -36,6 +37,7 @@ from memlog.projections.markdown_view.writer import load_state
 from memlog.projections.runner import rebuild
 from memlog.projections.sqlite_view import listing, queries
 from memlog.projections.sqlite_view.queries import Listing
+from memlog.retrieval import stale
 from memlog.retrieval.inject import build
 from memlog.retrieval.request import Chosen, Injection, Request
 from memlog.workspace import Workspace
@@ -225,6 +227,20 @@ def next_session(view: View, directory: Path, limit: int | None = None) -> Injec
     ws = view.workspace(directory.resolve(), exact=True)
     request = msgspec.structs.replace(Request.interactive(ws, limit=limit), catch_up=view.live)
     return recall.preview(ws, request)
+
+
+def stale_lessons(view: View, directory: Path) -> list[tuple[Entry, Checked]]:
+    """The lessons of the project at ``directory`` whose cited files are gone from its
+    working tree (``memlog stale``), each with what is gone."""
+    ws = view.workspace(directory.resolve(), exact=True)
+    if ws.root is None:
+        return []
+    mine = [e for e in queries.entries(view.folder, vectors=False)
+            if e.live and ws.project in e.projects]  # fmt: skip
+    by_id = {e.id: e for e in mine}
+    found = stale.of_project(ws, mine)
+    return sorted(((by_id[i], c) for i, c in found.items() if c.stale),
+                  key=lambda pair: pair[0].name.lower())  # fmt: skip
 
 
 class Detail(NamedTuple):

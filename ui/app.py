@@ -169,7 +169,7 @@ def next_page(site: Site, request: Request) -> Response:
     given = request.query_params.get("dir", "").strip()
     directory = given or (str(site.ws.root) if site.ws.root else "")
     limit = _number(request, "limit", 0, low=0) or None
-    result, table, descriptions = None, None, {}
+    result, table, descriptions, stale = None, None, {}, []
     if directory:
         where = Path(directory).expanduser()
         result = browsing.next_session(view, where, limit)
@@ -177,9 +177,10 @@ def next_page(site: Site, request: Request) -> Response:
         config = view.workspace(where.resolve(), exact=True).config
         table = tables.ranked(result, config.memory_injection_max_chars)
         descriptions = browsing.descriptions(view, [c.id for c in result.chosen])
+        stale = browsing.stale_lessons(view, where)
     return _render(
         "next.html", view, notes, "next", directory=directory, limit=limit or "", result=result,
-        table=table, descriptions=descriptions,
+        table=table, descriptions=descriptions, stale=stale,
     )  # fmt: skip
 
 

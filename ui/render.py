@@ -12,7 +12,7 @@ from urllib.parse import quote, urlencode
 
 import jinja2
 
-from memlog.api.reading import tag
+from memlog.api.reading import tag, use_of
 from memlog.ui import words
 
 _ENV = jinja2.Environment(
@@ -30,7 +30,7 @@ def link(where: str, /, **params: Any) -> str:
     return quote(where) + (f"?{urlencode(kept)}" if kept else "")
 
 
-_ENV.globals.update(link=link, tag=tag, summary=words.summary, details=words.details)
+_ENV.globals.update(link=link, tag=tag, summary=words.summary, details=words.details, use_of=use_of)
 
 
 def page(template: str, **context: Any) -> str:

@@ -44,6 +44,8 @@ FUSED = (
            "z-scored, times its weight", "prominence_raw"),
     Signal("neighbours", "neighbours", "the mean score of the entry's ten nearest neighbours "
            "when above zero, times its weight", before="mean"),
+    Signal("usefulness", "usefulness", "sessions that applied it against those it was given "
+           "to (0 until one is judged), times its weight", before="rate"),
 )  # fmt: skip
 D3 = (
     Signal("vector", "vector", "cosine of the query's and the entry's vectors, times its weight",

@@ -210,7 +210,7 @@ def test_what_the_next_session_would_get(
     assert "## Engineering Memory (from knowledge bank)" in page
     # the signals are labelled columns, with the weights in force
     headings = re.findall(r'<th class="signal" title="[^"]+">([a-z]+)<span class="weight"> ×', html)
-    assert headings == ["lexical", "vector", "prominence", "neighbours"]
+    assert headings == ["lexical", "vector", "prominence", "neighbours", "usefulness"]
     # best first
     scores = [float(v) for v in re.findall(r'<td class="num score">(-?[0-9.]+)</td>', html)]
     assert len(scores) >= 2 and scores == sorted(scores, reverse=True)
@@ -284,7 +284,7 @@ def test_the_next_session_shows_the_terms_that_make_the_score(
         cells = dict(re.findall(
             r'data-signal="([a-z]+)">\s*<span class="value">([-+][0-9.]+)</span>', row
         ))  # fmt: skip
-        assert set(cells) == {"lexical", "vector", "prominence", "neighbours"}
+        assert set(cells) == {"lexical", "vector", "prominence", "neighbours", "usefulness"}
         assert abs(sum(map(float, cells.values())) - score) < 0.03, (cells, score)
         prominence = re.search(r'data-signal="prominence">(.*?)</td>', row, re.S)
         assert prominence is not None and cells["prominence"] == "+0.00"
@@ -489,3 +489,24 @@ def test_sigterm_removes_the_pages_copies_as_ctrl_c_does(memlog_home: Path, tmp_
         page.stdout.close()
         assert not list(temp.iterdir()), (sig, list(temp.rglob("*")))
         assert not [p for p in (memlog_home / ".pages").iterdir() if p.name.isdigit()]
+
+
+def test_the_next_session_shows_the_stale_lessons(
+    client: TestClient, memlog_home: Path, tmp_path: Path
+) -> None:
+    project = tmp_path / "alpha"
+    project.mkdir()
+    (project / "kept.py").write_text("x = 1\n")
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "one"]):
+        subprocess.run(["git", "-C", str(project), "-c", "user.name=t", "-c", "user.email=t@t",
+                        *args], check=True, capture_output=True)  # fmt: skip
+    EventLog(memlog_home).append([
+        Observed(name="Gone module", description="Never import `lib/gone.py` twice.",
+                 category="anti-patterns", project="alpha"),
+        Observed(name="Kept module", description="Keep `kept.py` small.", category="patterns",
+                 project="alpha"),
+    ])  # fmt: skip
+    html = client.get("/next", params={"dir": str(project)}).text
+    assert 'class="stale">stale: refers to lib/gone.py, gone</span>' in html
+    section = html.split('id="stale"', 1)[1].split("</table>", 1)[0]
+    assert "Gone module" in section and "lib/gone.py" in section and "Kept module" not in section
