@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from memlog.eventlog.events import Observed
+from memlog.eventlog.events import Influenced, Observed
 from memlog.eventlog.log import EventLog
 from memlog.tests.claude_code import ClaudeCode, latest_claude_binary
 from memlog.tests.messages_api import MessagesAPI
@@ -30,7 +30,7 @@ from memlog.tests.support import REPO
 
 pytestmark = pytest.mark.slow
 
-TOOLS = ("store_memory", "search_memory", "list_memories")
+TOOLS = ("store_memory", "search_memory", "list_memories", "record_influence")
 #: how the tools are named: through the plugin, and through `memlog setup`
 PREFIXES = {"plugin": "mcp__plugin_memlog_memlog__", "setup": "mcp__memlog__"}
 RUNS = 3
@@ -120,7 +120,7 @@ def project(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("how", ["plugin", "setup"])
 def test_memlogs_tools_are_deferred_and_named(tmp_path: Path, project: Path, how: str) -> None:
     """In every run, the first request offers ToolSearch and none of memlog's tools, and
-    names all three among the deferred tools."""
+    names all four among the deferred tools."""
     with MessagesAPI(text="ok") as api:
         claude = latest(tmp_path, api.url)
         wire(claude, how, project)
@@ -229,3 +229,34 @@ def test_a_session_on_main_reads_none_of_a_branchs_lessons(tmp_path: Path) -> No
             assert ran.returncode == 0, ran.stdout + ran.stderr
             sent[branch] = json.dumps(api.messages[before])
     assert lesson not in sent["main"] and lesson in sent["feature/x"]
+
+
+def test_record_influence_is_recorded_once_tool_search_loaded_it(
+    tmp_path: Path, project: Path
+) -> None:
+    """The agent of a 2.1.332 session loads record_influence with ToolSearch and says what
+    it did with the lesson its start gave it: the judgment is the agent's, for that
+    session."""
+    tool = PREFIXES["plugin"] + "record_influence"
+    said = {"entry": LESSON.name, "verdict": "applied",
+            "evidence": "pinned ruff to 0.6.9 in the CI workflow"}  # fmt: skip
+    with MessagesAPI(text="Noted.") as api:
+        claude = latest(tmp_path, api.url)
+        EventLog(tmp_path / "memory").append([LESSON])
+        wire(claude, "plugin", project)
+        api.script = [
+            [{"type": "tool_use", "name": "ToolSearch", "input": {"query": f"select:{tool}"}}],
+            [{"type": "tool_use", "name": tool, "input": said}],
+        ]
+        ran = claude.run(["-p", "Pin the linter in CI.", "--allowedTools", tool,
+                          "--output-format", "json"], cwd=project)  # fmt: skip
+        assert ran.returncode == 0, ran.stdout + ran.stderr
+        sent = list(api.messages)
+    assert len(sent) == 3  # ToolSearch, the tool, the answer
+    assert LESSON.name in json.dumps(sent[0])  # the start's block gave it
+    (result,) = [b for b in sent[2]["messages"][-1]["content"] if b["type"] == "tool_result"]
+    assert not result.get("is_error"), result
+    log = EventLog(tmp_path / "memory")
+    (judged,) = [r.event for r in log.read() if isinstance(r.event, Influenced)]
+    assert judged.session_id == ran.result["session_id"] and judged.source == "agent"
+    assert (judged.verdict, judged.evidence) == ("applied", said["evidence"])
