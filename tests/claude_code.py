@@ -25,6 +25,7 @@ import functools
 import json
 import os
 import pty
+import re
 import select
 import shutil
 import signal
@@ -38,6 +39,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+_CONTROL = re.compile(rb"\x1b(?:\[[0-9;?<=>]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[()][0-9A-Za-z]|[0-9A-Za-z=>])")
+
+
+def screen_words(raw: bytes) -> bytes:
+    """A terminal's output with every control sequence read as a space and spaces runs
+    made one: the terminal UI moves its cursor between words (``ESC[181G``) where a
+    plain writer prints a space, so a phrase is found whichever way it was drawn."""
+    return re.sub(rb"[ \r\n]+", b" ", _CONTROL.sub(b" ", raw))
 
 PACKAGE = "@anthropic-ai/claude-code"
 #: the Claude Code releases the tests run: the newest on Node 20, and the newest checked
@@ -182,8 +192,8 @@ class ClaudeCode:
 
     def interactive(self, cwd: Path, until: Callable[[bytes], bool], timeout: float = 60) -> bytes:
         """What an interactive session in ``cwd`` shows on a terminal (a pseudo-terminal of
-        200 columns), up to the moment ``until`` holds of it or ``timeout`` passes; the
-        session is then killed.  Onboarding, the folder's trust and the API key's approval
+        200 columns), as words (see :func:`screen_words`), up to the moment ``until`` holds
+        of it or ``timeout`` passes; the session is then killed.  Onboarding, the folder's trust and the API key's approval
         are marked done in ``~/.claude.json`` first, as a user who has run Claude Code
         before has them."""
         self._trusted(cwd)
@@ -194,7 +204,7 @@ class ClaudeCode:
         fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 50, 200, 0, 0))
         shown, deadline = b"", time.monotonic() + timeout
         try:
-            while not until(shown) and time.monotonic() < deadline:
+            while not until(screen_words(shown)) and time.monotonic() < deadline:
                 if select.select([fd], [], [], 0.2)[0]:
                     try:
                         shown += os.read(fd, 1 << 16)
@@ -204,7 +214,7 @@ class ClaudeCode:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
             os.close(fd)
-        return shown
+        return screen_words(shown)
 
     def _trusted(self, cwd: Path) -> None:
         path = self.home / ".claude.json"
