@@ -16,7 +16,16 @@ from msgspec import Meta
 
 from memlog import digests
 from memlog.eventlog.vectors import to_q8
-from memlog.vocabulary import Category, Confidence, Scope, Section, SessionStatus, Source
+from memlog.vocabulary import (
+    Category,
+    Confidence,
+    InfluenceSource,
+    Scope,
+    Section,
+    SessionStatus,
+    Source,
+    Verdict,
+)
 
 Text = Annotated[str, Meta(min_length=1)]
 EntryId = Annotated[str, Meta(pattern="^[0-9a-f]{16}$")]
@@ -216,6 +225,35 @@ class Superseded(EventBase, frozen=True, kw_only=True, tag="entry.superseded"):
         return (self.entry_id, self.by)
 
 
+class Influenced(EventBase, frozen=True, kw_only=True, tag="entry.influenced"):
+    """What one session did with a lesson it received, a quote of the evidence, and who
+    judged: its ``extraction`` request, a ``local`` estimate, or the ``agent`` itself."""
+
+    entry_id: EntryId
+    session_id: Text
+    verdict: Verdict
+    evidence: str = ""
+    source: InfluenceSource = "extraction"
+
+    @property
+    def entry_ids(self) -> tuple[str, ...]:
+        return (self.entry_id,)
+
+
+class Proposed(EventBase, frozen=True, kw_only=True, tag="entry.proposed"):
+    """A proposal to retire an entry (``unused``: given often, never applied; ``stale``: its
+    cited files gone), until a person confirms (``entry.retired``) or ``dismissed`` it."""
+
+    entry_id: EntryId
+    kind: Literal["unused", "stale"]
+    reason: str = ""
+    dismissed: bool = False
+
+    @property
+    def entry_ids(self) -> tuple[str, ...]:
+        return (self.entry_id,)
+
+
 class Removal(msgspec.Struct, frozen=True):
     """Text a redaction removed from one field of one earlier event."""
 
@@ -340,6 +378,8 @@ Event = (
     | MemoryEvolved
     | MaintenanceRan
     | Redacted
+    | Influenced
+    | Proposed
 )
 EVENT_TYPES: tuple[type[EventBase], ...] = (
     Observed,
@@ -354,5 +394,7 @@ EVENT_TYPES: tuple[type[EventBase], ...] = (
     MemoryEvolved,
     MaintenanceRan,
     Redacted,
+    Influenced,
+    Proposed,
 )
 TYPE_NAMES: tuple[str, ...] = tuple(str(t.__struct_config__.tag) for t in EVENT_TYPES)

@@ -11,7 +11,7 @@ from collections.abc import Collection
 
 from memlog.projections.fold import Entry
 from memlog.retrieval.request import Injection
-from memlog.vocabulary import BLOCK_HEADER, SECTION_TITLES, TYPE_NAMES
+from memlog.vocabulary import BLOCK_HEADER, PROVENANCE_KEYS, SECTION_TITLES, STALE_KEY, TYPE_NAMES
 
 #: characters of the query the diagnostic line shows
 QUERY_SHOWN = 60
@@ -20,11 +20,6 @@ USEFUL_KEYS = (
     "instead", "fix", "solution", "how to apply", "key insight", "key", "benefit",
     "root cause", "example", "implementation",
 )  # fmt: skip
-#: metadata keys that say where an entry came from, not what it teaches
-PROVENANCE_KEYS = frozenset(
-    "observed in|used in|source|last observed|promoted|keywords|discovered in|"
-    "observation count|confidence|tags|type|file|modified|evidence".split("|")
-)
 #: the longest metadata line a condensed entry keeps
 CONDENSED_LINE_CHARS = 300
 #: the label of a Claude Code auto memory's body among an entry's lines
@@ -51,9 +46,12 @@ def entry_block(entry: Entry) -> str:
 
 
 def condensed_block(entry: Entry) -> str:
-    """An entry condensed: header, description and its most useful metadata line."""
+    """An entry condensed: header, description, its stale mark if any, and its most useful
+    metadata line."""
     line = useful_line(entry)
-    return "\n".join([f"### {title(entry)}", entry.description, *([f"- {line}"] if line else [])])
+    marks = [f"- {d}" for d in entry.details if d.startswith(f"{STALE_KEY}: ")]
+    lines = [f"### {title(entry)}", entry.description, *marks, *([f"- {line}"] if line else [])]
+    return "\n".join(lines)
 
 
 def useful_line(entry: Entry) -> str:

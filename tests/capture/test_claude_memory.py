@@ -181,3 +181,13 @@ def test_memlog_import_claude_memory(
     assert "no-db-mocks" in listing.output and "other" in listing.output
     doctor = CliRunner().invoke(cli, ["doctor"])
     assert f"auto memory  on (on by default); {folder}: 2 memory files, 2 recorded" in doctor.output
+
+
+def test_one_folder_is_said_as_one(
+    project: Path, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(project)
+    (folder / "user.md").unlink()  # one memory file left (and MEMORY.md, its index)
+    done = CliRunner().invoke(cli, ["import", "--claude-memory"])
+    assert done.output.startswith("1 auto memory file in 1 folder: 1 new, "), done.output
+    assert done.output.endswith("; appended 1 event\n"), done.output
