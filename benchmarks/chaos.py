@@ -276,7 +276,7 @@ def start(run: Run, op: Op) -> None:
 def batch(run: Run) -> None:
     ops: list[Op] = []
     for home in run.homes:
-        for _ in range(run.rng.randint(1, 3)):
+        for _ in range(run.rng.randint(2, 3)):  # two or more processes per home at once
             ops.append(pick(run)(run, home))
     kills = {id(op): run.rng.uniform(0.05, 2.0) for op in ops if run.rng.random() < 0.2}
     for op in ops:
@@ -286,7 +286,9 @@ def batch(run: Run) -> None:
         now = time.monotonic() - began
         for op in ops:
             due = kills.get(id(op))
-            if due is not None and now >= due and op.process and op.process.poll() is None:
+            if due is None or op.killed or now < due:
+                continue
+            if op.process and op.process.poll() is None:  # (counted once: it may not be reaped yet)
                 op.process.send_signal(signal.SIGKILL)
                 op.killed = True
                 run.kills += 1

@@ -27,6 +27,7 @@ which refuses it as before.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import NamedTuple
 
 import msgspec
@@ -75,11 +76,14 @@ def take_back(git: Git, log: EventLog, own: str, theirs: str | None, sealer: Sea
             return TakenBack(*_become_new_device(log, own, remote, mine, missing))
         if not _restored(mine, by_id):
             return TakenBack(None, own)
-        extra = [e for e in mine if e.id not in by_id]
-        last = remote.lines[-1].seq
-        renumbered = _renumbered(extra, last)
         folder = log.events_dir / own
         staged = {folder / name: data for name, data in remote.files.items()}
+        grown = _grown(folder, remote)
+        staged.update({path: data for path, (data, _) in grown.items()})
+        kept = {i for _, ids in grown.values() for i in ids}
+        extra = [e for e in mine if e.id not in by_id and e.id not in kept]
+        last = max([remote.lines[-1].seq, *(s for _, ids in grown.values() for s in ids.values())])
+        renumbered = _renumbered(extra, last)
         if renumbered:
             lines = b"".join(encode_line(e) for e in renumbered)
             staged[folder / seg.segment_name(last + 1)] = lines
@@ -89,6 +93,33 @@ def take_back(git: Git, log: EventLog, own: str, theirs: str | None, sealer: Sea
             path.unlink(missing_ok=True)
         log.raise_mark(renumbered[-1].seq if renumbered else last)
     return TakenBack(_said(missing, extra, last), own)
+
+
+def _grown(folder: Path, remote: _Theirs) -> dict[Path, tuple[bytes, dict[str, int]]]:
+    """This device's segments here that hold the remote's version of them and lines
+    appended since (none of them in a later segment of the remote): kept whole, so taking
+    lines back never splits a segment (a copy of this home holding it whole would part from
+    this device's layout); by path, the bytes kept and the events past the remote's."""
+    firsts = sorted(_first_seq(name) for name in remote.files)
+    kept = {}
+    for name, theirs in remote.files.items():
+        path = folder / name
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            continue
+        if len(data) <= len(theirs) or not data.startswith(theirs):
+            continue
+        after = list(read_segment(path, len(theirs)))
+        later = [first for first in firsts if first > _first_seq(name)]
+        if not after or (later and after[-1].event.seq >= later[0]):
+            continue
+        kept[path] = (data[: after[-1].end], {r.event.id: r.event.seq for r in after})
+    return kept
+
+
+def _first_seq(name: str) -> int:
+    return int(name.split(".", 1)[0])
 
 
 def _elsewhere(mine: list[Event], theirs: list[versions.Line], written: int | None) -> bool:

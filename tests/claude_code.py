@@ -40,7 +40,9 @@ from typing import Any
 
 import pytest
 
-_CONTROL = re.compile(rb"\x1b(?:\[[0-9;?<=>]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[()][0-9A-Za-z]|[0-9A-Za-z=>])")
+_CONTROL = re.compile(
+    rb"\x1b(?:\[[0-9;?<=>]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)|[()][0-9A-Za-z]|[0-9A-Za-z=>])"
+)
 
 
 def screen_words(raw: bytes) -> bytes:
@@ -48,6 +50,7 @@ def screen_words(raw: bytes) -> bytes:
     made one: the terminal UI moves its cursor between words (``ESC[181G``) where a
     plain writer prints a space, so a phrase is found whichever way it was drawn."""
     return re.sub(rb"[ \r\n]+", b" ", _CONTROL.sub(b" ", raw))
+
 
 PACKAGE = "@anthropic-ai/claude-code"
 #: the Claude Code releases the tests run: the newest on Node 20, and the newest checked
@@ -193,9 +196,9 @@ class ClaudeCode:
     def interactive(self, cwd: Path, until: Callable[[bytes], bool], timeout: float = 60) -> bytes:
         """What an interactive session in ``cwd`` shows on a terminal (a pseudo-terminal of
         200 columns), as words (see :func:`screen_words`), up to the moment ``until`` holds
-        of it or ``timeout`` passes; the session is then killed.  Onboarding, the folder's trust and the API key's approval
-        are marked done in ``~/.claude.json`` first, as a user who has run Claude Code
-        before has them."""
+        of it or ``timeout`` passes; the session is then killed.  Onboarding, the folder's
+        trust and the API key's approval are marked done in ``~/.claude.json`` first, as a
+        user who has run Claude Code before has them."""
         self._trusted(cwd)
         pid, fd = pty.fork()
         if pid == 0:  # the child: the session

@@ -86,3 +86,34 @@ def test_a_tail_lost_at_rest_is_taken_back_from_the_remote(tmp_path: Path) -> No
     assert seqs == list(range(1, len(seqs) + 1))
     assert verify_log(EventLog(home)).clean
     assert [n for _, n in lessons(home)].count("After") == 1
+
+
+def test_a_segment_taken_back_twice_keeps_the_device_s_layout(tmp_path: Path) -> None:
+    """Taking lines back never splits a segment of this device the remote holds a shorter
+    version of: the lines appended to it since stay in it.  A copy made before (which holds
+    that segment whole) and the home then sync each other cleanly, and agree."""
+    remote = str(bare_remote(tmp_path / "remote.git"))
+    home, copy = tmp_path / "home", tmp_path / "copy"
+    observe(home, "Lesson zero.", name="Zero")
+    init(home, remote)
+    own = home / "events" / helpers.device_of(home)
+    (own / "00000000000000000001.jsonl").unlink()  # lost at rest, after it was synced
+    observe(home, "Lesson one.", name="One")  # a new segment, after the lost sequences
+    memlog_ok(home, "sync")  # takes segment 1 back, sends the new one
+    observe(home, "Lesson two.", name="Two")  # appended to the new segment
+    shutil.copytree(home, copy, symlinks=True)
+    (own / "00000000000000000001.jsonl").unlink()
+    layout = sorted(p.name for p in own.glob("*.jsonl"))
+    done = memlog(home, "sync")
+    assert done.exit_code == 0, done.output
+    assert sorted(p.name for p in own.glob("*.jsonl")) == ["00000000000000000001.jsonl", *layout]
+    observe(copy, "Lesson written on the copy.", name="Copied")
+    for _ in range(2):
+        for where in (copy, home):
+            done = memlog(where, "sync")
+            assert done.exit_code == 0 and "refused" not in done.output, done.output
+    for where in (home, copy):
+        names = sorted(name for _, name in lessons(where))
+        assert names == ["Copied", "One", "Two", "Zero"], names
+        assert verify_log(EventLog(where)).clean
+    helpers.assert_same_views([home, copy])
