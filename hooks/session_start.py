@@ -136,9 +136,15 @@ def _work(payload: dict[str, Any], home: Path, started: float, box: dict[str, An
     )  # fmt: skip
     box["context"] = result.text
     for note in result.notes:
-        log_error(home, note)
-        if "is damaged (" in note:  # the user learns why a start injects less than it knows
-            sys.stderr.write(f"memlog hook: {note}\n")
+        tell(home, note)
+
+
+def tell(home: Path, note: str, prefix: str = "") -> None:
+    """Keep a hook's note in its error log; damaged views are said on stderr too (the user
+    learns why a hook injects less than the log knows)."""
+    log_error(home, prefix + note)
+    if "is damaged (" in note:
+        sys.stderr.write(f"memlog hook: {note}\n")
 
 
 def workspace(cwd: str, home: Path) -> Workspace:

@@ -34,6 +34,7 @@ from memlog.hooks.session_start import (
     read_payload,
     run,
     start_resident,
+    tell,
     workspace,
 )
 from memlog.retrieval.prompt import prompt_text
@@ -73,7 +74,7 @@ def work(payload: dict[str, Any], home: Path, started: float, box: dict[str, Any
     )  # fmt: skip
     box["context"] = result.text
     for note in result.notes:
-        log_error(home, f"prompt: {note}")
+        tell(home, note, "prompt: ")
 
 
 def main() -> None:

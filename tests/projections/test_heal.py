@@ -163,3 +163,37 @@ def test_a_start_with_no_time_to_rebuild_says_so_and_leaves_it_to_the_background
         time.sleep(0.1)
     assert damage.marked(memlog_home) is None
     assert memlog(memlog_home, "verify").exit_code == 0
+
+
+@pytest.mark.slow
+def test_a_prompt_on_a_malformed_database_says_so_and_the_next_one_recalls(
+    memlog_home: Path, tmp_path: Path
+) -> None:
+    """The prompt hook exits 0 and recalls (from views rebuilt in its time, or the markdown
+    files), or says on stderr and in hook-errors.log that the views are being rebuilt; a
+    later prompt recalls from them."""
+    import subprocess
+    import sys
+    import time
+
+    from memlog.tests.hooks.test_session_start import hook_env
+    from memlog.tests.hooks.test_user_prompt import payload as prompt_payload
+
+    seed(memlog_home)
+    flip_middle(memlog_home)
+    root = project(tmp_path)
+    asked = prompt_payload(root, "how should the parser keep each step small and tested?")
+    hook = [sys.executable, "-m", "memlog", "hook", "user-prompt"]
+    done = subprocess.run(hook, input=asked, capture_output=True, cwd=root,
+                          env=hook_env(memlog_home), timeout=60)  # fmt: skip
+    assert done.returncode == 0
+    if b"Lesson " not in done.stdout:  # no rebuild fitted in its time, nor did the files hold
+        assert b"memory.db is damaged (" in done.stderr, done.stderr  # one: it says why
+        assert "memory.db is damaged (" in (memlog_home / "hook-errors.log").read_text()
+    for _ in range(300):  # the background catch-up rebuilds the views
+        if damage.marked(memlog_home) is None:
+            break
+        time.sleep(0.1)
+    again = subprocess.run(hook, input=asked, capture_output=True, cwd=root,
+                           env=hook_env(memlog_home), timeout=60)  # fmt: skip
+    assert again.returncode == 0 and b"Lesson " in again.stdout, again.stderr
