@@ -41,6 +41,11 @@ class HomeError(MemlogError):
     """The memlog home cannot be created, read or written."""
 
 
+class LinkRefused(HomeError):
+    """A link where memlog reads or writes in its home: refused, never followed (a
+    command stops there, reading or writing; a note would go on without the file)."""
+
+
 class ReadOnlyHome(MemlogError):
     """The home is a snapshot (``memlog replay --to``): it is read, never written."""
 

@@ -17,8 +17,9 @@ import os
 import stat
 import time
 from pathlib import Path
+from typing import BinaryIO
 
-from memlog.errors import HomeError
+from memlog.errors import HomeError, LinkRefused
 
 #: what every open for writing adds: never through a link, never inherited
 NOFOLLOW = os.O_NOFOLLOW | os.O_CLOEXEC
@@ -38,7 +39,7 @@ def refuse_link(path: Path | str) -> HomeError:
         if in_log
         else "remove it, and memlog makes the file again"
     )
-    return HomeError(
+    return LinkRefused(
         f"{path} is a symbolic link; memlog follows no link inside its home ({advice})"
     )
 
@@ -85,6 +86,13 @@ def open_private(path: Path | str, flags: int, mode: int = 0o600) -> int:
         if exc.errno in (errno.ELOOP, errno.EMLINK, errno.EEXIST) and is_link(path):
             raise refuse_link(path) from None
         raise
+
+
+def read_only(path: Path | str) -> BinaryIO:
+    """``path`` opened for reading, never through a link (refused: ``refuse_link``): what
+    memlog reads in its home it also writes, and a link there would lead a read out of it
+    (the log of another home, a file a writer would never have followed)."""
+    return os.fdopen(open_private(path, os.O_RDONLY), "rb")
 
 
 def append_private(path: Path | str, data: bytes, sync: bool = False) -> None:

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from memlog.config import Config, load_config
-from memlog.errors import MemlogError
+from memlog.errors import LinkRefused, MemlogError
 from memlog.home import resolve_cache, resolve_home
 from memlog.project import find_project_root
 from memlog.vocabulary import Space
@@ -97,6 +97,8 @@ class Workspace(msgspec.Struct, frozen=True):
         """After an append: update the views; a failure is a note, the log has the data."""
         try:
             return self.catch_up().notes
+        except LinkRefused:
+            raise  # never read past: the command stops there
         except MemlogError as exc:
             return [f"views not updated ({exc}); the next command retries"]
         except OSError as exc:  # the markdown files (the global store among them)

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from memlog.errors import InvalidInput
-from memlog.eventlog import snapshot
+from memlog.eventlog import redaction_journal, snapshot
 from memlog.eventlog.bounds import Bound, parse_bound
 from memlog.eventlog.log import DamageHandler, EventLog
 from memlog.eventlog.verify import Report, repair_log, verify_log
@@ -17,7 +17,7 @@ from memlog.projections.freshness import db_path
 from memlog.projections.markdown_view.writer import markdown_digest
 from memlog.projections.runner import CatchUp, Rebuilt, rebuild
 from memlog.projections.scrub import truncate_wal
-from memlog.projections.sqlite_view import queries
+from memlog.projections.sqlite_view import damage, queries
 from memlog.projections.sqlite_view.digest import sqlite_digest
 from memlog.workspace import Workspace
 
@@ -42,7 +42,11 @@ class Verification(NamedTuple):
 
 
 def catch_up(ws: Workspace, on_damage: DamageHandler | None = None) -> CatchUp:
-    """Bring the views up to the end of the log."""
+    """Bring the views up to the end of the log, once every page of ``memory.db`` and every
+    block of its packed files is checked (damage found: the views are rebuilt)."""
+    found = damage.check(ws.home) if not snapshot.is_snapshot(ws.home) else None
+    if found is not None:
+        damage.mark(ws.home, found)
     return ws.catch_up(on_damage)
 
 
@@ -83,11 +87,23 @@ def replay(
 
 
 def verify(ws: Workspace, repair: bool = False, log_only: bool = False) -> Verification:
-    """Check the log end to end (moving bad lines out with ``repair``), then audit the views."""
+    """Check the log end to end (moving bad lines out with ``repair``), then audit the views:
+    drift found is noted for the next catch-up to rebuild, or, with ``repair``, rebuilt
+    now and audited again."""
     log = ws.log("verify")
     moved = repair_log(log) if repair else []
     report = verify_log(log)
     views = None if log_only else audit(ws.home, ws.space)
+    if views is not None and not views.clean and not snapshot.is_snapshot(ws.home):
+        damage.mark(ws.home, f"memlog verify found drift: {views.drift[0]}")
+        if repair:
+            moved.append(f"views rebuilt from the log ({views.drift[0]})")
+            views = audit(ws.home, ws.space)  # its catch-up rebuilds them first
+    if views is not None and redaction_journal.pending(ws.home) is not None:
+        views.drift.append(
+            f"{redaction_journal.JOURNAL_NAME}: a redaction is unfinished (its text may be "
+            "left in the home): run memlog redact again"
+        )
     clean = report.clean and (views is None or views.clean)
     return Verification(clean, moved, report, views)
 

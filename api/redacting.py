@@ -16,6 +16,7 @@ from typing import NamedTuple, TypeVar
 from memlog.api.browsing import forget_snapshots
 from memlog.capture.pipeline import settle
 from memlog.errors import InvalidInput, Unfinished, describe
+from memlog.eventlog import redaction_journal
 from memlog.eventlog.events import Redacted
 from memlog.eventlog.expunge import Expunged, NothingFound, Target, check_target, expunge
 from memlog.projections.runner import rebuild
@@ -58,7 +59,9 @@ def redact(ws: Workspace, prefix: str | None, match: str | None, reason: str) ->
         if match is None:
             raise
         return finish(ws, match)
-    return _after(ws, done)
+    redacted = _after(ws, done)
+    redaction_journal.done(ws.home)  # the text is nowhere in the home now
+    return redacted
 
 
 def _after(ws: Workspace, done: Expunged) -> Redaction:
@@ -87,6 +90,7 @@ def finish(ws: Workspace, match: str) -> Redaction:
             "of the home; nothing was changed"
         )
     views = ["memory.db and the markdown view (rebuilt)"] if in_views else []
+    redaction_journal.done(ws.home)
     return Redaction(None, 0, 0, views + files, notes)
 
 

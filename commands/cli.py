@@ -77,6 +77,7 @@ class LazyGroup(click.Group):
         return name, command, rest
 
     def invoke(self, ctx: click.Context) -> Any:
+        given = (list(ctx._protected_args), list(ctx.args))  # (consumed by the first call)
         try:
             return super().invoke(ctx)
         except click.exceptions.ClickException as exc:
@@ -88,7 +89,31 @@ class LazyGroup(click.Group):
             silence_stdout()
             raise click.exceptions.Exit(0) from None
         except Exception as exc:  # noqa: BLE001 - the one place a failure becomes a line
+            if not _heals(ctx, exc):
+                raise as_click_error(exc) from None
+        ctx._protected_args, ctx.args = given
+        try:  # the views were damaged and are rebuilt: a command that only reads runs again
+            return super().invoke(ctx)
+        except Exception as exc:  # noqa: BLE001
             raise as_click_error(exc) from None
+
+
+#: commands that only read the views: one that finds them damaged (SQLite calls
+#: ``memory.db`` malformed) has them rebuilt from the log and runs again, once
+READERS = frozenset({"list", "show", "search", "stats", "branches", "branch"})
+
+
+def _heals(ctx: click.Context, exc: Exception) -> bool:
+    """Whether ``exc`` was a reading command meeting a damaged view, now rebuilt."""
+    from memlog.projections.sqlite_view.damage import is_corrupt
+
+    if ctx.invoked_subcommand not in READERS or not is_corrupt(exc):
+        return False
+    from memlog.api.healing import heal
+    from memlog.workspace import Workspace
+
+    ws = Workspace.open()
+    return heal(ws.home, str(exc), ws.space)
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": HELP_OPTIONS})

@@ -14,11 +14,13 @@ previous stamp (logs written before the clock, whose batches share one
 ``ts``): a pure function of each device's own events, so every machine
 holding the same events puts them in the same order.
 
-The clock is bounded, as hybrid logical clocks are: sync refuses an event
-dated more than ``MAX_AHEAD`` after this machine's clock, a line dated
+A machine whose wall clock is far off loses nothing: sync takes another
+device's events whatever their time (the floor then carries this home's
+stamps past them, and sync says in one line how far ahead they are), so a
+machine a year behind still writes after what it has seen.  A line dated
 outside 1970-9000 is damage (``codec``) and never read as a stamp, and a
-reading never passes ``LATEST``: however a far date got into a log, no
-later write fails for it.
+reading never passes ``LATEST``: however a far date got into a log, no later
+write fails for it.
 """
 
 from __future__ import annotations
@@ -31,11 +33,9 @@ from pathlib import Path
 from memlog.eventlog import segments as seg
 from memlog.eventlog.bounds import utc_moment
 from memlog.eventlog.codec import BadLine, decode_line
-from memlog.files import atomic_write
+from memlog.files import atomic_write, read_only
 
 FLOOR_FILE = ".clock"
-#: how far ahead of this machine's clock an event received, or a stamp followed, may be
-MAX_AHEAD = 24 * 3600 * 1_000_000
 #: the latest stamp ``iso`` writes (the year 9000: far past any clock, far from overflow)
 LATEST = 221_845_392_000_000_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -79,7 +79,7 @@ def last_stamp(paths: list[Path]) -> int:
     """The ``ts`` (in microseconds) of the last readable line of the last non-empty segment."""
     for path in reversed(paths):
         try:
-            with open(path, "rb") as handle:
+            with read_only(path) as handle:
                 size = os.fstat(handle.fileno()).st_size
                 if size == 0:
                     continue

@@ -12,13 +12,15 @@ flat layout or the device layout, never a mix a reader could be misled by.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from memlog.errors import HomeError
 from memlog.eventlog import segments as seg
-from memlog.files import atomic_write, is_link
+from memlog.files import atomic_write, is_link, refuse_link
 
 DEVICE_FILE = ".device"
 #: a device's segments roll over at 1 MiB: sync commits the growing one whole each time
@@ -34,7 +36,11 @@ def device_dirs(events_dir: Path) -> list[str]:
         names = os.listdir(events_dir)
     except FileNotFoundError:
         return []
-    return sorted(n for n in names if DEVICE_RE.match(n) and (events_dir / n).is_dir())
+    found = sorted(n for n in names if DEVICE_RE.match(n) and (events_dir / n).is_dir())
+    for name in found:
+        if is_link(events_dir / name):  # read as written: never through a link
+            raise refuse_link(events_dir / name)
+    return found
 
 
 def is_per_device(events_dir: Path) -> bool:
@@ -50,8 +56,9 @@ def known_device_id(events_dir: Path) -> str:
     return found if DEVICE_RE.match(found) else ""
 
 
-def device_id(events_dir: Path) -> str:
-    """This home's device id, made (and kept in ``events/.device``) on first use."""
+def device_id(events_dir: Path, told: Callable[[str], None] | None = None) -> str:
+    """This home's device id, made (and kept in ``events/.device``) on first use, and made
+    anew when the home is a copy of another (``is_copy``): ``told`` hears it, in a line."""
     path = events_dir / DEVICE_FILE
     try:
         found = path.read_text(encoding="ascii").strip()
@@ -59,14 +66,66 @@ def device_id(events_dir: Path) -> str:
         found = ""
     except (OSError, UnicodeDecodeError) as exc:
         raise HomeError(f"cannot read the device id in {path}: {exc}") from None
-    if DEVICE_RE.match(found):
+    if DEVICE_RE.match(found) and not is_copy(events_dir):
         return found
+    made = new_device_id(events_dir)
+    if found and told is not None:
+        told(
+            f"this home is a copy (or a restore) of the home of device {found}, which may "
+            f"still write as it: it writes as device {made} from now on (every event "
+            "stays where it is)"
+        )
+    return made
+
+
+def new_device_id(events_dir: Path) -> str:
+    """Make this home a device of its own: a new id, and the stamp of this home's folder.
+    The high-water mark the flat log left in ``events/`` was the old device's: it moves
+    into that device's folder, so the new device's sequences start from 1."""
+    path = events_dir / DEVICE_FILE
     made = os.urandom(8).hex()
     try:
+        _hand_over_flat_mark(events_dir, known_device_id(events_dir))
         atomic_write(path, f"{made}\n".encode("ascii"), events_dir.parent)
+        _stamp(events_dir)  # after the id: a crash between makes one more id, never reuses one
     except OSError as exc:
         raise HomeError(f"cannot write the device id to {path}: {exc.strerror}") from None
     return made
+
+
+def _hand_over_flat_mark(events_dir: Path, old: str) -> None:
+    flat = seg.read_high_water(events_dir)
+    if flat is None or not old or not (events_dir / old).is_dir():
+        return
+    seg.raise_high_water_file(events_dir / old, flat)
+    (events_dir / seg.HIGH_WATER_NAME).unlink()
+    seg.fsync_dir(events_dir)
+
+
+#: the folder the device id was made in (``events/``'s inode): a copy or a restore of the
+#: home is another folder, so another device
+STAMP_FILE = ".device-stamp"
+
+
+def is_copy(events_dir: Path) -> bool:
+    """Whether ``events/`` is not the folder this home's device id was made in (a copy of
+    the home, or a restore of it: another home may write as that device).  A home whose id
+    was made before the stamp was kept is stamped now, as the home of its id."""
+    try:
+        here = str(os.stat(events_dir).st_ino)
+        kept = (events_dir / STAMP_FILE).read_text(encoding="ascii").strip()
+    except FileNotFoundError:
+        with contextlib.suppress(OSError):
+            _stamp(events_dir)
+        return False
+    except (OSError, UnicodeDecodeError):
+        return False  # unreadable: the id stands (a new one for every misread costs devices)
+    return kept != here
+
+
+def _stamp(events_dir: Path) -> None:
+    here = os.stat(events_dir).st_ino
+    atomic_write(events_dir / STAMP_FILE, f"{here}\n".encode("ascii"), events_dir.parent)
 
 
 def flat_segments(events_dir: Path) -> list[Path]:

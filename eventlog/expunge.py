@@ -19,7 +19,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from memlog.errors import InvalidInput
-from memlog.eventlog import rewrite
+from memlog.eventlog import redaction_journal, rewrite
 from memlog.eventlog.bounds import SLICE_BYTES, slices
 from memlog.eventlog.events import Event, Finding, Observed, Recalled, Redacted, Removal
 from memlog.eventlog.log import EventLog
@@ -70,6 +70,9 @@ def expunge(log: EventLog, target: Target, reason: str) -> Expunged:
     def closing(done: rewrite.Rewritten) -> list[Redacted]:
         if not cutter.removals:
             return []
+        texts = tuple(dict.fromkeys(cutter.texts))  # before the rewrite commits: a run
+        journal = redaction_journal.Pending(target.entry_id, target.needle, reason, texts)
+        redaction_journal.begin(log.home, journal)  # killed after it is finished by the next
         return _events(target, cutter, reason)
 
     done = rewrite.rewrite(log, cutter.edit, lambda line: _scrub(line, target.needle), closing)

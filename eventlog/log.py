@@ -178,7 +178,7 @@ class EventLog:
         """``events/``, or this device's directory once the log is kept per device."""
         if not devices.is_per_device(self.events_dir):
             return self.events_dir
-        own = self.events_dir / devices.device_id(self.events_dir)
+        own = self.events_dir / devices.device_id(self.events_dir, waiting.tell)
         return ensure_dir(files.no_links(own, self.home))
 
     @contextmanager
@@ -312,18 +312,21 @@ class EventLog:
         """Append ``data`` (the lines up to sequence ``last``), then raise the high-water
         mark: on the segment's inode once the lines are synced (never ahead of them; the
         file system's next commit, or the next append's fsync, makes it durable, with no
-        flush of its own), or, where a file system keeps no attributes, in ``.seq``."""
+        flush of its own), and in ``.seq`` (the file system's next commit writes it; at
+        once where a file system keeps no attributes), which outlives the segment."""
         fd = self._open(path, os.O_WRONLY | os.O_APPEND)
         start = os.fstat(fd).st_size
         try:
             seg.write_all(fd, data)
             os.fsync(fd)
-            if not seg.mark_segment(fd, last):
-                with contextlib.suppress(OSError):  # written: the next append raises it
-                    seg.raise_high_water_file(self.append_dir, last)
+            marked = seg.mark_segment(fd, last)
+            with contextlib.suppress(OSError):  # written: the next append raises it
+                seg.raise_high_water_file(self.append_dir, last, sync=not marked)
         except OSError as exc:
             _truncate_quietly(fd, start)
             reason = exc.strerror or errno.errorcode.get(exc.errno or 0, str(exc))
+            if exc.errno == errno.EFBIG:
+                reason = f"{reason} (the file size limit, ulimit -f, stops it)"
             raise LogWriteError(
                 f"cannot append to {path.name}: {reason}; the log was left unchanged"
             ) from None
@@ -334,6 +337,7 @@ class EventLog:
 
     def segments(self) -> list[Path]:
         """Every segment: in log order when flat, by device then sequence when per device."""
+        files.no_links(self.events_dir, self.home)  # read as written: never through a link
         names = devices.device_dirs(self.events_dir)
         if not names:
             return seg.list_segments(self.events_dir)
@@ -361,6 +365,7 @@ class EventLog:
     ) -> Iterator[Record]:
         """Every good event from ``start`` on, in log order (kept per device: the merged
         order, see ``merged``); bad lines go to ``on_damage``."""
+        files.no_links(self.events_dir, self.home)  # read as written: never through a link
         if devices.is_per_device(self.events_dir):
             from memlog.eventlog.merged import read_merged  # it imports this module
 

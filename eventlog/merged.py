@@ -39,6 +39,7 @@ from memlog.eventlog.log import (
     written_in,
     written_whole,
 )
+from memlog.files import read_only
 
 #: a materialised cursor every so many records keeps the chain of steps short
 _CHECKPOINT = 1024
@@ -54,13 +55,15 @@ class Late(Unfollowable):
 
 
 class DeviceMark(msgspec.Struct, frozen=True, array_like=True):
-    """The last line read from one device: where it is, its sequence and stamp."""
+    """The last line read from one device: where it is, its sequence, stamp and event id
+    ("" in positions stored before it was kept)."""
 
     segment: str
     start: int
     end: int
     seq: int
     stamp: int
+    id: str = ""
 
 
 class Cursor(msgspec.Struct, frozen=True, kw_only=True):
@@ -115,7 +118,7 @@ class Step(NamedTuple):
         while isinstance(node, Step):
             if node.device not in marks:
                 marks[node.device] = DeviceMark(
-                    node.segment, node.start, node.end, node.seq, node.stamp
+                    node.segment, node.start, node.end, node.seq, node.stamp, node.id
                 )
             node = node.prev
         for device, mark in node.devices.items():
@@ -187,7 +190,8 @@ def advanced(base: Cursor, read: list[Unfolded]) -> Cursor:
     marks = dict(base.devices)
     for key, device, record in read:
         name = record.segment.rpartition("/")[2]
-        marks[device] = DeviceMark(name, record.offset, record.end, record.event.seq, key[0])
+        event = record.event
+        marks[device] = DeviceMark(name, record.offset, record.end, event.seq, key[0], event.id)
     top = max([base.key, *(item.key for item in read)])
     return Cursor(
         n=base.n + len(read), stamp=top[0], id=top[1], devices=dict(sorted(marks.items()))
@@ -227,41 +231,61 @@ def marks_hold(events_dir: Path, position: Position) -> bool:
 def _check_mark(path: Path, mark: DeviceMark) -> None:
     """The line under ``mark`` must still be the event it names (else the file was rewritten)."""
     try:
-        with open(path, "rb") as handle:
+        with read_only(path) as handle:
             line = os.pread(handle.fileno(), mark.end - mark.start, mark.start)
     except FileNotFoundError:
         raise Unfollowable(f"{path.parent.name}/{path.name} is gone") from None
     try:
-        seq = decode_line(line).seq
+        event = decode_line(line)
+        seq, found = event.seq, event.id
     except BadLine:
-        seq = -1
-    if seq != mark.seq:
+        seq, found = -1, ""
+    if seq != mark.seq or (mark.id and found != mark.id):
         raise Unfollowable(f"{path.parent.name}/{path.name} changed under the position")
 
 
 # -- how far a position is from the end of the log ---------------------------------
 
 
-def unread_bytes(events_dir: Path, position: Position) -> int | None:
-    """Bytes of log after ``position`` (None when the position does not fit the log)."""
+def unread_bytes(events_dir: Path, position: Position, folded: int = -1) -> int | None:
+    """Bytes of log after ``position`` (None when the position does not fit the log: a
+    segment it names is gone or shorter, or, given ``folded``, the bytes before it are no
+    longer the ``folded`` bytes a fold up to it read: a segment was deleted, cut, taken
+    back or rewritten before it)."""
+    found = _measure(events_dir, position)
+    if found is None or (folded >= 0 and found[0] != folded):
+        return None
+    return found[1]
+
+
+def folded_bytes(events_dir: Path, position: Position) -> int:
+    """Bytes of log a fold up to ``position`` read (-1 when it does not fit the log)."""
+    found = _measure(events_dir, position)
+    return found[0] if found is not None else -1
+
+
+def _measure(events_dir: Path, position: Position) -> tuple[int, int] | None:
+    """The bytes of log before ``position`` and after it (None when it does not fit)."""
     if not devices.is_per_device(events_dir):
-        return _flat_unread(seg.list_segments(events_dir), position)
+        if position.segment.startswith("{"):
+            return None
+        return _flat_measure(_sizes(events_dir), position)
     try:
         cursor = decode(position)
     except Unfollowable:
         return None
-    total = 0
+    before = after = 0
     for device in devices.device_dirs(events_dir):
         sizes = _sizes(events_dir / device)
         mark = cursor.devices.get(device)
         if mark is None:
-            total += sum(sizes.values())
+            after += sum(sizes.values())
             continue
-        found = _flat_unread_sizes(sizes, Position(mark.segment, mark.end))
+        found = _flat_measure(sizes, Position(mark.segment, mark.end))
         if found is None:
             return None
-        total += found
-    return total
+        before, after = before + found[0], after + found[1]
+    return before, after
 
 
 def _sizes(folder: Path) -> dict[str, int]:
@@ -274,15 +298,11 @@ def _sizes(folder: Path) -> dict[str, int]:
     return sizes
 
 
-def _flat_unread(paths: list[Path], position: Position) -> int | None:
-    if position.segment.startswith("{"):
-        return None
-    return _flat_unread_sizes({p.name: p.stat().st_size for p in paths}, position)
-
-
-def _flat_unread_sizes(sizes: dict[str, int], position: Position) -> int | None:
+def _flat_measure(sizes: dict[str, int], position: Position) -> tuple[int, int] | None:
     segment, offset = position
     if segment and (segment not in sizes or sizes[segment] < offset):
         return None
-    return sum(size - (offset if name == segment else 0) for name, size in sizes.items()
-               if name >= segment)  # fmt: skip
+    before = sum(size for name, size in sizes.items() if name < segment) + offset
+    after = sum(size - (offset if name == segment else 0) for name, size in sizes.items()
+                if name >= segment)  # fmt: skip
+    return before, after

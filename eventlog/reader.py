@@ -20,6 +20,7 @@ from memlog.eventlog import devices
 from memlog.eventlog import segments as seg
 from memlog.eventlog.codec import BadLine, decode_line, salvage
 from memlog.eventlog.events import Event
+from memlog.files import read_only
 
 _READ_CHUNK = 8 << 20
 #: the first read of a segment: small, so a reader that stops early (``memlog log | head``)
@@ -146,7 +147,7 @@ def read_segment(
     name, line_no, report = name or path.name, 1 if offset == 0 else None, _Once(on_damage)
     prev = _named_seq(path) - 1 if offset == 0 else 0
     size = _FIRST_CHUNK
-    with open(path, "rb") as handle:
+    with read_only(path) as handle:
         while True:
             data = os.pread(handle.fileno(), size, offset)
             lines, holder = data.split(b"\n"), _Holder(name, report, written, prev)

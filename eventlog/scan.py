@@ -31,6 +31,7 @@ from memlog.eventlog import devices
 from memlog.eventlog.codec import BadLine, decode_line
 from memlog.eventlog.events import Event, content_hash
 from memlog.eventlog.log import EventLog
+from memlog.files import read_only
 
 #: how much of the end of the log to read for its last complete lines
 TAIL_BYTES = 1 << 20
@@ -151,7 +152,7 @@ def about(log: EventLog, entry_id: str, description: str = "") -> Iterator[Event
 
 def _forwards(path: Path) -> Iterator[bytes]:
     """The complete lines of a segment, a chunk of whole lines at a time, in order."""
-    with open(path, "rb") as handle:
+    with read_only(path) as handle:
         carry = b""
         while True:
             data = handle.read(CHUNK)
@@ -222,7 +223,7 @@ def _not_after(line: bytes, up_to: int | None) -> bool:
 def _backwards(path: Path, needles: list[bytes], end: int | None = None) -> Iterator[bytes]:
     """The complete lines of a segment before byte ``end`` (a line's end; its end without),
     last first, that hold one of ``needles`` (any line without needles)."""
-    with open(path, "rb") as handle:
+    with read_only(path) as handle:
         at = os.fstat(handle.fileno()).st_size if end is None else end
         carry: bytes | None = None
         while at > 0:
@@ -241,7 +242,7 @@ def _backwards(path: Path, needles: list[bytes], end: int | None = None) -> Iter
 def _end_before(path: Path, up_to: int) -> int:
     """The end of a line of the segment after every line of sequence ``up_to`` or less and
     before the rest (found by bisection on the lines' sequence numbers)."""
-    with open(path, "rb") as handle:
+    with read_only(path) as handle:
         fd = handle.fileno()
         low, high = 0, os.fstat(fd).st_size
         while high - low > _CLOSE_ENOUGH:

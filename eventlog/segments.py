@@ -150,8 +150,10 @@ def _ends_batch(lines: list[bytes], at: int, seq: int) -> bool:
 HIGH_WATER_NAME = ".seq"
 #: the same, kept on the tail segment's own inode (an extended attribute), set once the
 #: lines are synced, so it is never ahead of them and costs no flush of its own; a tail cut
-#: or damaged later keeps it.  ``.seq`` keeps it where a file system has no such
-#: attributes, and through what replaces a segment's inode (a repair, a rewrite, a restore)
+#: or damaged later keeps it.  ``.seq`` keeps it too (written after each append, synced by
+#: the file system's next commit, or at once where a file system has no such attributes),
+#: so a tail segment deleted takes no sequence number with it, and through what replaces a
+#: segment's inode (a repair, a rewrite, a restore)
 HIGH_WATER_ATTR = "user.memlog.seq"
 _HIGH_WATER_WIDTH = 20
 
@@ -175,11 +177,12 @@ def segment_mark(path: Path) -> int | None:
     return int(value) if value.isdigit() else None
 
 
-def raise_high_water_file(folder: Path, seq: int) -> None:
-    """Raise ``folder``'s ``.seq`` to ``seq`` (made when missing), synced."""
+def raise_high_water_file(folder: Path, seq: int, sync: bool = True) -> None:
+    """Raise ``folder``'s ``.seq`` to ``seq`` (made when missing), synced unless not
+    ``sync`` (the file system's next commit writes it)."""
     fd = open_high_water(folder, seq)
     try:
-        raise_high_water(fd, seq)
+        raise_high_water(fd, seq, sync)
     finally:
         os.close(fd)
 
@@ -217,13 +220,15 @@ def open_high_water(folder: Path, at_least: int) -> int:
     return fd
 
 
-def raise_high_water(fd: int, seq: int) -> None:
-    """Record that ``seq`` was handed out, synced; the mark is never lowered."""
+def raise_high_water(fd: int, seq: int, sync: bool = True) -> None:
+    """Record that ``seq`` was handed out (synced unless not ``sync``); the mark is never
+    lowered."""
     text = os.pread(fd, 64, 0).strip()
     if text.isdigit() and int(text) >= seq:
         return
     os.pwrite(fd, _high_water_bytes(seq), 0)
-    os.fdatasync(fd)
+    if sync:
+        os.fdatasync(fd)
 
 
 def _high_water_bytes(seq: int) -> bytes:
@@ -338,7 +343,7 @@ def read_quarantine(home: Path) -> list[QuarantineRecord]:
 def seq_ending_at(path: Path, end: int) -> int | None:
     """The sequence of the good line of ``path`` that ends exactly at ``end`` (None if none)."""
     try:
-        fd = os.open(path, os.O_RDONLY)
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
     except OSError:
         return None
     try:

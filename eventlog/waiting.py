@@ -20,14 +20,20 @@ def default_wait() -> float:
 
 
 def on_lock_wait(notice: Callable[[str], None]) -> None:
-    """Have ``notice`` told, once a writer has waited two seconds for the log, who holds it
-    (the command line prints it; hooks and servers stay silent)."""
+    """Have ``notice`` told, once a writer has waited two seconds for the log, who holds it,
+    and what else a writer has to say as it writes (``tell``: the command line prints it;
+    hooks and servers stay silent)."""
     _NOTICES.append(notice)
 
 
 def notice(holder: str) -> None:
+    tell(f"waiting for the log: {holder} holds its lock")
+
+
+def tell(message: str) -> None:
+    """Say ``message`` to whoever listens (``on_lock_wait``)."""
     for told in _NOTICES:
-        told(f"waiting for the log: {holder} holds its lock")
+        told(message)
 
 
 def busy(events_dir: Path, wait: float) -> Callable[[str], Exception]:

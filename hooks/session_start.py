@@ -137,6 +137,8 @@ def _work(payload: dict[str, Any], home: Path, started: float, box: dict[str, An
     box["context"] = result.text
     for note in result.notes:
         log_error(home, note)
+        if "is damaged (" in note:  # the user learns why a start injects less than it knows
+            sys.stderr.write(f"memlog hook: {note}\n")
 
 
 def workspace(cwd: str, home: Path) -> Workspace:

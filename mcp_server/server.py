@@ -158,7 +158,7 @@ class Server:
         if not isinstance(arguments, dict):
             raise Refused(protocol.INVALID_PARAMS, "Invalid params: arguments must be an object")
         try:
-            outcome = as_data(self._run(tool, catalog.check(tool, arguments)))
+            outcome = as_data(self._healing(tool, catalog.check(tool, arguments)))
         except catalog.Invalid as exc:
             return self._failed(name, str(exc))
         except Exception as exc:  # noqa: BLE001 - one line to the model, the details logged
@@ -168,6 +168,22 @@ class Server:
         if self.version >= "2025-06-18":
             shown["structuredContent"] = outcome
         return {**shown, "isError": False}
+
+    def _healing(self, tool: catalog.Tool, values: dict[str, Any]) -> Any:
+        """``_run``; a tool that only reads and finds the views damaged (SQLite calls
+        ``memory.db`` malformed) has them rebuilt from the log and runs again, once."""
+        try:
+            return self._run(tool, values)
+        except Exception as exc:
+            from memlog.api.healing import heal
+            from memlog.projections.sqlite_view.damage import is_corrupt
+
+            ws = self.backend.ws
+            if tool.name == "store_memory" or ws is None or not is_corrupt(exc):
+                raise
+            if not heal(ws.home, str(exc), ws.space):
+                raise
+        return self._run(tool, values)
 
     def _run(self, tool: catalog.Tool, values: dict[str, Any]) -> Any:
         ws, tools = self.backend.ready()

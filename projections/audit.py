@@ -11,10 +11,11 @@ import msgspec
 
 from memlog.eventlog.bounds import Bound
 from memlog.projections import markdown_sync
-from memlog.projections.freshness import db_path
+from memlog.projections.freshness import db_path, stored_seq
 from memlog.projections.markdown_view.writer import load_state, markdown_files
 from memlog.projections.runner import catch_up, rebuild
 from memlog.projections.sqlite_view import index_files, packsums, store
+from memlog.projections.sqlite_view.damage import is_corrupt
 from memlog.projections.sqlite_view.digest import (
     digest_of,
     entry_digests,
@@ -49,14 +50,23 @@ def audit(home: Path, space: Space) -> Audit:
     while ``space`` has no vector).
     """
     catch_up(home, space)
-    live = _live_database(home)
+    try:
+        live = _live_database(home)
+    except sqlite3.DatabaseError as exc:
+        if not is_corrupt(exc):
+            raise
+        live = _Live(stored_seq(home), None, "", {}, [f"{store.DB_NAME}: {exc}"])
     md_seq, md_live = _live_markdown(home)
     kept = live.space or space
     with tempfile.TemporaryDirectory(prefix="memlog-audit-") as tmp:
         aside = Path(tmp) / "views"
         rebuild(home, kept, Bound(live.seq, None), aside)
         aside_db = sqlite_digest(db_path(aside))
-        drift = [] if live.digest == aside_db else _entry_drift(live.entries, db_path(aside))
+        drift = (
+            []
+            if live.digest == aside_db or not live.digest
+            else _entry_drift(live.entries, db_path(aside))
+        )
         if md_seq != live.seq:
             aside = Path(tmp) / "markdown"
             rebuild(home, kept, Bound(md_seq, None), aside)
@@ -83,6 +93,9 @@ def _live_database(home: Path) -> _Live:
     view names stay while they are checked)."""
     path = db_path(home)
     with index_files.preparing(home), store.opened(path) as db, store.transaction(db):
+        with index_files.undoable(db, home):  # what a killed catch-up patched goes back
+            pass
+        index_files.committed(home)
         return _Live(
             store.get_position(db).seq,
             store.space_of(db),

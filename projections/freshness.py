@@ -13,9 +13,10 @@ from pathlib import Path
 
 from memlog.eventlog.log import START, EventLog, Position
 from memlog.eventlog.merged import unread_bytes
+from memlog.eventlog.redaction_journal import JOURNAL_NAME
 from memlog.eventlog.segments import REWRITE_JOURNAL
 from memlog.projections.markdown_view.writer import FORMAT, load_state
-from memlog.projections.sqlite_view import store
+from memlog.projections.sqlite_view import damage, store
 from memlog.projections.sqlite_view.schema import SCHEMA_VERSION, VIEW_FORMAT
 from memlog.vocabulary import Space
 
@@ -28,9 +29,14 @@ def db_path(folder: Path) -> Path:
 
 def current_seq(home: Path, space: Space) -> int | None:
     """The views' sequence when they already reflect the whole log in ``space``, else None
-    (also while a redaction a crash cut short waits to be finished)."""
+    (also while a redaction a crash cut short waits to be finished, or damage found in
+    them waits to be rebuilt)."""
     if not db_path(home).exists() or (home / "events" / REWRITE_JOURNAL).exists():
         return None
+    if (home / JOURNAL_NAME).exists():
+        return None  # a redaction to finish: the views may hold its text
+    if damage.marked(home) is not None:
+        return None  # the next catch-up rebuilds them
     try:
         with store.opened(db_path(home), readonly=True) as db:
             in_space = store.space_in_force(db, space) is not None
@@ -39,7 +45,7 @@ def current_seq(home: Path, space: Space) -> int | None:
             stored = store.get_position(db)
     except sqlite3.DatabaseError:
         return None
-    if unread_bytes(home / "events", stored.position) != 0:
+    if unread_bytes(home / "events", stored.position, stored.folded) != 0:
         return None
     current = in_space and version == str(SCHEMA_VERSION) and view_format == VIEW_FORMAT
     current = current and _markdown_current(home)
@@ -68,7 +74,7 @@ def lag_bytes(home: Path) -> int:
             stored = store.get_position(db)
     except sqlite3.DatabaseError:
         return 0  # unreadable: catch_up rebuilds it, whatever the size
-    found = unread_bytes(events_dir, stored.position)
+    found = unread_bytes(events_dir, stored.position, stored.folded)
     return total if found is None else found
 
 

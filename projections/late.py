@@ -46,6 +46,9 @@ from memlog.projections.markdown_view import branch, render
 from memlog.projections.sqlite_view import ledger, lines, store, vectors
 from memlog.vocabulary import Space
 
+#: why late events with a redaction among them rebuild the views
+REDACTION = "a redaction"
+
 
 class Unplaceable(Exception):
     """The late events cannot be folded in place: the views are rebuilt from the log."""
@@ -72,10 +75,12 @@ class Touched(NamedTuple):
 
 class Refolded(NamedTuple):
     """The state of what the late events touched, as a replay makes it, and the first
-    observation of each entry in it (``lines.First``)."""
+    observation of each entry in it (``lines.First``); ``held``: the same folded from the
+    events the views hold alone (what the views must show of it, ``check_held``)."""
 
     state: State
     firsts: dict[str, lines.First]
+    held: State
 
 
 def fold_in(
@@ -99,7 +104,10 @@ def fold_in(
     vectors.attach(db, folder, stored)
     before = writes.Snapshot.of(stored, space)
     done = refold(db, log.events_dir, found, touched)
-    after = store.Stored(encode(advanced(base, found)), base.n + len(found))
+    check_held(db, done.held, stored, touched)
+    after = store.Stored.measured(
+        log.events_dir, encode(advanced(base, found)), base.n + len(found)
+    )
     from memlog.projections import placing  # numpy: only when a late event comes
 
     try:
@@ -141,7 +149,7 @@ def late_records(
     text it took out of earlier lines)."""
     late = list(unfolded(events_dir, position, on_damage))
     if any(isinstance(item.record.event, Redacted) for item in late):
-        raise Unplaceable("a redaction")
+        raise Unplaceable(REDACTION)
     return late
 
 
@@ -162,32 +170,64 @@ def refold(
         _Timed((line.stamp, e.id), e, False) for line, e in _read(events_dir, _held(db, touched))
     ]
     timed = sorted([*held, *(_Timed(i.key, i.record.event, True) for i in late)])
-    state, firsts = State(), dict[str, lines.First]()
+    state, firsts, before = State(), dict[str, lines.First](), State()
     for key, event, arrived_late in timed:
         ids = event.entry_ids  # (an observation's id is a hash: once)
         if isinstance(event, Observed) and ids[0] in touched.ids and ids[0] not in firsts:
             firsts[ids[0]] = lines.First(key, arrived_late)
         if _about(event, ids, touched):
             apply(state, event)
+            if not arrived_late:
+                apply(before, event)
     state.touched = touched.ids & state.entries.keys()
     state.touched_ledger = {f"session:{s}" for s in touched.sessions if s in state.sessions}
     state.touched_ledger |= {f"spend:{d}" for d in touched.days if d in state.spend}
-    return Refolded(state, firsts)
+    return Refolded(state, firsts, before)
 
 
-def _held(db: sqlite3.Connection, touched: Touched) -> list[lines.Line]:
+def _held(db: sqlite3.Connection, touched: Touched) -> dict[lines.Line, set[str]]:
+    """Where the events about what ``touched`` names are, each line with the keys whose
+    rows name it."""
     try:
-        return sorted(lines.of(db, touched.keys()))
+        return lines.keyed(db, touched.keys())
     except lines.Damaged as exc:
         raise Unplaceable(str(exc)) from None
 
 
-def _read(events_dir: Path, found: list[lines.Line]) -> Iterable[tuple[lines.Line, Event]]:
-    """The events at ``found`` (``Unplaceable`` when a line is gone or no longer one)."""
+def _read(
+    events_dir: Path, found: dict[lines.Line, set[str]]
+) -> Iterable[tuple[lines.Line, Event]]:
+    """The events at ``found`` (``Unplaceable`` when a line is gone, no longer one, or not
+    an event about a key whose row named it)."""
     try:
-        yield from lines.events_at(events_dir, found)
+        for line, event in lines.events_at(events_dir, sorted(found)):
+            if found[line].isdisjoint(lines.keys(event, event.entry_ids)):
+                raise Unplaceable(f"a line indexed under {min(found[line])} is about other keys")
+            yield line, event
     except lines.Damaged as exc:
         raise Unplaceable(str(exc)) from None
+
+
+def check_held(
+    db: sqlite3.Connection, held: State, stored: dict[str, Entry], touched: Touched
+) -> None:
+    """``Unplaceable`` unless the events the views hold about what ``touched`` names (read
+    where ``lines`` says they are) fold to what the views show of it: the entries, the
+    sessions, the days of spend and the maintenance times.  A row of ``lines`` that lost a
+    line, names another key's lines, or is gone, folds to something else."""
+    for entry_id in sorted(touched.ids):
+        if held.entries.get(entry_id) != stored.get(entry_id):
+            raise Unplaceable(f"the lines of entry {entry_id} do not fold to what the views hold")
+    sessions = {s.id: s for s in ledger.stored_sessions(db, touched.sessions)}
+    for session_id in sorted(touched.sessions):
+        if held.sessions.get(session_id) != sessions.get(session_id):
+            raise Unplaceable(f"the lines of session {session_id} do not fold to its row")
+    days = {d.day: d for d in ledger.stored_spend(db, touched.days)}
+    for day in sorted(touched.days):
+        if held.spend.get(day) != days.get(day):
+            raise Unplaceable(f"the lines of {day} do not fold to its spend")
+    if held.maintenance != ledger.stored_maintenance(db):
+        raise Unplaceable("the maintenance lines do not fold to the times the views hold")
 
 
 def _about(event: Event, ids: tuple[str, ...], touched: Touched) -> bool:

@@ -6,8 +6,9 @@ aside database (``.memory.db.rebuild-<pid>-…``), the size of the view: on a
 nearly full disk that alone keeps every later command failing.  ``sweep``
 removes those of processes that are gone (or older than a day), in every
 folder memlog writes.  ``failure`` turns a write that ran out of room (or met
-a disk error) into one line naming the cause and the file, and saying that
-nothing was lost: the log holds every event, and the views are rebuilt from it.
+the process's file size limit, or a disk error) into one line naming the
+cause and the file, and saying that nothing was lost: the log holds every
+event, and the views are rebuilt from it.
 """
 
 from __future__ import annotations
@@ -40,7 +41,7 @@ def remove_stale_asides(folder: Path) -> list[Path]:
     for path in folder.glob(f"{_ASIDE}*"):
         pid = path.name[len(_ASIDE) :].split("-", 1)[0]
         if pid.isdigit() and not alive(int(pid)):
-            with contextlib.suppress(FileNotFoundError):
+            with contextlib.suppress(OSError):  # gone already, or a home only read
                 path.unlink()
                 removed.append(path)
     return removed
@@ -61,19 +62,40 @@ def _folders(home: Path) -> list[Path]:
 
 
 def failure(exc: BaseException, path: Path) -> ViewError | None:
-    """One line for a write of ``path`` that met a full disk or a disk error (None for any
-    other failure)."""
+    """One line for a write of ``path`` that met a full disk, the process's file size limit
+    or a disk error, naming the cause (None for any other failure)."""
     if isinstance(exc, sqlite3.Error):
         code = (getattr(exc, "sqlite_errorcode", 0) or 0) & 0xFF
         full = code == _SQLITE_FULL or "database or disk is full" in str(exc)
         io = code == _SQLITE_IOERR or "disk I/O error" in str(exc)
         if full or (io and nearly_full(path.parent)):
             return ViewError(f"no space left on device while writing {path.name}; {_AFTER_DISK}")
+        if io and size_limit() is not None:  # SQLite says I/O error for EFBIG too
+            return _too_large(path.name)
         if io:
             return ViewError(f"disk I/O error while writing {path.name} ({exc}); {_AFTER_DISK}")
         return None
+    if isinstance(exc, OSError) and exc.errno == errno.EFBIG:
+        return _too_large(Path(exc.filename).name if exc.filename else path.name)
     if isinstance(exc, OSError) and exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EIO):
         where = Path(exc.filename).name if exc.filename else path.name
         cause = "no space left on device" if exc.errno != errno.EIO else "disk I/O error"
         return ViewError(f"{cause} while writing {where}; {_AFTER_DISK}")
     return None
+
+
+def size_limit() -> int | None:
+    """The largest file this process may write (``ulimit -f``), None when unlimited."""
+    import resource  # (only when a write failed)
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_FSIZE)
+    return None if soft == resource.RLIM_INFINITY else int(soft)
+
+
+def _too_large(name: str) -> ViewError:
+    limit = size_limit()
+    said = f": {limit} bytes" if limit is not None else ""
+    return ViewError(
+        f"the file size limit (ulimit -f{said}) stopped the write of {name}; nothing was "
+        "lost: the log holds every event (run the command again without that limit)"
+    )

@@ -36,7 +36,12 @@ from memlog.projections.markdown_view.writer import (
     write_files,
 )
 from memlog.projections.sqlite_view import store
-from memlog.projections.sqlite_view.queries import branch_members, holds_any, live_members
+from memlog.projections.sqlite_view.queries import (
+    branch_members,
+    holds_any,
+    live_members,
+    source_projects,
+)
 
 LOCK_NAME = ".markdown.lock"
 #: the most edits a file is patched with: each is a pass over its text (12,000 edits of a
@@ -187,7 +192,8 @@ def _members(db: sqlite3.Connection, path: str, projects: set[str]) -> list[Entr
     a branch file: every entry that ever joined its memories, ``projects`` being their keys)."""
     if branch.is_branch_file(path):
         return [e for e in branch_members(db, projects) if path in render.paths_of(e)]
-    return [e for e in live_members(db, *_file_of(path, projects)) if path in render.paths_of(e)]
+    return [e for e in live_members(db, *_file_of(db, path, projects))
+            if path in render.paths_of(e)]  # fmt: skip
 
 
 def _held_by_any(db: sqlite3.Connection, path: str, projects: set[str]) -> bool:
@@ -195,14 +201,23 @@ def _held_by_any(db: sqlite3.Connection, path: str, projects: set[str]) -> bool:
     file for every path some entry has, even with none of them live)."""
     if branch.is_branch_file(path):
         return bool(_members(db, path, projects))
-    return holds_any(db, *_file_of(path, projects))
+    return holds_any(db, *_file_of(db, path, projects))
 
 
-def _file_of(path: str, projects: set[str]) -> tuple[str, set[str] | None]:
-    """The category of a project or global file, and the projects of its entries (None:
-    the global file, of promoted entries)."""
+def _file_of(db: sqlite3.Connection, path: str, projects: set[str]) -> tuple[str, set[str] | None]:
+    """The category of a project or global file, and the projects whose entries it shows
+    (None: the global file, of promoted entries): those of ``projects`` (the projects of
+    the entries a catch-up touched, and the ones they left, which may name others) whose
+    folder it is, else the view's projects whose folder it is.  An entry of another
+    project's file never keeps this one, nor hides this one's."""
     category = path.rsplit("/", 1)[-1].removesuffix(".md")
-    return category, projects if path.startswith("projects/") else None
+    if not path.startswith("projects/"):
+        return category, None
+    folder = path.split("/")[1]
+    own = {p for p in [*projects, folder, ""] if render.project_dir(p) == folder}
+    if not own:  # a name changed to make the folder: the view knows it
+        own = {p for p in source_projects(db, category) if render.project_dir(p) == folder}
+    return category, own
 
 
 def write_markdown(

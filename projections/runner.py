@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from memlog.errors import MemlogError, ViewError
-from memlog.eventlog import rewrite, snapshot, spool
+from memlog.eventlog import redaction_journal, rewrite, snapshot, spool
 from memlog.eventlog.bounds import Bound, within
 from memlog.eventlog.events import Redacted
 from memlog.eventlog.ids import utc_now
@@ -33,12 +33,20 @@ from memlog.projections.fold import State, apply
 from memlog.projections.freshness import current_seq, db_path, stored_seq
 from memlog.projections.markdown_view import render
 from memlog.projections.markdown_view.writer import load_state, remove_unplanned
-from memlog.projections.sqlite_view import index_files, indexes, ledger, lines, store, vectors
+from memlog.projections.sqlite_view import (
+    damage,
+    index_files,
+    indexes,
+    ledger,
+    lines,
+    store,
+    vectors,
+)
+from memlog.projections.sqlite_view.damage import is_corrupt
 from memlog.projections.sqlite_view.schema import VIEW_FORMAT
 from memlog.spawn import spawn_memlog
 from memlog.vocabulary import DEFAULT_SPACE, Space
 
-_CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
 #: where versions before the packed slots kept the vector files
 LEGACY_VECTOR_DIR = "vectors"
 Progress = Callable[[int], None]
@@ -61,14 +69,28 @@ class Rebuilt(NamedTuple):
 
 
 class _NeedsRebuild(Exception):
-    """The stored position no longer matches the log."""
+    """The stored position no longer matches the log (the argument: a line saying how,
+    when it is worth telling)."""
 
 
-def is_corrupt(exc: sqlite3.Error) -> bool:
-    code = getattr(exc, "sqlite_errorcode", None)
-    if code is not None:
-        return code & 0xFF in _CORRUPT_CODES
-    return "malformed" in str(exc) or "not a database" in str(exc)
+#: why a catch-up rebuilds the views when events it follows on to redacted earlier ones
+REDACTED = "a redaction"
+#: what a catch-up says when the log holds less than the views were folded from
+SHRUNK = (
+    "the log holds less than the views were built from (a segment deleted or cut short; "
+    "memlog verify names what is missing): the views were rebuilt from what is left, and "
+    "no sequence number handed out is used again"
+)
+
+
+def _shrunk(log: EventLog, stored: store.Stored) -> str:
+    """``SHRUNK`` when the log before the views' place is shorter than what they folded
+    (or the segment it names is gone), "" when it grew or was rewritten (a redaction, a
+    segment taken back from the remote)."""
+    from memlog.eventlog.merged import folded_bytes
+
+    now = folded_bytes(log.events_dir, stored.position)
+    return SHRUNK if now < 0 or 0 <= now < stored.folded else ""
 
 
 # -- catch-up -----------------------------------------------------------------
@@ -89,28 +111,56 @@ def catch_up(
     """
     log = EventLog(home)
     rewrite.recover(log)  # a redaction a crash cut short is finished before anything reads
+    finished = _finish_redaction(home, space)
+    if finished:
+        return finished
     _fold_spool(log)
     if not log.segments() and not db_path(home).exists():
         return CatchUp(0, False, 0, [])
     if snapshot.is_snapshot(home):
         return CatchUp(0, False, stored_seq(home), [])
-    current = current_seq(home, space)
+    leftovers.remove_stale_asides(home)  # a rebuild's aside, the size of the view: even reads
+    damaged = damage.marked(home)
+    current = current_seq(home, space) if damaged is None else None
     if current is not None:
         return CatchUp(0, False, current, [])
     leftovers.sweep(home)  # what a killed writer left
+    said = [] if damaged is None else [f"the views were damaged ({damaged}): rebuilt from the log"]
+    redacted = False
     try:
-        return _incremental(home, log, space, on_damage, lock_wait)
-    except _NeedsRebuild:
-        pass
+        if damaged is None:
+            return _incremental(home, log, space, on_damage, lock_wait)
+    except _NeedsRebuild as exc:
+        said = [str(exc)] if str(exc) and str(exc) != REDACTED else []
+        redacted = str(exc) == REDACTED
     except sqlite3.DatabaseError as exc:
         if not is_corrupt(exc):
             raise leftovers.failure(exc, db_path(home)) or ViewError(
                 f"cannot update {db_path(home)}: {exc}"
             ) from None
+        said = [f"{db_path(home).name} was damaged ({exc}): rebuilt from the log"]
     except OSError as exc:
         raise leftovers.failure(exc, db_path(home)) or exc from None
     done = rebuild(home, space)
-    return CatchUp(done.applied, True, done.seq, done.notes)
+    damage.clear(home)
+    if redacted:  # no page of the views from before the redaction stays on disk
+        from memlog.projections.scrub import truncate_wal
+
+        truncate_wal(home)
+    return CatchUp(done.applied, True, done.seq, said + done.notes)
+
+
+def _finish_redaction(home: Path, space: Space) -> CatchUp | None:
+    """The views rebuilt once a redaction a run left unfinished is finished (None when
+    there was none: its journal is what tells)."""
+    if redaction_journal.pending(home) is None or snapshot.is_snapshot(home):
+        return None
+    from memlog.projections.scrub import finish_redaction
+
+    built: list[Rebuilt] = []
+    notes = finish_redaction(home, lambda: built.append(rebuild(home, space)))
+    done = built[-1]
+    return CatchUp(done.applied, True, done.seq, notes + done.notes)
 
 
 def _fold_spool(log: EventLog) -> None:
@@ -131,7 +181,7 @@ def _incremental(
 ) -> CatchUp:
     busy = store.BUSY_TIMEOUT_MS if lock_wait is None else max(int(lock_wait * 1000), 0)
     with _preparing(home), store.opened(db_path(home), busy_ms=busy) as db:
-        with store.transaction(db):
+        with store.transaction(db), index_files.undoable(db, home):
             before = store.get_position(db)
             kept = _check_layout(db, before, space)
             try:
@@ -142,9 +192,12 @@ def _incremental(
                 except _Late:
                     changed, arrived_late = late.fold_in(db, home, kept, log, before, on_damage)
                     applied = arrived_late
-            except (indexes.Unpatchable, late.Unplaceable):
+            except late.Unplaceable as exc:
+                raise _NeedsRebuild(REDACTED if str(exc) == late.REDACTION else "") from None
+            except indexes.Unpatchable:
                 raise _NeedsRebuild from None
             after = store.get_position(db)
+        index_files.committed(home)
     _sweep(home)
     notes = markdown_sync.follow(home, db_path(home), changed, before, after)
     return CatchUp(applied, False, after.seq, notes, arrived_late)
@@ -158,8 +211,8 @@ def _records_after(
     log: EventLog, stored: store.Stored, on_damage: DamageHandler | None
 ) -> list[Record]:
     segment = stored.position.segment
-    if segment and unread_bytes(log.events_dir, stored.position) is None:
-        raise _NeedsRebuild  # the segment is gone or shorter: the log was rewritten
+    if segment and unread_bytes(log.events_dir, stored.position, stored.folded) is None:
+        raise _NeedsRebuild(_shrunk(log, stored))  # the log was cut, rewritten or restored
     if not segment and stored.seq:
         raise _NeedsRebuild
     if not log.ends_at(stored.position, stored.seq):
@@ -173,7 +226,7 @@ def _records_after(
     if records and records[0].ordinal <= stored.seq:
         raise _NeedsRebuild
     if any(isinstance(r.event, Redacted) for r in records):
-        raise _NeedsRebuild  # earlier lines were rewritten: only a replay removes their text
+        raise _NeedsRebuild(REDACTED)  # earlier lines were rewritten: only a replay removes it
     return records
 
 
@@ -200,7 +253,7 @@ def _apply(
         slots[entry_id] = count + n
     total = count + len(state.created)
     lines.add(db, (row for r in records for row in lines.rows_of(r)))
-    after = store.Stored(records[-1].after, records[-1].ordinal)
+    after = store.Stored.measured(folder / "events", records[-1].after, records[-1].ordinal)
     return writes.write(db, folder, space, state, before, writes.Slots(slots, total), after)
 
 
@@ -248,8 +301,8 @@ def fold_log(
             progress(1000)
     if progress is not None:
         progress(applied % 1000)
-    stored = store.Stored(last.after, last.ordinal) if last else store.Stored(START, 0)
-    return state, stored, applied
+    place = (last.after, last.ordinal) if last else (START, 0)
+    return state, store.Stored.measured(log.events_dir, *place), applied
 
 
 def rebuild(
@@ -280,6 +333,8 @@ def rebuild(
         written.last = {}  # the files of a rebuild are rendered whole: no order known yet
         notes = remove_unplanned(folder, files, written)
         notes += markdown_sync.write_markdown(folder, files, written, stored)
+    if target is None:
+        damage.clear(home)  # what damage was noted is gone with the views it was found in
     live = sum(1 for e in state.entries.values() if e.live)
     return Rebuilt(applied, live, stored.seq, notes)
 

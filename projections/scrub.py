@@ -18,11 +18,12 @@ import base64
 import os
 import re
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 import msgspec
 
+from memlog.eventlog import redaction_journal
 from memlog.eventlog import segments as seg
 from memlog.eventlog.redaction import REDACTED
 from memlog.files import atomic_write
@@ -34,8 +35,11 @@ from memlog.projections.sqlite_view.index_files import INDEX_DIR
 #: earlier versions kept the packed vectors)
 _SKIP_DIRS = frozenset({"events", INDEX_DIR, "vectors"})
 _SKIP_FILES = frozenset(
-    {store.DB_NAME, f"{store.DB_NAME}-wal", f"{store.DB_NAME}-shm", seg.QUARANTINE_NAME}
-)
+    {
+        store.DB_NAME, f"{store.DB_NAME}-wal", f"{store.DB_NAME}-shm", seg.QUARANTINE_NAME,
+        redaction_journal.JOURNAL_NAME,  # what is being removed: it goes once all else is clean
+    }
+)  # fmt: skip
 _CHECKPOINT_TRIES = 20
 
 
@@ -158,3 +162,30 @@ def _replace(data: bytes, patterns: list[re.Pattern[bytes]]) -> bytes:
     for pattern in patterns:
         data = pattern.sub(REDACTED.encode(), data)
     return data
+
+
+def finish_redaction(home: Path, rebuild_views: Callable[[], object]) -> list[str]:
+    """Finish the redaction a run left unfinished (its journal, ``redaction_journal``):
+    the log rewritten if its rewrite never committed, the text out of every other file
+    of the home, the views rebuilt (``rebuild_views``), the write-ahead log truncated;
+    then the journal goes.  A line saying so (none when there was nothing to finish)."""
+    from memlog.eventlog.expunge import NothingFound, Target, expunge
+    from memlog.eventlog.log import EventLog
+
+    pending = redaction_journal.pending(home)
+    if pending is None:
+        return []
+    texts = [*pending.texts, *([pending.needle] if pending.needle else [])]
+    if pending.entry_id is not None or pending.needle is not None:
+        try:  # a rewrite that never committed is made now; one that did finds nothing
+            target = Target(pending.entry_id, pending.needle)
+            done = expunge(EventLog(home, command="redact"), target, pending.reason)
+            texts += done.removed
+        except NothingFound:
+            pass
+    scrub_home(home, texts)
+    rebuild_views()
+    scrub_home(home, texts)  # the backups the rebuild made of hand-edited files
+    truncate_wal(home)
+    redaction_journal.done(home)
+    return ["a redaction a run left unfinished was finished: the text is out of every file"]

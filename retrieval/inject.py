@@ -9,13 +9,16 @@ answers instead and says why in a note.  An empty home is not a failure.
 
 from __future__ import annotations
 
+import sqlite3
+import time
 from pathlib import Path
 
 import msgspec
 
-from memlog.errors import MemlogError
+from memlog.errors import LinkRefused, MemlogError
 from memlog.eventlog.scan import has_events
 from memlog.projections.freshness import current_seq
+from memlog.projections.sqlite_view import damage
 from memlog.projections.sqlite_view.packsums import noticed, refused
 from memlog.projections.sqlite_view.store import DB_NAME
 from memlog.retrieval import light
@@ -27,10 +30,16 @@ def build(request: Request) -> Injection:
     semantic = request.semantic_only or request.config.memory_semantic_enabled
     if not semantic or never_written(request.home):
         return markdown_injection(request)
+    writes = request.catch_up  # (a caller that asked for no catch-up has no rebuild here)
     try:
         if request.catch_up and current_seq(request.home, request.ws.space) is not None:
             request = msgspec.structs.replace(request, catch_up=False)  # nothing to catch up
         found = _ranked(request)
+    except sqlite3.DatabaseError as exc:
+        if damage.is_corrupt(exc):
+            found = _healed(request, exc, writes)
+        else:
+            found = _markdown(request, exc)
     except (MemlogError, OSError, ValueError) as exc:
         found = markdown_injection(request)
         found.notes.append(f"semantic retrieval failed ({exc}); used markdown")
@@ -41,6 +50,55 @@ def build(request: Request) -> Injection:
         f"{n}: ranked from the rows; memlog replay writes it again" for n in noticed()
     )
     return found
+
+
+def _markdown(request: Request, exc: Exception) -> Injection:
+    found = markdown_injection(request)
+    found.notes.append(f"semantic retrieval failed ({type(exc).__name__}: {exc})")
+    return found
+
+
+#: bytes of log a rebuild of the views folds and writes in a second, at the least (what
+#: decides whether one fits in the time a hook has left)
+REBUILD_BYTES_PER_SECOND = 1 << 20
+
+
+def _healed(request: Request, exc: sqlite3.DatabaseError, writes: bool) -> Injection:
+    """The injection while damaged views are rebuilt from the log: the markdown pipeline's
+    when it has entries and the caller writes no views (``writes``: it asked for a
+    catch-up); else the ranking of views rebuilt here, when the rebuild fits in the time
+    left; else the markdown pipeline's, the rebuild left to the background, and a note
+    saying so (a start that injects nothing says why)."""
+    from memlog.projections.runner import catch_up, catch_up_in_background
+
+    home, space = request.home, request.ws.space
+    damage.mark(home, f"{DB_NAME}: {exc}")
+    fallback = markdown_injection(request)
+    if not writes and fallback.chosen:
+        catch_up_in_background(home, request.ws.root)
+        fallback.notes.append(f"{DB_NAME} is damaged ({exc}): rebuilt in the background")
+        return fallback
+    left = request.deadline - time.monotonic()
+    if log_bytes(home) <= left * REBUILD_BYTES_PER_SECOND:
+        try:
+            catch_up(home, space, lock_wait=request.lock_wait)  # rebuilt: marked damaged
+            return _ranked(msgspec.structs.replace(request, catch_up=False))
+        except Exception as again:  # noqa: BLE001 - the rebuild failed as well: say so below
+            exc = sqlite3.DatabaseError(f"{exc}; rebuilding failed: {again}")
+    catch_up_in_background(home, request.ws.root)
+    fallback.notes.append(
+        f"{DB_NAME} is damaged ({exc}): it is being rebuilt from the log in the background; "
+        "this time ranked from the markdown files"
+    )
+    return fallback
+
+
+def log_bytes(home: Path) -> int:
+    """The bytes of the log (what a rebuild folds)."""
+    from memlog.eventlog.merged import unread_bytes
+    from memlog.eventlog.reader import START
+
+    return unread_bytes(home / "events", START) or 0
 
 
 def _ranked(request: Request) -> Injection:
@@ -78,6 +136,8 @@ def caught_up(request: Request) -> tuple[Request, list[str]]:
             catch_up_in_background(request.home)
             return done, [f"views are {behind} bytes behind the log; catching up in the background"]
         catch_up(request.home, request.ws.space, lock_wait=request.lock_wait)
+    except LinkRefused:
+        raise  # never read past: the command stops there
     except (MemlogError, OSError) as exc:
         return done, [f"views not caught up ({exc}); read as they are"]
     return done, []

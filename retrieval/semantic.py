@@ -22,7 +22,7 @@ import numpy.typing as npt
 
 from memlog.config import Config
 from memlog.embeddings.base import EmbeddingProvider
-from memlog.errors import MemlogError
+from memlog.errors import LinkRefused, MemlogError
 from memlog.projections.fold import Entry
 from memlog.projections.freshness import lag_bytes
 from memlog.projections.sqlite_view.reading import Candidates, Snapshot
@@ -160,6 +160,8 @@ class SemanticRun:
                 catch_up_in_background(home, self.request.ws.root)
                 return
             catch_up(home, self.space, lock_wait=self.request.lock_wait)
+        except LinkRefused:
+            raise  # never read past: the command stops there
         except (MemlogError, OSError) as exc:
             self.notes.append(f"views not caught up ({exc}); read as they are")
 

@@ -36,8 +36,8 @@ from memlog.eventlog.log import EventLog
 from memlog.files import atomic_write
 from memlog.home import ensure_dir
 from memlog.locking import locked_within
-from memlog.sync import local, restore, setup, views
-from memlog.sync.merge import Merged, merge
+from memlog.sync import local, restore, setup, versions, views
+from memlog.sync.merge import Merged, held_by, is_device_file, merge
 from memlog.sync.repo import (
     BRANCH,
     LOCAL_REF,
@@ -48,7 +48,7 @@ from memlog.sync.repo import (
     first_line,
 )
 from memlog.sync.sealed import SUFFIX
-from memlog.sync.sealing import Sealer, event_path
+from memlog.sync.sealing import Sealer, device_of, event_path, is_head
 from memlog.sync.state import Outcome, SyncState, load_state, save_state
 from memlog.vocabulary import MAX_EVENT_BYTES, Space
 
@@ -74,20 +74,22 @@ def sync(
     ``key``: the sync key given to join a remote (else ``MEMLOG_SYNC_KEY``)."""
     with sync_lock(home) as fd:
         log = EventLog(home, command="sync")
-        own = devices.device_id(log.events_dir)
+        said: list[str] = []
+        own = devices.device_id(log.events_dir, said.append)
         git = Git(home, own, fd)
         swept = git.sweep_stale_locks()
         ready = setup.ready(git, home, remote, init, key)  # before the layout changes: a
         migrated = _to_devices(log)  # home never set up for sync is left as it was
         outcome = Outcome(remote=ready.url, device=own, migrated=len(migrated), swept=swept)
-        outcome.key_made, outcome.notes = ready.made, list(ready.notes)
+        outcome.key_made, outcome.notes = ready.made, [*said, *ready.notes]
         state = load_state(git.git_dir)
-        sealer = Sealer(ready.key, git, state.sealed)
+        sealer = Sealer(ready.key, git, state.sealed, own)
         before = git.ref(REMOTE_REF)
         fetched = ready.fetched or (setup.fetch(git, ready.url),)
         setup.check_remote(git, sealer, ready.url, fetched[0])
         restored = restore.take_back(git, log, own, fetched[0], sealer)  # before it offers
-        outcome.notes += [restored] if restored else []
+        outcome.notes += [restored.said] if restored.said else []
+        own = outcome.device = sealer.own = restored.own
         files = local.Files(log.events_dir, state.cache)
         offered = local.offer(git, files, own, sealer)
         outcome.held = offered.problems
@@ -141,6 +143,7 @@ def _exchange(job: Exchange, fetched: tuple[str | None], before: str | None) -> 
         if head is None or head == theirs:
             return
         sent = _sent(job, head, theirs)
+        keeps_theirs(job, theirs, {p: e.oid for p, e in git.tree(head).items()})
         if _push(git, job.url, head):
             job.outcome.sent += sent
             return
@@ -176,6 +179,7 @@ def _join(job: Exchange, ours: str | None, theirs: str | None) -> Merged | None:
     theirs_tree = {path: entry.oid for path, entry in git.tree(theirs).items()}
     tree = dict(joined.tree)
     job.sealer.finish(tree, job.own)
+    keeps_theirs(job, theirs, tree)
     if tree == theirs_tree and not joined.refused:
         new = theirs
     else:
@@ -183,6 +187,33 @@ def _join(job: Exchange, ours: str | None, theirs: str | None) -> Merged | None:
         new = git.commit(git.write_tree(tree), parents, "memlog: join")
     git.update_ref(LOCAL_REF, new, ours)
     return joined
+
+
+def keeps_theirs(job: Exchange, theirs: str | None, tree: dict[str, str]) -> None:
+    """SyncError unless ``tree`` holds every file of another device the remote's commit
+    ``theirs`` holds, with every line of it that opens (only a redaction, which keeps
+    each line's sequence and event, changes one): no sync takes another device's files
+    or lines off the remote."""
+    if theirs is None:
+        return
+    for path, entry in job.git.tree(theirs).items():
+        device = device_of(path)
+        if device == job.own or not is_device_file(path, entry) or tree.get(path) == entry.oid:
+            continue
+        if path in tree and is_head(path):
+            continue  # a newer head of that device, or one that opened where theirs did not
+        wanted = held_by(job.sealer, path, entry.oid)
+        if not wanted:
+            continue  # nothing in it opens with the key: nothing of that device to lose
+        if path not in tree:
+            raise SyncError(f"refused to push: it would take {path} (device {device}) off "
+                            "the remote; nothing was pushed")  # fmt: skip
+        held = versions.ids_of(job.sealer.open(path, job.git.blobs([tree[path]])[tree[path]]))
+        if not versions.covers(held, wanted):
+            lost = sorted(s for s, i in wanted.items() if held.get(s) != i)
+            raise SyncError(f"refused to push: it would take seq {lost[0]}..{lost[-1]} of "
+                            f"{path} (device {device}) off the remote; nothing was "
+                            "pushed")  # fmt: skip
 
 
 #: the most of one refused object kept in the quarantine file
@@ -231,12 +262,21 @@ def _write(
             data = changed.get(path)
             if data is None:
                 data = sealer.plain(path, oid)
+            if not data or not _grows(files.read(rel) or b"", data):
+                continue  # this home holds lines the remote's version lacks: kept, not offered
             was = joined_from.get(path)
             joined_in = current is None or (
                 was is not None and current == _plain_id(job, path, was)
             )
             outcome.received += _replace_foreign(log, files, rel, data, keep_old=not joined_in)
             seen[rel] = files.blob_id(rel)  # written here: not a change made meanwhile
+
+
+def _grows(old: bytes, new: bytes) -> bool:
+    """Whether ``new`` holds every event of the copy ``old`` of another device's segment
+    under its sequence (a damaged line of ``old`` counts for nothing): a copy is replaced
+    only by one that loses none of its events."""
+    return versions.covers(versions.plain_ids(new), versions.plain_ids(old))
 
 
 def _plain_id(job: Exchange, path: str, oid: str) -> str:
@@ -271,6 +311,7 @@ def _replace_foreign(
         ensure_dir(target.parent)
         seg.fsync_dir(log.events_dir)
     atomic_write(target, data, log.home)
+    clock.raise_floor(log.events_dir, clock.last_stamp([target]))  # before anything appends
     return max(0, data.count(b"\n") - old.count(b"\n"))
 
 
@@ -319,7 +360,9 @@ def _raise_floor(events_dir: Path, own: str) -> list[str]:
     if ahead < 1:
         return []
     device = max(stamps, key=lambda d: stamps[d])
+    far = f"{ahead / 24:.0f} days" if ahead >= 48 else f"{ahead:.0f} h"
     return [
-        f"device {device} stamps its events {ahead:.0f} h ahead of this machine's clock; "
-        "events written here will be stamped after them (check that machine's clock)"
+        f"device {device} stamps its events {far} ahead of this machine's clock (one of the "
+        "two clocks is wrong: check both); its events are taken, and those written here are "
+        "stamped after them"
     ]

@@ -5,7 +5,8 @@ batch (an append in progress, or a torn tail, stays out) and only after the
 new lines pass their checksums and the secrets scan; a line that fails
 holds back itself and everything after it on this device, and is reported.
 Another device's segment is committed again only when it changed here (a
-redaction rewrote it) and the new version checks out.  A segment missing
+redaction rewrote it), the new version checks out, and it holds every line
+of the version committed before (a copy cut short here is never offered).  A segment missing
 from ``events/`` keeps its committed version, which sync writes back.
 """
 
@@ -122,9 +123,14 @@ class Version:
         )
 
     def commit(self, data: bytes, tree: dict[str, str]) -> None:
-        """Seal ``data`` into ``tree`` unless it is what was committed."""
+        """Seal ``data`` into ``tree`` unless it is what was committed; chained to the
+        segment before as the committed version was (a segment before it missing here,
+        deleted or not yet written back, changes nothing of the chain)."""
         if self.committed is None or versions.blob_id(data) != self.committed.plain_id:
-            tree[self.path] = self.sealer.seal(self.path, data, self.files.prev_of(self.rel))
+            known = self.committed is not None and self.committed.lines
+            prev = self.committed.first_prev if self.committed is not None and known else None
+            prev = self.files.prev_of(self.rel) if prev is None else prev
+            tree[self.path] = self.sealer.seal(self.path, data, prev)
 
 
 def _own_version(version: Version, tree: dict[str, str]) -> list[str]:
@@ -163,5 +169,9 @@ def _foreign_version(version: Version, tree: dict[str, str]) -> list[str]:
     secret = versions.secret_in(lines)
     if secret is not None:
         return [f"{version.rel} seq {secret.seq}: a secret; this copy is not offered"]
+    if version.entry is not None:
+        held = version.sealer.authentic(version.path, version.entry.oid)
+        if not versions.covers(versions.ids_of(lines), held):
+            return []  # it holds less of that device than the version offered: never offered
     version.commit(data, tree)
     return []

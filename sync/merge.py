@@ -106,8 +106,45 @@ def merge(
             joined[path] = lines
     _keep_chained(job, tree, joined, refusals)
     changed = _settle(job, tree, joined)
+    _keep_theirs(job, tree, joined)
     refusals += _heads(job, tree, [p for p in todo if is_head(p)], known, heads)
     return Merged(tree, changed, refusals)
+
+
+def is_device_file(path: str, entry: TreeEntry) -> bool:
+    """Whether ``path`` of a tree is one of a device's files: a segment or its head."""
+    plain_file = entry.kind == "blob" and entry.mode in ("100644", "100755")
+    return plain_file and (is_head(path) or _is_segment(path))
+
+
+def held_by(sealer: Sealer, path: str, oid: str, data: bytes | None = None) -> dict[int, str]:
+    """What the device file ``oid`` at ``path`` holds that opens with this home's key: a
+    segment's lines (sequence: event id); a head, its own sequence; nothing that a
+    forger could have made."""
+    if not is_head(path):
+        return sealer.authentic(path, oid, data)
+    try:
+        return {sealer.head(device_of(path), oid, data).seq: "head"}
+    except Unopenable:
+        return {}
+
+
+def _keep_theirs(job: Join, tree: dict[str, str], joined: dict[str, list[versions.Line]]) -> None:
+    """The remote's version of another device's file stays in ``tree`` unless the joined one
+    holds every line of it that opens (the same event under each sequence): the remote
+    never loses a line of another device through this home, whatever was refused here
+    (those lines stay out of ``events/``, and on the remote)."""
+    for path, entry in job.other.items():
+        if device_of(path) == job.own or not is_device_file(path, entry):
+            continue
+        if tree.get(path) == entry.oid or (is_head(path) and path in tree):
+            continue  # (a head: ``_heads`` keeps the newer good one)
+        theirs = held_by(job.sealer, path, entry.oid, job.blobs.get(entry.oid))
+        ours = joined.get(path)
+        if ours is None and path in tree and not is_head(path):
+            ours = job.sealer.open(path, job.git.blobs([tree[path]])[tree[path]])
+        if not versions.covers(versions.ids_of(ours or []), theirs):
+            tree[path] = entry.oid
 
 
 def _oid(tree: dict[str, TreeEntry], path: str) -> str | None:

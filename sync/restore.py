@@ -11,7 +11,14 @@ copy of a home writes as the same device, which no log tells apart from a
 restore; nothing is lost either way): the remote's
 lines become this device's again, byte for byte, and the events written
 here since go on past them, renumbered after the remote's last sequence
-(new checksums; ids, times and batches kept).  The switch is one journalled
+(new checksums; ids, times and batches kept).
+
+When the remote holds, under this device, sequences this home never handed
+out (past its high-water mark) or another event under one it did, another
+home writes as this device (a copy of this home, or a restore of it that a
+stamp could not tell, ``devices.is_copy``): this home takes the remote's
+lines of that device as they are, becomes a device of its own, and what it
+wrote that the remote lacks goes on there, numbered from 1.  The switch is one journalled
 rewrite of this device's segments (``rewrite.commit``), the high-water mark
 is raised past them, and one line says what was done.  Anything else (the
 remote and this home disagree on an event both wrote) is left to the join,
@@ -24,12 +31,13 @@ from typing import NamedTuple
 
 import msgspec
 
-from memlog.eventlog import rewrite
+from memlog.eventlog import devices, rewrite
 from memlog.eventlog import segments as seg
 from memlog.eventlog.codec import encode_line
 from memlog.eventlog.events import Event
 from memlog.eventlog.log import EventLog
 from memlog.eventlog.reader import Record, read_segment
+from memlog.home import ensure_dir
 from memlog.sync import versions
 from memlog.sync.repo import Git
 from memlog.sync.sealed import SUFFIX
@@ -43,19 +51,30 @@ class _Theirs(NamedTuple):
     lines: list[versions.Line]
 
 
-def take_back(git: Git, log: EventLog, own: str, theirs: str | None, sealer: Sealer) -> str | None:
-    """Take this device's events the remote holds back (see the module); the line that
-    says so, or None when there was nothing to take back."""
+class TakenBack(NamedTuple):
+    """What ``take_back`` did: the line that says so (None: nothing), and this home's
+    device from now on (another one when its id was in use elsewhere)."""
+
+    said: str | None
+    own: str
+
+
+def take_back(git: Git, log: EventLog, own: str, theirs: str | None, sealer: Sealer) -> TakenBack:
+    """Take this device's events the remote holds back (see the module)."""
     remote = _theirs(git, own, theirs, sealer)
     if remote is None or not remote.lines:
-        return None
+        return TakenBack(None, own)
     with log._locked():
         mine = [r.event for r in _mine(log, own)]
         by_id = {line.id: line for line in remote.lines}
         held = {e.id for e in mine}
         missing = [line for line in remote.lines if line.id not in held]
-        if not missing or not _restored(mine, by_id):
-            return None
+        if not missing:
+            return TakenBack(None, own)
+        if _elsewhere(mine, remote.lines, log.written()):
+            return TakenBack(*_become_new_device(log, own, remote, mine, missing))
+        if not _restored(mine, by_id):
+            return TakenBack(None, own)
         extra = [e for e in mine if e.id not in by_id]
         last = remote.lines[-1].seq
         renumbered = _renumbered(extra, last)
@@ -69,7 +88,48 @@ def take_back(git: Git, log: EventLog, own: str, theirs: str | None, sealer: Sea
         for path in others:  # their lines are in the staged files now
             path.unlink(missing_ok=True)
         log.raise_mark(renumbered[-1].seq if renumbered else last)
-    return _said(missing, extra, last)
+    return TakenBack(_said(missing, extra, last), own)
+
+
+def _elsewhere(mine: list[Event], theirs: list[versions.Line], written: int | None) -> bool:
+    """Whether another home writes as this device: the remote holds, under a sequence
+    this home handed out, another event than this home's, or holds sequences this home
+    never handed out (a copy of it, or a restore of it, wrote them)."""
+    here = {e.seq: e.id for e in mine}
+    top = max([written or 0, *here])
+    return any(here.get(line.seq, line.id) != line.id or line.seq > top for line in theirs)
+
+
+def _become_new_device(
+    log: EventLog, old: str, remote: _Theirs, mine: list[Event], missing: list[versions.Line]
+) -> tuple[str, str]:
+    """This home's device id is in use elsewhere: the old device's segments become the
+    remote's, byte for byte, and what this home wrote that the remote lacks goes on under
+    a new device id of its own, numbered from 1 (ids, times and batches kept).  One
+    journalled rewrite; the line that says so, and the new id."""
+    known = {line.id for line in remote.lines}
+    extra = [e for e in mine if e.id not in known]
+    new = devices.new_device_id(log.events_dir)
+    old_folder, new_folder = log.events_dir / old, log.events_dir / new
+    ensure_dir(new_folder)
+    seg.fsync_dir(log.events_dir)
+    staged = {old_folder / name: data for name, data in remote.files.items()}
+    others = [p for p in seg.list_segments(old_folder) if p not in staged]
+    renumbered = _renumbered(extra, 0)
+    if renumbered:
+        staged[new_folder / seg.segment_name(1)] = b"".join(encode_line(e) for e in renumbered)
+    rewrite.commit(log.events_dir, {**staged, **dict.fromkeys(others, b"")})
+    for path in others:
+        path.unlink(missing_ok=True)
+    if renumbered:
+        seg.raise_high_water_file(new_folder, renumbered[-1].seq)
+    moved = f"; the {_events(len(extra))} written here since went with it" if extra else ""
+    return (
+        f"device {old} also writes elsewhere (this home is a copy or a restore of it): took "
+        f"{_events(len(missing))} of it back from the remote, and this home writes as device "
+        f"{new} from now on{moved}",
+        new,
+    )
 
 
 def _theirs(git: Git, own: str, commit: str | None, sealer: Sealer) -> _Theirs | None:

@@ -54,11 +54,16 @@ def device_of(path: str) -> str:
 class Sealer:
     """This home's key at work on one repository."""
 
-    def __init__(self, key: Key, git: Git, known: dict[str, list[int | str]]) -> None:
+    def __init__(
+        self, key: Key, git: Git, known: dict[str, list[int | str]], own: str = ""
+    ) -> None:
         self.key = key
         self.git = git
         #: sealed blob id → [plain id, plain size, lines, first prev, last seq]
         self.known = known
+        #: this home's device: its segments must open whole (another device's may hold
+        #: lines this home refused, kept so the remote never loses them: ``merge``)
+        self.own = own
 
     def seal(self, path: str, data: bytes, prev: int) -> str:
         """Seal the plain segment ``data`` as tree path ``path`` (its first line after seq
@@ -81,12 +86,20 @@ class Sealer:
         self.known[oid] = [versions.blob_id(data), len(data), len(lines), prev, last]
 
     def open(self, path: str, data: bytes) -> list[versions.Line]:
-        """The lines of a sealed blob of this home's own repository (SyncError when it does
-        not open whole: the local repository was damaged)."""
-        opened = versions.open_sealed(self.key, path, data, now=sealed_now())
-        if opened.fault:
+        """The lines of a sealed blob of this home's own repository (SyncError when one of
+        this device's does not open whole: the local repository was damaged); of another
+        device's, the lines it takes (the remote's version kept as it was may hold lines
+        refused here, which stay out of ``events/``)."""
+        opened = versions.open_sealed(self.key, path, data)
+        if opened.fault and (not self.own or device_of(path) == self.own):
             raise SyncError(f"this home's own sync repository is damaged: {opened.fault}")
         return opened.lines
+
+    def authentic(self, path: str, oid: str, data: bytes | None = None) -> dict[int, str]:
+        """The sequence and event id of every line of the sealed blob ``oid`` that opens
+        with this home's key, taken or not (what a version holds of its device)."""
+        raw = data if data is not None else self.git.blobs([oid])[oid]
+        return versions.open_sealed(self.key, path, raw).authentic
 
     def info(self, path: str, oid: str, data: bytes | None = None) -> Info:
         """What the sealed blob ``oid`` at ``path`` opens to."""
@@ -156,12 +169,6 @@ class Sealer:
         if found.key_check != self.key.check():
             return "sealed with another key"
         return ""
-
-
-def sealed_now() -> int:
-    from memlog.eventlog import clock
-
-    return clock.LATEST  # this home's own lines: no clock check
 
 
 def _oid(entry: TreeEntry | str) -> str:

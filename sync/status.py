@@ -40,7 +40,7 @@ def status(home: Path) -> Status:
     events_dir = home / "events"
     if not set_up(home):
         return Status(set_up=False)
-    own = devices.device_id(events_dir)
+    own = devices.known_device_id(events_dir) or devices.device_id(events_dir)
     git = Git(home, own)
     state = load_state(git.git_dir)
     found = Status(set_up=True, remote=git.remote_url(), device=own, last=state.last)

@@ -12,9 +12,10 @@ refused.  This device's own lines are never changed by another side except
 by a redaction: the other line must be this one with text taken out
 (``is_redaction``), nothing added.
 
-A sealed version (``open_sealed``) is opened line by line: the lines up to
-the first that fails (authentication, decoding, sequence, size, a time too
-far ahead) are taken, whole batches only; that line is refused and named.
+A sealed version (``open_sealed``) is opened line by line: a line that fails
+(authentication, decoding, sequence, size) is refused and named, with the rest
+of its batch; the lines after it are taken when they follow the last one
+taken.  A line's time never refuses it: the hybrid logical clock orders it.
 """
 
 from __future__ import annotations
@@ -24,7 +25,6 @@ import re
 from collections.abc import Iterator
 from typing import Any, NamedTuple
 
-from memlog.eventlog import clock
 from memlog.eventlog.codec import BadLine, decode_line
 from memlog.eventlog.events import Event, Observed
 from memlog.eventlog.redaction import REDACTED
@@ -35,10 +35,6 @@ from memlog.sync.sealed import Key, Unopenable
 
 class Refused(Exception):
     """A version that is never applied; the message says why."""
-
-
-class TooEarly(Refused):
-    """A line dated too far ahead of this machine's clock: refused until it gets there."""
 
 
 class Line(NamedTuple):
@@ -246,41 +242,54 @@ def in_order(named: list[tuple[str, list[Line]]]) -> str | None:
 
 
 class Opened(NamedTuple):
-    """What a sealed version gave: its lines up to the first refused one, whole batches
-    only; why that line was refused ("" when none was) and its sealed bytes."""
+    """What a sealed version gave: its lines that open and follow each other, whole
+    batches only; why the first line refused was ("" when none was) and its sealed
+    bytes, how many were refused, and the sequence and event id of every line that
+    opened, taken or not (what the remote holds of the device: ``covers``)."""
 
     lines: list[Line]
     fault: str = ""
     bad: bytes = b""
-    #: whether the fault stays (False: a line from the future, taken once its time comes)
+    #: whether the fault stays (every refusal does: kept for the callers that ask)
     lasting: bool = True
+    refused: int = 0
+    authentic: dict[int, str] = {}
 
 
 def open_sealed(key: Key, name: str, data: bytes, now: int | None = None) -> Opened:
     """The lines of the sealed version ``data`` of segment ``name`` (a tree path,
     ``<device>/<first seq>.sealed``), checked as ``open_line`` and ``walk`` do, each
-    line's ``prev`` the line before it, and no line dated more than ``clock.MAX_AHEAD``
-    after ``now`` (this machine's clock, in microseconds)."""
+    line's ``prev`` the line before it.  A line that fails is refused alone, with the
+    rest of its batch: the lines after it are taken when they follow the last one taken
+    (a line slipped in between is refused, never the others with it).  Whatever a line's
+    time, it is taken: the clock orders it (``clock``), ``now`` is not looked at."""
     device, segment = name.split("/", 1)[0], _stem(name)
-    limit = (clock.now_micros() if now is None else now) + clock.MAX_AHEAD
     taken: list[Line] = []
     whole = 0  # how many lines of ``taken`` end a batch
     at, previous, batch_end = 0, 0, 0
     first = int(segment)
+    fault, bad, refused = "", b"", 0
+    authentic: dict[int, str] = {}
     while at < len(data):
         cut = data.find(b"\n", at)
         raw = data[at:] if cut < 0 else data[at:cut]
         try:
             if cut < 0:
                 raise Refused("torn last line")
-            line = _open_one(key, device, segment, raw, at, limit)
+            line = _open_one(key, device, segment, raw)
+            authentic[line.seq] = line.id
             _follows(line, first, previous, batch_end, taken)
         except Refused as exc:
-            seq = sealed.sealed_seq(raw)
-            number = data.count(b"\n", 0, at) + 1
-            where = f"line {number} (seq {seq})" if seq is not None else f"line {number}"
-            lasting = not isinstance(exc, TooEarly)
-            return Opened(taken[:whole], f"{name} {where}: {exc}", raw, lasting)
+            refused += 1
+            if not fault:
+                seq = sealed.sealed_seq(raw)
+                number = data.count(b"\n", 0, at) + 1
+                where = f"line {number} (seq {seq})" if seq is not None else f"line {number}"
+                fault, bad = f"{name} {where}: {exc}", raw
+            del taken[whole:]  # the batch it was in goes with it
+            previous, batch_end = (taken[-1].seq if taken else 0), 0
+            at = cut + 1 if cut >= 0 else len(data)
+            continue
         taken.append(line._replace(end=cut + 1))
         previous = line.seq
         batch_end = line.event.batch_end if line.event.batch_end > line.seq else 0
@@ -288,12 +297,37 @@ def open_sealed(key: Key, name: str, data: bytes, now: int | None = None) -> Ope
         at = cut + 1
     if whole < len(taken):
         last = taken[-1]
-        return Opened(taken[:whole], f"{name} seq {last.seq}: batch ending at "
-                      f"{last.event.batch_end} cut short", b"")  # fmt: skip
-    return Opened(taken)
+        fault = fault or f"{name} seq {last.seq}: batch ending at {last.event.batch_end} cut short"
+        del taken[whole:]
+    more = f" (and {refused - 1} more lines)" if refused > 1 else ""
+    return Opened(taken, fault + more if fault else "", bad, True, refused, authentic)
 
 
-def _open_one(key: Key, device: str, segment: str, raw: bytes, at: int, limit: int) -> Line:
+def covers(held: dict[int, str], wanted: dict[int, str]) -> bool:
+    """Whether a version whose lines are ``held`` (sequence: event id) holds every line
+    of ``wanted``: the same event under each sequence (its text may differ: a redaction)."""
+    return all(held.get(seq) == event_id for seq, event_id in wanted.items())
+
+
+def ids_of(lines: list[Line]) -> dict[int, str]:
+    return {line.seq: line.id for line in lines}
+
+
+def plain_ids(data: bytes) -> dict[int, str]:
+    """The sequence and event id of each line of a plain segment that decodes (a damaged
+    line counts for nothing)."""
+    found = {}
+    for raw in data.split(b"\n"):
+        if raw:
+            try:
+                event = decode_line(raw)
+            except BadLine:
+                continue
+            found[event.seq] = event.id
+    return found
+
+
+def _open_one(key: Key, device: str, segment: str, raw: bytes) -> Line:
     try:
         opened = sealed.open_line(key, device, segment, raw)
         event = decode_line(opened.line)
@@ -303,9 +337,6 @@ def _open_one(key: Key, device: str, segment: str, raw: bytes, at: int, limit: i
         raise Refused(f"does not decode ({exc.reason})") from None
     if event.seq != opened.seq:
         raise Refused(f"sealed as seq {opened.seq} but holds seq {event.seq}")
-    if clock.micros(event.ts) > limit:
-        raise TooEarly(f"dated {event.ts}, more than {clock.MAX_AHEAD // 3_600_000_000} h "
-                      "ahead of this machine's clock")  # fmt: skip
     return Line(event.seq, event.id, opened.line, event, 0, opened.prev)
 
 

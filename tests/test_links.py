@@ -109,6 +109,33 @@ def test_a_link_where_memlog_writes_is_refused(home: Path, tmp_path: Path, rel: 
     untouched(outside, before)
 
 
+READERS = [("verify",), ("list",), ("log",), ("show", "0"), ("stats",)]
+
+
+@pytest.mark.parametrize("command", READERS, ids=[c[0] for c in READERS])
+@pytest.mark.parametrize("rel", ["events", "events/00000000000000000001.jsonl"])
+def test_reading_commands_refuse_a_link_in_the_log_as_writers_do(
+    home: Path, tmp_path: Path, rel: str, command: tuple[str, ...]
+) -> None:
+    """A segment (or the log's folder) planted as a link is refused by the commands that
+    only read it too: they never read another file's lines as this home's."""
+    outside = tmp_path / "outside"
+    before = plant(home, rel, outside)
+    (home / "memory.db").unlink()  # a catch-up (or a read of the log) must come
+    result = invoke(*command)
+    refused_line(result, home / rel)
+    untouched(outside, before)
+
+
+def test_a_search_ranks_from_the_markdown_files_and_says_why_when_the_log_is_a_link(
+    home: Path, tmp_path: Path
+) -> None:
+    plant(home, "events/00000000000000000001.jsonl", tmp_path / "outside")
+    (home / "memory.db").unlink()
+    result = ok("search", "retry")
+    assert REFUSED in result.stderr and "used markdown" in result.stderr
+
+
 @pytest.mark.parametrize("rel", ["events", "events/00000000000000000001.jsonl"])
 def test_a_link_in_the_log_is_not_answered_with_advice_that_loses_it(
     home: Path, tmp_path: Path, rel: str

@@ -20,6 +20,7 @@ import contextlib
 import mmap
 import sqlite3
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -39,6 +40,29 @@ def folder_of(home: Path) -> Path:
 def preparing(folder: Path) -> contextlib.AbstractContextManager[None]:
     """Hold off sweeps of ``folder/index`` while files are written and the view names them."""
     return packed.preparing(folder / INDEX_DIR)
+
+
+def named(db: sqlite3.Connection) -> set[str]:
+    """The files this snapshot's view names."""
+    return {str(row[0]) for row in db.execute("SELECT file FROM packed_sets")}
+
+
+@contextlib.contextmanager
+def undoable(db: sqlite3.Connection, folder: Path) -> Iterator[None]:
+    """Inside the view's write transaction on ``db``: the records it patches are put back
+    unless it commits, and records a writer killed before its commit patched are put back
+    first (``packed.undoable``).  Call ``packed.committed`` once it has."""
+    token = db.execute(
+        "SELECT group_concat(key || '=' || value, ';') FROM "
+        "(SELECT key, value FROM _metadata WHERE key LIKE 'log_%' ORDER BY key)"
+    ).fetchone()[0]
+    with packed.undoable(folder / INDEX_DIR, str(token or ""), named(db)):
+        yield
+
+
+def committed(folder: Path) -> None:
+    """The write transaction committed: its patches stand."""
+    packed.committed(folder / INDEX_DIR)
 
 
 def pointer(db: sqlite3.Connection, kind: str) -> tuple[str, int] | None:
@@ -63,13 +87,14 @@ def sweep(folder: Path, db_path: Path, wait: bool = False, spare: bool = True) -
     """Remove index files the committed view no longer points at (but the newest delta
     of the lexical index unless not ``spare``: ``packed.sweep``); the names removed."""
 
-    def named() -> set[str]:
+    def referenced() -> set[str]:
         with store.opened(db_path, readonly=True) as db:
-            return {str(row[0]) for row in db.execute("SELECT file FROM packed_sets")}
+            return named(db)
 
     if not db_path.exists():
         return []
-    return packed.sweep(folder / INDEX_DIR, SUFFIXES, named, wait, (".lxd",) if spare else ())
+    spared = (".lxd",) if spare else ()
+    return packed.sweep(folder / INDEX_DIR, SUFFIXES, referenced, wait, spared)
 
 
 def mapped(folder: Path, name: str) -> memoryview | None:

@@ -59,12 +59,13 @@ def refresh(
     old = {e.id: before.get(e.id) for e in touched}
     grown = count > (index_files.pointer(db, ranks.KIND) or ("", 0))[1]
     recorded = [e for e in touched if _differs(old[e.id], after[e.id], 1)]
-    gained = sum(_has(after[e.id]) - _has(old[e.id]) for e in recorded)
     vector_rows = [(slots[e.id], e) for e in recorded]
-    if (vector_rows or grown) and not vectors.patch(db, folder, space, vector_rows, count, gained):
+    if (vector_rows or grown) and not vectors.patch(db, folder, space, vector_rows, count):
         raise Unpatchable("vectors")
     if touched and not ranks.patch(db, folder, [e.id for e in touched], count, _vectored(after)):
         raise Unpatchable("ranks")
+    if vector_rows or grown:
+        vectors.recount(db, folder)
     worded = [e for e in touched if _differs(old[e.id], after[e.id], 0, 2)]
     documents = [(slots[e.id], lexicon.document(e)) for e in worded]
     if (documents or grown) and not lexicon.patch(db, folder, ordinal, count, documents):

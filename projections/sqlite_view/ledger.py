@@ -64,8 +64,26 @@ def touched_keys(events: Iterable[Event]) -> tuple[list[str], list[str]]:
 def load(db: sqlite3.Connection, state: State, events: Iterable[Event]) -> None:
     """Put the rows ``events`` will change into ``state`` (before they are folded)."""
     sessions, days = touched_keys(events)
-    state.sessions.update({s.id: s for s in _rows(db, Session, "sessions", sessions)})
-    state.spend.update({s.day: s for s in _rows(db, Spend, "spend", days)})
+    state.sessions.update({s.id: s for s in stored_sessions(db, sessions)})
+    state.spend.update({s.day: s for s in stored_spend(db, days)})
+
+
+def stored_sessions(db: sqlite3.Connection, ids: Iterable[str]) -> list[Session]:
+    """The rows of the sessions ``ids`` this snapshot holds."""
+    return _rows(db, Session, "sessions", sorted(set(ids)))
+
+
+def stored_spend(db: sqlite3.Connection, days: Iterable[str]) -> list[Spend]:
+    """The spend rows of ``days`` this snapshot holds."""
+    return _rows(db, Spend, "spend", sorted(set(days)))
+
+
+def stored_maintenance(db: sqlite3.Connection) -> dict[str, str]:
+    """When each maintenance task last ran, as this snapshot holds it."""
+    rows = db.execute(
+        "SELECT key, value FROM _metadata WHERE key LIKE ?", (MAINTENANCE_PREFIX + "%",)
+    )
+    return {str(k).removeprefix(MAINTENANCE_PREFIX): str(v) for k, v in rows}
 
 
 def write(db: sqlite3.Connection, state: State, everything: bool = False) -> None:

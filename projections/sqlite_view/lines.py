@@ -39,6 +39,7 @@ from memlog.eventlog.events import (
     SessionProgress,
 )
 from memlog.eventlog.log import Record
+from memlog.files import read_only
 
 MAINTENANCE = "maintenance"
 #: stamp, offset, segment number, length (its top bit: an observation)
@@ -121,10 +122,17 @@ def add(db: sqlite3.Connection, found: Iterable[Row]) -> None:
 
 def of(db: sqlite3.Connection, wanted: Iterable[str]) -> set[Line]:
     """The lines of every event about the keys ``wanted``."""
+    return set(keyed(db, wanted))
+
+
+def keyed(db: sqlite3.Connection, wanted: Iterable[str]) -> dict[Line, set[str]]:
+    """The lines of every event about the keys ``wanted``, each with the keys whose rows
+    name it."""
     names = {n: s for s, n in _segment_numbers(db).items()}
-    found: set[Line] = set()
-    for (data,) in _select(db, "data", sorted(set(wanted))):
-        found.update(_lines(data, names))
+    found: dict[Line, set[str]] = {}
+    for key, data in _select(db, "key, data", sorted(set(wanted))):
+        for line in _lines(data, names):
+            found.setdefault(line, set()).add(str(key))
     return found
 
 
@@ -148,7 +156,7 @@ def read_lines(events_dir: Path, found: Iterable[Line]) -> Iterator[tuple[Line, 
         device, _, name = segment.partition("/")
         if not device or "/" in name or device.startswith(".") or name.startswith("."):
             raise Damaged(f"{segment!r} is not a segment of the log")
-        with open(events_dir / device / name, "rb") as handle:
+        with read_only(events_dir / device / name) as handle:
             for line in sorted(wanted):
                 data = os.pread(handle.fileno(), line.end - line.start, line.start)
                 if len(data) != line.end - line.start or not data.endswith(b"\n"):

@@ -35,10 +35,18 @@ brought there.  The rules that keep readers consistent without a lock:
    a crash cut short: the next catch-up writes it again, from the same
    events); readers treat what records hold as hints (a neighbour past their
    count is no neighbour).
-4. **Checked.**  Beside each file, ``<file>.sums`` (``packsums``) holds a CRC-32
+4. **Undone when not committed.**  Before a patch overwrites records the committed
+   view covers, it writes their old bytes to ``.undo`` (``Undo``), synced; the
+   transaction removes it once it committed.  A writer killed in between leaves
+   records the committed view does not hold (a later catch-up would take them for
+   what the view held: a vector it has, a neighbour list it made): the next
+   writer, holding the view's write lock, finds the undo journal of a transaction
+   that never committed (the view's position is still the one it started from)
+   and puts the old bytes back before it reads a record.
+5. **Checked.**  Beside each file, ``<file>.sums`` (``packsums``) holds a CRC-32
    of each 64 KiB block, recorded after every write and patch (a patch sums
    again only the blocks it wrote), so a reader sees damage before it ranks.
-5. **Swept once nothing points at it.**  Writers hold ``.packed.lock`` shared
+6. **Swept once nothing points at it.**  Writers hold ``.packed.lock`` shared
    from before they write a file until the transaction naming it has
    committed (``preparing``); ``sweep`` takes it exclusively and removes every
    file of a kind that the committed view does not name.  Unlinking a file a
@@ -56,12 +64,17 @@ import fcntl
 import os
 import struct
 from collections.abc import Callable, Iterable, Iterator
+from contextvars import ContextVar
 from pathlib import Path
 
-from memlog.files import atomic_write, fsync_dir, open_private, private_dir
+import msgspec
+
+from memlog.files import atomic_write, fsync_dir, open_private, private_dir, write_all
 from memlog.projections.sqlite_view import packsums
 
 LOCK_NAME = ".packed.lock"
+#: the old bytes of the records the write transaction under way patched (``Undo``)
+UNDO_NAME = ".undo"
 _TMP_SUFFIX = ".tmp"
 #: magic, record size, flags, extra, spare
 HEADER = struct.Struct("<8sIIQQ")
@@ -117,6 +130,8 @@ def patch(
         end = HEADER.size + committed * record
         if os.fstat(fd).st_size < end:
             return False
+        records = sorted(records)
+        keep_undo(folder / name, fd, end, record, records)
         with packsums.patching(folder):  # its bytes are ahead of its sums meanwhile
             written = _patch(fd, end, record, records)
             packsums.record(folder / name, changed=written)
@@ -158,6 +173,137 @@ def _runs(records: Iterable[tuple[int, bytes]], record: int) -> Iterator[tuple[i
         start, parts = slot, [data]
     if parts:
         yield start, b"".join(parts)
+
+
+# -- undoing what a transaction that never committed patched -------------------------
+
+
+class Saved(msgspec.Struct, frozen=True, array_like=True):
+    """Bytes a patch is about to overwrite: the file (its name and inode), the size the
+    committed view covers (what a patch appends past it is cut), where, and the bytes."""
+
+    file: str
+    inode: int
+    size: int
+    at: int
+    old: bytes
+
+
+class UndoHead(msgspec.Struct, frozen=True):
+    """Whose undo journal this is: the view's position when its transaction began."""
+
+    token: str
+
+
+_HEAD_ENCODER = msgspec.json.Encoder()
+_SAVED = msgspec.json.Decoder(Saved)
+_UNDO: ContextVar[Path | None] = ContextVar("memlog_packed_undo", default=None)
+
+
+@contextlib.contextmanager
+def undoable(folder: Path, token: str, named: set[str]) -> Iterator[None]:
+    """The patches made inside are undone unless the view's write transaction they belong
+    to commits (call inside it, with ``token``: the view's position as it began, and
+    ``named``: the files the committed view names).  An undo journal left by a writer
+    killed before its commit is applied first; the caller removes the new one with
+    ``committed`` once its transaction has committed."""
+    path = folder / UNDO_NAME
+    recover(folder, token, named)
+    private_dir(folder, folder.parent)
+    fd = open_private(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    try:
+        write_all(fd, _HEAD_ENCODER.encode(UndoHead(token)) + b"\n")
+    finally:
+        os.close(fd)
+    marker = _UNDO.set(path)
+    try:
+        yield
+    except BaseException:
+        with contextlib.suppress(OSError, ValueError, msgspec.DecodeError):
+            recover(folder, token, named)  # rolled back: the old bytes go back at once
+        raise
+    finally:
+        _UNDO.reset(marker)
+
+
+def committed(folder: Path) -> None:
+    """The transaction committed: its patches stand, its undo journal goes."""
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(folder / UNDO_NAME)
+
+
+def keep_undo(path: Path, fd: int, end: int, record: int, records: list[tuple[int, bytes]]) -> None:
+    """Save, synced, the committed bytes the records about to be written over hold (when a
+    transaction's undo journal is open: ``undoable``)."""
+    journal = _UNDO.get()
+    if journal is None or journal.parent != path.parent:
+        return
+    inode = os.fstat(fd).st_ino
+    saved = [Saved(path.name, inode, end, end, b"")]
+    for slot, data in _runs(records, record):
+        at = HEADER.size + slot * record
+        length = min(len(data), end - at)
+        if length > 0:
+            saved.append(Saved(path.name, inode, end, at, os.pread(fd, length, at)))
+    out = open_private(journal, os.O_WRONLY | os.O_APPEND)
+    try:
+        write_all(out, b"".join(_HEAD_ENCODER.encode(s) + b"\n" for s in saved))
+        os.fsync(out)
+    finally:
+        os.close(out)
+
+
+def recover(folder: Path, token: str, named: set[str]) -> list[str]:
+    """Put back the bytes an undo journal saved when its transaction never committed (the
+    view still stands at ``token``) into the files the view still names (``named``; the
+    same inode); the journal of one that committed is only removed.  The files restored."""
+    path = folder / UNDO_NAME
+    try:
+        lines = path.read_bytes().split(b"\n")
+    except FileNotFoundError:
+        return []
+    restored: list[str] = []
+    try:
+        head = msgspec.json.decode(lines[0], type=UndoHead)
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        head = None
+    if head is not None and head.token == token:
+        saved = []
+        for line in lines[1:]:
+            with contextlib.suppress(msgspec.DecodeError, UnicodeDecodeError):
+                saved.append(_SAVED.decode(line))  # a torn last one was never written over
+        restored = _put_back(folder, saved, named)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
+    return restored
+
+
+def _put_back(folder: Path, saved: list[Saved], named: set[str]) -> list[str]:
+    by_file: dict[str, list[Saved]] = {}
+    for item in saved:
+        by_file.setdefault(item.file, []).append(item)
+    done = []
+    for name, items in sorted(by_file.items()):
+        if name not in named:
+            continue
+        try:
+            fd = open_private(folder / name, os.O_RDWR)
+        except FileNotFoundError:
+            continue
+        try:
+            if os.fstat(fd).st_ino != items[0].inode:
+                continue  # written anew since: not the file these bytes came from
+            with packsums.patching(folder):
+                os.ftruncate(fd, min(item.size for item in items))
+                for item in reversed(items):
+                    _write_at(fd, item.old, item.at)
+                os.fsync(fd)
+                ranges = [(item.at, item.at + len(item.old)) for item in items if item.old]
+                packsums.record(folder / name, changed=ranges)
+        finally:
+            os.close(fd)
+        done.append(name)
+    return done
 
 
 def _write_at(fd: int, data: bytes, offset: int) -> None:

@@ -227,8 +227,14 @@ def _check(fd: int, size: int, sums: tuple[int, ...], blocks: Iterable[int]) -> 
 
 
 def note(path: Path, reason: str) -> str:
-    """Note damage a reader found in ``path`` (``noticed``); the reason."""
-    _noticed.append(f"{path.parent.name}/{path.name}: {reason}")
+    """Note damage a reader found in ``path`` (``noticed``), and in the home, for the next
+    catch-up to rebuild the views (``damage``); the reason."""
+    from memlog.projections.sqlite_view import damage  # (it imports this module)
+
+    said = f"{path.parent.name}/{path.name}: {reason}"
+    _noticed.append(said)
+    if not _REFUSED.get():
+        damage.mark(path.parent.parent, said)
     return reason
 
 

@@ -167,6 +167,14 @@ def holds_any(db: sqlite3.Connection, category: str, projects: set[str] | None) 
     return db.execute(f"SELECT 1 FROM entries WHERE {where} LIMIT 1", params).fetchone() is not None
 
 
+def source_projects(db: sqlite3.Connection, category: str) -> set[str]:
+    """The projects entries of ``category`` were first seen in."""
+    rows = db.execute(
+        "SELECT DISTINCT coalesce(source_project, '') FROM entries WHERE category = ?", (category,)
+    )
+    return {str(row[0]) for row in rows}
+
+
 def _file_where(category: str, projects: set[str] | None) -> tuple[str, list[str]]:
     if projects is None:
         return "category = ? AND promoted = 1", [category]

@@ -133,6 +133,18 @@ def has_vector(found: index_files.Slots, slot: int) -> bool:
     return bool(found.data[slot * RECORD.size + RECORD.size - 6] & VECTOR)
 
 
+def vectored(db: sqlite3.Connection, folder: Path) -> int:
+    """How many of the records this snapshot covers say their entry has a vector in the
+    space in force (0 without a file)."""
+    import numpy as np  # (a writer's: catch-ups load it)
+
+    found = read(db, folder)
+    if found is None or not found.total:
+        return 0
+    flags = np.frombuffer(found.data, dtype=np.dtype(DTYPE))["flags"]
+    return int(np.count_nonzero(flags & VECTOR))
+
+
 def read(db: sqlite3.Connection, folder: Path) -> index_files.Slots | None:
     """The records this snapshot covers, mapped; None without a usable file."""
     found = index_files.slots(db, folder, KIND, MAGIC)

@@ -6,6 +6,7 @@ Each migration runs in its own transaction and is recorded in
 
 from __future__ import annotations
 
+import contextlib
 import sqlite3
 from collections.abc import Callable
 
@@ -273,7 +274,9 @@ def migrate(db: sqlite3.Connection) -> list[str]:
             )
             db.execute("COMMIT")
         except BaseException:
-            db.execute("ROLLBACK")
+            if db.in_transaction:  # SQLite may have rolled back already (a full disk)
+                with contextlib.suppress(sqlite3.Error):  # the error that stopped it is told
+                    db.execute("ROLLBACK")
             raise
         ran.append(name)
     return ran

@@ -177,16 +177,27 @@ def set_meta(db: sqlite3.Connection, values: dict[str, str]) -> None:
 
 
 class Stored(msgspec.Struct, frozen=True):
-    """Where the view stands in the log: the next byte to read and the last seq applied."""
+    """Where the view stands in the log: the next byte to read, the last seq applied, and
+    how many bytes of log the fold up to there read (-1: not known, a view written before
+    it was kept), which every command checks the log still holds before that place."""
 
     position: Position
     seq: int
+    folded: int = -1
+
+    @classmethod
+    def measured(cls, events_dir: Path, position: Position, seq: int) -> Stored:
+        """The place ``position`` (event ``seq``), with the bytes of log before it now."""
+        from memlog.eventlog.merged import folded_bytes
+
+        return cls(position, seq, folded_bytes(events_dir, position))
 
 
 def get_position(db: sqlite3.Connection) -> Stored:
     segment = get_meta(db, "log_segment")
     offset = int(get_meta(db, "log_offset", "0"))
-    return Stored(Position(segment, offset), int(get_meta(db, "log_seq", "0")))
+    folded = int(get_meta(db, "log_bytes", "-1") or -1)
+    return Stored(Position(segment, offset), int(get_meta(db, "log_seq", "0")), folded)
 
 
 def position_meta(stored: Stored) -> dict[str, str]:
@@ -194,6 +205,7 @@ def position_meta(stored: Stored) -> dict[str, str]:
         "log_segment": stored.position.segment,
         "log_offset": str(stored.position.offset),
         "log_seq": str(stored.seq),
+        "log_bytes": str(stored.folded),
     }
 
 

@@ -9,7 +9,8 @@ multiply by a query in blocks.  Vectors of other spaces stay in the
 
 A catch-up writes the records of the entries whose vector came or changed
 and appends a record for each new entry; a rebuild writes them all, the same
-bytes.  ``_metadata.vector_count`` says how many entries have one.
+bytes.  ``_metadata.vector_count`` says how many entries have one, counted from the
+ranking records (``recount``) whenever they change.
 """
 
 from __future__ import annotations
@@ -58,10 +59,9 @@ def patch(
     space: Space,
     changed: Iterable[tuple[int, Entry]],
     slots: int,
-    gained: int,
 ) -> bool:
     """Write the records of ``changed`` (slot, entry) so the file covers ``slots``
-    entries, ``gained`` more of them with a vector; False without a file to patch."""
+    entries; False without a file to patch."""
     found = index_files.pointer(db, KIND)
     if found is None:
         return False
@@ -70,9 +70,16 @@ def patch(
     if not packed.patch(folder / index_files.INDEX_DIR, found[0], size, found[1], rows):
         return False
     index_files.point(db, KIND, found[0], slots)
-    if gained:
-        store.set_meta(db, {"vector_count": str(vector_count(db) + gained)})
     return True
+
+
+def recount(db: sqlite3.Connection, folder: Path) -> None:
+    """Set ``vector_count`` to what the ranking records this transaction wrote say (how
+    many have a vector): computed from what the view holds, never added to a count one
+    process believed the view held."""
+    from memlog.projections.sqlite_view import ranks  # (it reads the flag this counts)
+
+    store.set_meta(db, {"vector_count": str(ranks.vectored(db, folder))})
 
 
 def vector_count(db: sqlite3.Connection) -> int:

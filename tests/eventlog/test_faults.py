@@ -96,8 +96,8 @@ def test_file_size_limit(memlog_home: Path, tmp_path: Path, room: int) -> None:
     line = single_error(result)
     assert result.returncode == 1
     assert line == (
-        "Error: cannot append to 00000000000000000001.jsonl: File too large; "
-        "the log was left unchanged"
+        "Error: cannot append to 00000000000000000001.jsonl: File too large (the file size "
+        "limit, ulimit -f, stops it); the log was left unchanged"
     )
     unchanged_and_clean(memlog_home, before)
     assert observe(memlog_home, tmp_path).returncode == 0  # without the limit it goes in
@@ -251,3 +251,38 @@ def test_home_that_cannot_be_created(tmp_path: Path) -> None:
     blocker.write_text("not a folder")
     line = single_error(observe(blocker / "home", tmp_path, size=200))
     assert line.startswith(f"Error: cannot create {blocker / 'home'}: ")
+
+
+@pytest.mark.slow
+def test_replay_under_a_file_size_limit_names_the_limit(memlog_home: Path, tmp_path: Path) -> None:
+    """SQLite calls a write past the limit a disk I/O error: the line names the limit."""
+    log = EventLog(memlog_home)
+    log.append([Observed(name=f"E{i}", description=f"entry {i} " + "word " * 40,
+                         category="facts") for i in range(300)])  # fmt: skip
+    line = single_error(memlog(memlog_home, "replay", cwd=tmp_path, limit=64 << 10))
+    assert line.startswith("Error: the file size limit (ulimit -f: 65536 bytes) stopped the write")
+    assert "nothing was lost" in line and "disk I/O" not in line
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("free_kib", [100, 300, 600])
+def test_replay_on_a_nearly_full_disk_says_so(
+    tmp_path: Path, free_kib: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The disk runs out in the middle of the rebuild (SQLite rolls its transaction back
+    itself): one line naming the full disk, never 'cannot rollback'."""
+    with tmpfs(tmp_path / "disk", "3m") as disk:
+        home = disk / "home"
+        log = EventLog(home)
+        log.append([Observed(name=f"E{i}", description=f"entry {i} " + "word " * 40,
+                             category="facts") for i in range(300)])  # fmt: skip
+        monkeypatch.setenv("MEMLOG_EMBEDDING_PROVIDER", "hashing")
+        free = os.statvfs(disk)
+        filler = disk / "filler"
+        with open(filler, "wb") as handle:
+            handle.write(b"\0" * max(free.f_bavail * free.f_frsize - free_kib * 1024, 0))
+        line = single_error(memlog(home, "replay", cwd=tmp_path))
+        assert line.startswith("Error: no space left on device while writing "), line
+        assert "rollback" not in line
+        filler.unlink()
+        assert memlog(home, "replay", cwd=tmp_path).returncode == 0

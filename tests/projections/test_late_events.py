@@ -37,7 +37,7 @@ from memlog.eventlog.log import START, EventLog, Position, Record
 from memlog.projections import late
 from memlog.projections.markdown_view.writer import markdown_files
 from memlog.projections.runner import catch_up, rebuild
-from memlog.projections.sqlite_view import index_files, ranks, store
+from memlog.projections.sqlite_view import index_files, lines, ranks, store
 from memlog.projections.sqlite_view.digest import sqlite_digest
 from memlog.tests.retrieval.helpers import entry
 from memlog.vocabulary import DEFAULT_SPACES
@@ -308,3 +308,69 @@ def test_an_entry_first_seen_late_in_another_category_leaves_no_empty_file_behin
     second.write((5, observed(1)))  # seen first as a pattern: that is its category
     folds_in_place(memlog_home, tmp_path / "replay", 1)
     assert not (memlog_home / "projects" / "parser" / "anti-patterns.md").exists()
+
+
+def _lie(db: Any, harm: str, one: str, other: str) -> None:
+    """Make the ``lines`` row of entry ``one`` lie about where its events are."""
+    if harm == "row deleted":
+        db.execute("DELETE FROM lines WHERE key = ?", (one,))
+    elif harm == "another entry's lines":
+        data = db.execute("SELECT data FROM lines WHERE key = ?", (other,)).fetchone()[0]
+        db.execute("UPDATE lines SET data = ? WHERE key = ?", (data, one))
+    elif harm == "a line left out":  # whole records, one fewer: no bad length to see
+        data = db.execute("SELECT data FROM lines WHERE key = ?", (one,)).fetchone()[0]
+        db.execute("UPDATE lines SET data = ? WHERE key = ?", (data[lines.RECORD.size :], one))
+    else:  # a session's rows gone (its own, and its day's, which names its lines too)
+        db.execute("DELETE FROM lines WHERE key IN ('session:s1', 'day:2026-05-01')")
+
+
+@pytest.mark.parametrize(
+    "harm", ["row deleted", "another entry's lines", "a line left out", "session row deleted"]
+)
+def test_a_lines_row_that_lies_rebuilds_the_views_instead_of_folding_from_it(
+    memlog_home: Path, tmp_path: Path, harm: str
+) -> None:
+    """Each line a late fold reads must be an event about the key whose row named it, and
+    what it reads must fold to what the views hold; a row that says otherwise (gone, or
+    naming another entry's lines, or missing one) rebuilds the views."""
+    first, second = Device(memlog_home, "aa"), Device(memlog_home, "bb")
+    one, other = content_hash(lesson(1)), content_hash(lesson(2))
+    first.write(
+        (10, observed(1)), (30, observed(2)), (40, Recalled(ids=(one,))),
+        (41, observed(1)), (42, Recalled(ids=(other,))),
+        (50, SessionPending(session_id="s1", project="parser", trigger="SessionEnd", size=9)),
+        (60, SessionProgress(session_id="s1", status="extracted", offset=9, usage=SPENT)),
+    )  # fmt: skip
+    catch_up(memlog_home, SPACE)
+    with store.opened(memlog_home / store.DB_NAME) as db, store.transaction(db):
+        _lie(db, harm, one, other)
+    second.write(  # late: about lesson 1 and session s1
+        (20, observed(1)), (35, Promoted(entry_id=one, reason="seen twice")),
+        (55, SessionProgress(session_id="s1", status="pending", offset=4, usage=SPENT)),
+    )  # fmt: skip
+    done = catch_up(memlog_home, SPACE)
+    assert done.rebuilt
+    assert views(memlog_home) == replayed(memlog_home, tmp_path / "replay")
+
+
+@pytest.mark.parametrize("stays", [False, True], ids=["left-empty", "another-stays"])
+def test_a_file_left_by_an_entry_seen_first_elsewhere_goes_with_it(
+    memlog_home: Path, tmp_path: Path, stays: bool
+) -> None:
+    """Lesson 1 was first seen in project p1 here; a late event shows it was created
+    earlier in p0, where another anti-pattern lives: p1's anti-patterns file, which no
+    entry belongs to any longer, is removed (a replay never writes it), though an entry of
+    its category stays in the projects the catch-up touched."""
+
+    def seen(n: int, project: str) -> Observed:
+        return Observed(name=f"Lesson {n}", description=lesson(n), category="anti-patterns",
+                        project=project)  # fmt: skip
+
+    first, second = Device(memlog_home, "aa"), Device(memlog_home, "bb")
+    first.write((10, seen(1, "p1")), (20, seen(2, "p0")), *([(30, seen(3, "p1"))] * stays))
+    catch_up(memlog_home, SPACE)
+    assert (memlog_home / "projects" / "p1" / "anti-patterns.md").exists()
+    second.write((5, seen(1, "p0")))
+    catch_up(memlog_home, SPACE)
+    assert (memlog_home / "projects" / "p1" / "anti-patterns.md").exists() == stays
+    assert views(memlog_home) == replayed(memlog_home, tmp_path / "replay")

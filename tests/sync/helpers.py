@@ -23,7 +23,8 @@ from memlog.files import atomic_write
 MACHINE_LOCAL = {
     ".sync.lock", ".markdown.lock", "memory.db", "memory.db-wal", "memory.db-shm",
     "quarantine.jsonl", "errors.log", "hook-errors.log", ".last-injection.json",
-    "events/.device", "events/.lock", "events/.clock", ".sweep-started", "extraction.lock",
+    "events/.device", "events/.device-stamp", "events/.lock", "events/.clock", ".sweep-started",
+    "extraction.lock",
 }  # fmt: skip
 
 

@@ -188,16 +188,28 @@ def test_a_sealed_version_is_taken_up_to_its_first_bad_line_whole_batches_only()
     assert "torn last line" in versions.open_sealed(KEY, SEALED, good[:-1]).fault
 
 
-def test_a_line_from_far_ahead_is_refused_for_now_only() -> None:
-    from memlog.eventlog import clock
-
+def test_a_line_from_far_ahead_is_taken_whatever_this_clock_says() -> None:
+    """The hybrid logical clock orders it: refusing it lost it for as long as this clock
+    lagged (a machine a year behind took nothing for a year)."""
     late = msgspec.structs.replace(event(1), ts="2040-01-01T00:00:00.000000Z")
-    early = clock.micros("2026-05-01T00:00:00Z")
-    opened = versions.open_sealed(KEY, SEALED, sealed_version(late), now=early)
-    assert not opened.lines and "ahead of this machine's clock" in opened.fault
-    assert not opened.lasting
-    later = versions.open_sealed(KEY, SEALED, sealed_version(late), now=clock.micros(late.ts))
-    assert [x.seq for x in later.lines] == [1]
+    opened = versions.open_sealed(KEY, SEALED, sealed_version(late))
+    assert [x.seq for x in opened.lines] == [1] and not opened.fault
+
+
+def test_a_line_slipped_in_is_refused_alone() -> None:
+    """A forged line between two good ones is refused; the good line after it, which
+    follows the one before, is taken (never all the others with it)."""
+    good = sealed_version(event(1), event(2), event(3))
+    rows = good.splitlines(keepends=True)
+    forged = rows[0] + b"2 1 AAAA\n" + rows[1] + rows[2]
+    opened = versions.open_sealed(KEY, SEALED, forged)
+    assert [x.seq for x in opened.lines] == [1, 2, 3]
+    assert opened.refused == 1 and "line 2 (seq 2)" in opened.fault
+    assert sorted(opened.authentic) == [1, 2, 3]
+    gone = rows[0] + rows[2]  # a line taken out: what follows no longer follows
+    opened = versions.open_sealed(KEY, SEALED, gone)
+    assert [x.seq for x in opened.lines] == [1] and "follows seq 2" in opened.fault
+    assert sorted(opened.authentic) == [1, 3]
 
 
 def test_segments_that_do_not_follow_each_other_are_found() -> None:

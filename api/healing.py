@@ -1,0 +1,26 @@
+"""Views found damaged are rebuilt from the log, now or by the next command that can.
+
+``heal`` is what a command that met a damaged view does (SQLite called
+``memory.db`` malformed): note the damage (``damage.mark``), then catch the
+views up, which rebuilds them aside from the log and swaps them in.  A home
+that cannot be written keeps the note for the next command that can.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from memlog.errors import MemlogError
+from memlog.projections.runner import catch_up
+from memlog.projections.sqlite_view import damage
+from memlog.vocabulary import DEFAULT_SPACE, Space
+
+
+def heal(home: Path, reason: str, space: Space = DEFAULT_SPACE) -> bool:
+    """Rebuild the views of ``home`` found damaged (``reason``); whether they were."""
+    if not damage.mark(home, reason):
+        return False
+    try:
+        return catch_up(home, space).rebuilt
+    except (MemlogError, OSError):
+        return False

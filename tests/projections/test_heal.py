@@ -1,0 +1,165 @@
+"""The views heal themselves: damage found is rebuilt aside and swapped in.
+
+``memory.db`` flipped in its middle (SQLite calls it malformed only when a
+query reaches the pages), a packed file whose sums fail, views that
+``memlog verify`` found drifted: read commands never fail on them, the hook
+never injects an empty block while the log holds lessons, and the next
+command that writes the views (a catch-up, the hook's background work,
+``verify --repair``) rebuilds them from the log.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from memlog.eventlog.events import Observed
+from memlog.eventlog.log import EventLog
+from memlog.projections.runner import catch_up
+from memlog.projections.sqlite_view import damage, index_files, store
+from memlog.tests.hooks.test_session_start import entry_headers, payload, project, run_hook
+from memlog.tests.sync.helpers import memlog
+from memlog.vocabulary import DEFAULT_SPACES
+
+SPACE = DEFAULT_SPACES["hashing"]
+CATEGORIES = ("anti-patterns", "heuristics", "patterns")
+
+
+def seed(home: Path, count: int = 265) -> None:
+    """``count`` lessons (long ones, so the database has pages enough to damage)."""
+    events = [
+        Observed(
+            name=f"Lesson {i}",
+            description=f"Lesson {i}: the parser keeps step {i} small, tested and apart "
+            f"from the writer; {'reasons differ by the case at hand ' * 6}{i}.",
+            category=CATEGORIES[i % 3],  # type: ignore[arg-type]
+            reasoning="Seen in review. " * 20,
+            project="project-a",
+            keywords=("parser", f"step{i}"),
+        )
+        for i in range(count)
+    ]
+    EventLog(home).append(events)
+    catch_up(home, SPACE)
+
+
+def flip_middle(home: Path, size: int = 40 << 10) -> None:
+    """40 KB flipped in the middle of ``memory.db`` after a checkpoint (no WAL left)."""
+    path = home / store.DB_NAME
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    data = bytearray(path.read_bytes())
+    assert len(data) > 3 * size
+    middle = len(data) // 2
+    for i in range(middle, middle + size):
+        data[i] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def first_id(home: Path) -> str:
+    return next(r.event.entry_id for r in EventLog(home).read() if isinstance(r.event, Observed))
+
+
+def test_read_commands_read_a_malformed_database_healed(memlog_home: Path) -> None:
+    seed(memlog_home)
+    flip_middle(memlog_home)
+    for args in (("list", "--limit", "300", "--json"), ("show", first_id(memlog_home))):
+        done = memlog(memlog_home, *args)
+        assert done.exit_code == 0, done.output
+        assert "malformed" not in done.output
+    listed = json.loads(memlog(memlog_home, "list", "--limit", "300", "--json").stdout)
+    assert len(listed["entries"]) == 265
+    assert memlog(memlog_home, "verify").exit_code == 0
+
+
+def test_catch_up_rebuilds_a_malformed_database(memlog_home: Path) -> None:
+    seed(memlog_home)
+    flip_middle(memlog_home)
+    done = memlog(memlog_home, "catch-up")
+    assert done.exit_code == 0, done.output
+    with sqlite3.connect(memlog_home / store.DB_NAME) as db:
+        assert db.execute("PRAGMA quick_check").fetchone()[0] == "ok"
+    assert memlog(memlog_home, "verify").exit_code == 0
+
+
+@pytest.mark.slow
+def test_the_first_start_on_a_malformed_database_injects_the_lessons(
+    memlog_home: Path, tmp_path: Path
+) -> None:
+    seed(memlog_home)
+    flip_middle(memlog_home)
+    root = project(tmp_path)
+    run = run_hook(memlog_home, payload(root), root)
+    assert len(entry_headers(run.context)) >= 9, run.context
+
+
+def test_a_packed_file_whose_sums_fail_is_rebuilt_by_the_next_catch_up(
+    memlog_home: Path,
+) -> None:
+    seed(memlog_home, 40)
+    with store.opened(memlog_home / store.DB_NAME, readonly=True) as db:
+        name = index_files.pointer(db, "rnk")
+    assert name is not None
+    path = memlog_home / "index" / name[0]
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    path.write_bytes(bytes(data))
+    audit = memlog(memlog_home, "verify")
+    assert audit.exit_code == 1 and "fails its checksum" in audit.output
+    memlog(memlog_home, "catch-up")
+    assert memlog(memlog_home, "verify").exit_code == 0
+
+
+def test_drift_verify_found_is_healed_by_repair(memlog_home: Path) -> None:
+    seed(memlog_home, 40)
+    with store.opened(memlog_home / store.DB_NAME) as db, store.transaction(db):
+        db.execute("UPDATE entries SET observation_count = 7 WHERE slot = 3")
+    assert memlog(memlog_home, "verify").exit_code == 1
+    repaired = memlog(memlog_home, "verify", "--repair")
+    assert repaired.exit_code == 0, repaired.output
+    assert memlog(memlog_home, "verify").exit_code == 0
+
+
+def test_drift_verify_found_is_healed_by_the_next_catch_up(memlog_home: Path) -> None:
+    seed(memlog_home, 40)
+    with store.opened(memlog_home / store.DB_NAME) as db, store.transaction(db):
+        db.execute("UPDATE entries SET observation_count = 7 WHERE slot = 3")
+    assert memlog(memlog_home, "verify").exit_code == 1
+    memlog(memlog_home, "catch-up")
+    assert memlog(memlog_home, "verify").exit_code == 0
+
+
+def test_an_aside_a_killed_rebuild_left_is_swept_by_a_read_command(memlog_home: Path) -> None:
+    seed(memlog_home, 10)
+    aside = memlog_home / ".memory.db.rebuild-999999999-0a0b0c0d0e0f"
+    aside.write_bytes(b"x" * 4096)
+    os.utime(aside, (0, 0))
+    done = memlog(memlog_home, "list")
+    assert done.exit_code == 0, done.output
+    assert not aside.exists()
+
+
+def test_a_start_with_no_time_to_rebuild_says_so_and_leaves_it_to_the_background(
+    memlog_home: Path, tmp_path: Path
+) -> None:
+    import time
+
+    from memlog.retrieval.inject import build
+    from memlog.retrieval.request import Request
+    from memlog.workspace import Workspace
+
+    seed(memlog_home)
+    flip_middle(memlog_home)
+    ws = Workspace.at(project(tmp_path), home=memlog_home)
+    found = build(Request.hook(ws, time.monotonic() + 0.001))
+    assert any("being rebuilt from the log in the background" in n for n in found.notes)
+    for _ in range(300):  # the background catch-up rebuilds the views
+        if damage.marked(memlog_home) is None:
+            break
+        time.sleep(0.1)
+    assert damage.marked(memlog_home) is None
+    assert memlog(memlog_home, "verify").exit_code == 0
