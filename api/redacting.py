@@ -78,6 +78,14 @@ def _after(ws: Workspace, done: Expunged) -> Redaction:
     return Redaction(done.event, done.events, done.scrubbed, files, notes)
 
 
+def after_replaced(ws: Workspace, done: Expunged) -> Redaction:
+    """Everything after this device's lines were replaced by the ones other devices asked
+    for (``expunge.replace_lines``): views, copies, vectors, as after a redaction."""
+    redacted = _after(ws, done)
+    redaction_journal.done(ws.home)
+    return redacted
+
+
 def finish(ws: Workspace, match: str) -> Redaction:
     """A redaction of ``match`` run again: the log no longer holds it, the views and the
     other files of the home may (a run that stopped half way, a backup made since)."""

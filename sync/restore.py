@@ -59,16 +59,24 @@ class TakenBack(NamedTuple):
     own: str
 
 
-def take_back(git: Git, log: EventLog, own: str, theirs: str | None, sealer: Sealer) -> TakenBack:
-    """Take this device's events the remote holds back (see the module)."""
+def take_back(
+    git: Git, log: EventLog, own: str, theirs: str | None, sealer: Sealer, keyless: bool = False
+) -> TakenBack:
+    """Take this device's events the remote holds back (see the module): only lines its
+    signature vouches for (``sealer.trust``), never a line a holder of the team key made.
+    ``keyless``: the roster holds another signing key of this device than this home's (a
+    copy or a restore of the home joined first, or the key was lost): this home cannot
+    sign as it, and becomes a new device."""
     remote = _theirs(git, own, theirs, sealer)
-    if remote is None or not remote.lines:
+    if remote is None or (not remote.lines and not keyless):
         return TakenBack(None, own)
     with log._locked():
         mine = [r.event for r in _mine(log, own)]
         by_id = {line.id: line for line in remote.lines}
         held = {e.id for e in mine}
         missing = [line for line in remote.lines if line.id not in held]
+        if keyless:
+            return TakenBack(*_become_new_device(log, own, remote, mine, missing))
         if not missing:
             return TakenBack(None, own)
         if _elsewhere(mine, remote.lines, log.written()):
@@ -124,10 +132,11 @@ def _become_new_device(
     if renumbered:
         seg.raise_high_water_file(new_folder, renumbered[-1].seq)
     moved = f"; the {_events(len(extra))} written here since went with it" if extra else ""
+    took = f"took {_events(len(missing))} of it back from the remote, and " if missing else ""
     return (
-        f"device {old} also writes elsewhere (this home is a copy or a restore of it): took "
-        f"{_events(len(missing))} of it back from the remote, and this home writes as device "
-        f"{new} from now on{moved}",
+        f"device {old} also writes elsewhere, or signs with a key this home lacks (this home "
+        f"is a copy or a restore of it): {took}this home writes as device {new} from now "
+        f"on{moved}",
         new,
     )
 
@@ -143,7 +152,7 @@ def _theirs(git: Git, own: str, commit: str | None, sealer: Sealer) -> _Theirs |
     blobs = git.blobs([e.oid for e in entries.values()])
     files, lines = {}, []
     for path in sorted(entries):
-        opened = versions.open_sealed(sealer.key, path, blobs[entries[path].oid])
+        opened = versions.open_sealed(sealer.key, path, blobs[entries[path].oid], None, sealer.trust)
         if opened.fault:
             return None
         lines += opened.lines

@@ -23,14 +23,18 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memlog.eventlog.codec import BadLine, decode_line
 from memlog.eventlog.events import Event, Observed
 from memlog.eventlog.redaction import REDACTED
 from memlog.eventlog.secrets import redact_event
 from memlog.sync import sealed
-from memlog.sync.sealed import Key, Unopenable
+from memlog.sync.sealed import Key, Signature, Unopenable
+from memlog.sync.signing import MAX_GAP
+
+if TYPE_CHECKING:
+    from memlog.sync.roster import Trust
 
 
 class Refused(Exception):
@@ -46,6 +50,10 @@ class Line(NamedTuple):
     end: int = 0
     #: the sequence of the device's line before it (0: none, or not known)
     prev: int = 0
+    #: what its device signed (None: an old, unsigned line, or a plain one)
+    signature: Signature | None = None
+    #: the chain digest of the device's lines before it (b"": not known)
+    before: bytes = b""
 
 
 def blob_id(data: bytes) -> str:
@@ -127,13 +135,18 @@ def secret_in(lines: list[Line]) -> Line | None:
 
 
 def join(
-    name: str, base: list[Line], ours: list[Line], theirs: list[Line], own: bool
-) -> list[Line]:
+    name: str, base: list[Line], ours: list[Line], theirs: list[Line], own: bool,
+    signs: bool = False,
+) -> list[Line]:  # fmt: skip
     """``ours`` and ``theirs`` joined (see the module); ``Refused`` when they diverged.
 
-    ``own``: the segment is this device's: the other side may take text out
-    of its lines (a redaction made elsewhere), never add a line or change one
-    otherwise (that would be another home writing as this one, or a forgery).
+    ``own``: the segment is this device's: the other side may add no line and change
+    none (only this device writes and signs its lines; another home's copy of them with
+    text taken out is a request, ``requests``).  ``signs``: the segment is of another
+    device that signs its lines: a line of it changes only to a version its device
+    signed, with text taken out (``theirs`` holds only lines its signatures vouch for).
+    A device that never signed keeps the first format's rule: the side that took text
+    out wins.
     """
     mine, other, common = _by_seq(ours), _by_seq(theirs), _by_seq(base)
     extra = sorted(other.keys() - mine.keys())
@@ -147,12 +160,27 @@ def join(
         a, b = mine.get(seq), other.get(seq)
         if a is not None and b is not None and a.id != b.id:
             raise Refused(f"{name}: seq {seq} is event {b.id} in the remote, {a.id} here")
-        picked = _pick(a, b, common.get(seq))
-        if own and a is not None and picked is not a and not is_redaction(picked.event, a.event):
-            raise Refused(f"{name}: the remote changes seq {seq} of this device otherwise than "
-                          "by taking text out; this home's line stands")  # fmt: skip
-        joined.append(picked)
+        if own and a is not None and b is not None and a.data != b.data:
+            raise Refused(f"{name}: the remote holds another version of seq {seq} of this "
+                          "device (an older one, or a change no one here made); this home's "
+                          "line stands")  # fmt: skip
+        joined.append(_signed_pick(name, a, b) if signs else _pick(a, b, common.get(seq)))
     return joined
+
+
+def _signed_pick(name: str, ours: Line | None, theirs: Line | None) -> Line:
+    """Of two versions of a line of a device that signs, the one its device rewrote last
+    (``theirs`` is vouched for by the device's newest head): only ever text taken out."""
+    if ours is None or theirs is None:
+        found = ours or theirs
+        assert found is not None
+        return found
+    if ours.data == theirs.data:
+        return ours
+    if is_redaction(theirs.event, ours.event):
+        return theirs
+    raise Refused(f"{name}: the device's new version of seq {theirs.seq} changes it otherwise "
+                  "than by taking text out; this home's line stands")  # fmt: skip
 
 
 def _by_seq(lines: list[Line]) -> dict[int, Line]:
@@ -222,6 +250,44 @@ def _text_cut(now: str, was: str) -> bool:
     return re.fullmatch(pattern, was, re.DOTALL) is not None
 
 
+def removed_texts(new: Event, old: Event) -> list[str]:
+    """The texts ``new`` took out of ``old`` (``is_redaction(new, old)`` holds): what each
+    ``[REDACTED]`` stands for, and the items of a tuple dropped whole."""
+    found: list[str] = []
+    for field in new.redacted:
+        now, was = getattr(new, field, None), getattr(old, field, None)
+        if isinstance(now, str) and isinstance(was, str):
+            found += _cut_out(now, was)
+        elif isinstance(now, tuple) and isinstance(was, tuple):
+            found += _dropped(now, was)
+    return [text for text in found if text]
+
+
+def _dropped(now: tuple[Any, ...], was: tuple[Any, ...]) -> list[str]:
+    """The texts of the items of ``was`` that ``now`` dropped or cut (in order)."""
+    found: list[str] = []
+    left = list(was)
+    for item in now:
+        while left and not (
+            isinstance(item, str) and isinstance(left[0], str) and _text_cut(item, left[0])
+        ):
+            dropped = left.pop(0)
+            found += [dropped] if isinstance(dropped, str) else []
+        if left:
+            was_item = left.pop(0)
+            found += _cut_out(item, was_item) if isinstance(item, str) else []
+    return found + [item for item in left if isinstance(item, str)]
+
+
+def _cut_out(now: str, was: str) -> list[str]:
+    parts = now.split(REDACTED)
+    if len(parts) == 1:
+        return []
+    pattern = "(.+?)".join(re.escape(part) for part in parts)
+    match = re.fullmatch(pattern, was, re.DOTALL)
+    return list(match.groups()) if match is not None else []
+
+
 def joined_bytes(lines: list[Line]) -> bytes:
     return b"".join(line.data for line in lines)
 
@@ -256,13 +322,21 @@ class Opened(NamedTuple):
     authentic: dict[int, str] = {}
 
 
-def open_sealed(key: Key, name: str, data: bytes, now: int | None = None) -> Opened:
+def open_sealed(
+    key: Key, name: str, data: bytes, now: int | None = None, trust: Trust | None = None
+) -> Opened:
     """The lines of the sealed version ``data`` of segment ``name`` (a tree path,
     ``<device>/<first seq>.sealed``), checked as ``open_line`` and ``walk`` do, each
     line's ``prev`` the line before it.  A line that fails is refused alone, with the
     rest of its batch: the lines after it are taken when they follow the last one taken
     (a line slipped in between is refused, never the others with it).  Whatever a line's
-    time, it is taken: the clock orders it (``clock``), ``now`` is not looked at."""
+    time, it is taken: the clock orders it (``clock``), ``now`` is not looked at.
+
+    With ``trust`` (the roster as this machine takes it), a line is also refused when
+    it is unsigned where its device signs, signed by a device the roster does not list,
+    older than its device's last rewrite of it, or after its device's eviction; and the
+    signed lines are taken only as far as their device's signature vouches for them (a
+    line forged, changed, or put back from an old version breaks the chain there)."""
     device, segment = name.split("/", 1)[0], _stem(name)
     taken: list[Line] = []
     whole = 0  # how many lines of ``taken`` end a batch
@@ -277,15 +351,14 @@ def open_sealed(key: Key, name: str, data: bytes, now: int | None = None) -> Ope
             if cut < 0:
                 raise Refused("torn last line")
             line = _open_one(key, device, segment, raw)
+            if trust is not None:
+                _trusted(trust, device, line, taken)
             authentic[line.seq] = line.id
             _follows(line, first, previous, batch_end, taken)
         except Refused as exc:
             refused += 1
             if not fault:
-                seq = sealed.sealed_seq(raw)
-                number = data.count(b"\n", 0, at) + 1
-                where = f"line {number} (seq {seq})" if seq is not None else f"line {number}"
-                fault, bad = f"{name} {where}: {exc}", raw
+                fault, bad = f"{name} {_where(data, at, raw)}: {exc}", raw
             del taken[whole:]  # the batch it was in goes with it
             previous, batch_end = (taken[-1].seq if taken else 0), 0
             at = cut + 1 if cut >= 0 else len(data)
@@ -299,8 +372,103 @@ def open_sealed(key: Key, name: str, data: bytes, now: int | None = None) -> Ope
         last = taken[-1]
         fault = fault or f"{name} seq {last.seq}: batch ending at {last.event.batch_end} cut short"
         del taken[whole:]
+    if trust is not None:
+        good = vouched(trust, device, taken)
+        if good < len(taken):
+            line = taken[good]
+            refused += 1
+            if not fault:
+                start = data.rfind(b"\n", 0, line.end - 1) + 1
+                number = data.count(b"\n", 0, start) + 1
+                fault = (f"{name} line {number} (seq {line.seq}): its device's signature does "
+                         "not hold (forged, changed, or an old version put back)")  # fmt: skip
+                bad = data[start : line.end - 1]
+            for gone in taken[good:]:
+                authentic.pop(gone.seq, None)
+            del taken[_whole_batches(taken, good) :]
     more = f" (and {refused - 1} more lines)" if refused > 1 else ""
     return Opened(taken, fault + more if fault else "", bad, True, refused, authentic)
+
+
+def _where(data: bytes, at: int, raw: bytes) -> str:
+    seq = sealed.sealed_seq(raw)
+    number = data.count(b"\n", 0, at) + 1
+    return f"line {number} (seq {seq})" if seq is not None else f"line {number}"
+
+
+def _trusted(trust: Trust, device: str, line: Line, taken: list[Line]) -> None:
+    """Refused unless the roster lets ``device`` have ``line`` where it stands."""
+    found = trust.of(device)
+    if line.signature is None:
+        after_signed = bool(taken) and taken[-1].signature is not None
+        why = "unsigned, after a signed line" if after_signed else trust.unsigned(device, line.seq)
+        if why:
+            raise Refused(why)
+    elif found is None:
+        raise Refused(f"signed by device {device}, which the roster does not list")
+    elif line.signature.gen < found.required(line.seq):
+        raise Refused(f"an old version: device {device} rewrote its lines from seq "
+                      f"{_rewrite_start(found, line.seq)} (generation "
+                      f"{found.required(line.seq)}) since it signed this one")  # fmt: skip
+    if found is not None and found.evicted is not None and line.seq > found.evicted:
+        raise Refused(f"device {device} was evicted; its lines after seq {found.evicted} are "
+                      "refused")  # fmt: skip
+
+
+def _rewrite_start(device: Any, seq: int) -> int:
+    head = device.head
+    needed = device.required(seq)
+    return max(start for gen, start in head.rewrites if gen == needed and start <= seq)
+
+
+def vouched(trust: Trust, device: str, lines: list[Line]) -> int:
+    """How many of ``lines`` (one segment's, following each other) the device's signature
+    vouches for: every unsigned line before its first signed one (old lines, checked
+    against the chain by ``merge``), and the signed ones up to the last whose signature
+    holds over the chain from the digest the first carries.  One signature is checked
+    when the last holds (it vouches for every line before it).  Sets each signed line's
+    ``before``."""
+    from memlog.sync import signing
+
+    signed = [i for i, line in enumerate(lines) if line.signature is not None]
+    found = trust.of(device)
+    if not signed or found is None:
+        return len(lines) if found is not None or not signed else signed[0]
+    start = signed[0]
+    link = lines[start].signature.link if lines[start].signature else b""
+    if len(link) != 32:
+        return start
+    after, digest = [], link
+    for line in lines[start:]:
+        assert line.signature is not None
+        lines[start + len(after)] = line._replace(before=digest)
+        digest = signing.chain_next(digest, line.signature.gen, line.prev, line.seq, line.data[:-1])
+        after.append(digest)
+
+    def holds(index: int) -> bool:
+        line = lines[index]
+        assert line.signature is not None and found is not None
+        message = signing.line_message(device, line.signature.gen, line.prev, line.seq,
+                                       after[index - start])  # fmt: skip
+        return signing.verifies(found.key, line.signature.sig, message)
+
+    if holds(len(lines) - 1):
+        return len(lines)
+    low, high = start, len(lines) - 1  # the last line that holds is in [low - 1, high)
+    while low < high:
+        middle = (low + high) // 2
+        if holds(middle):
+            low = middle + 1
+        else:
+            high = middle
+    return low
+
+
+def _whole_batches(lines: list[Line], count: int) -> int:
+    """The most of the first ``count`` lines that end a batch."""
+    while count and lines[count - 1].event.batch_end > lines[count - 1].seq:
+        count -= 1
+    return count
 
 
 def covers(held: dict[int, str], wanted: dict[int, str]) -> bool:
@@ -337,7 +505,7 @@ def _open_one(key: Key, device: str, segment: str, raw: bytes) -> Line:
         raise Refused(f"does not decode ({exc.reason})") from None
     if event.seq != opened.seq:
         raise Refused(f"sealed as seq {opened.seq} but holds seq {event.seq}")
-    return Line(event.seq, event.id, opened.line, event, 0, opened.prev)
+    return Line(event.seq, event.id, opened.line, event, 0, opened.prev, opened.signature)
 
 
 def _follows(line: Line, first: int, previous: int, batch_end: int, taken: list[Line]) -> None:
@@ -351,6 +519,9 @@ def _follows(line: Line, first: int, previous: int, batch_end: int, taken: list[
                       "(lines were removed or moved)")  # fmt: skip
     if not taken and line.prev >= line.seq:
         raise Refused(f"follows seq {line.prev}, not before it")
+    if line.seq - line.prev > MAX_GAP + 1:
+        raise Refused(f"jumps from seq {line.prev} to seq {line.seq} (a device's lines go up by "
+                      "one)")  # fmt: skip
     if batch_end and (line.event.batch_end != batch_end or line.seq != previous + 1):
         raise Refused(f"batch ending at {batch_end} cut short")
 
@@ -364,12 +535,20 @@ def _stem(name: str) -> str:
 
 def seal_lines(key: Key, name: str, lines: list[Line], prev: int) -> bytes:
     """The sealed version of ``lines`` of segment ``name`` (a tree path), the first of
-    them following seq ``prev``."""
+    them following seq ``prev``: a signed line as it was signed, carrying the chain digest
+    before it when it is the first or follows an unsigned line."""
     device, segment = name.split("/", 1)[0], _stem(name)
     out = []
+    after_signed = False
     for line in lines:
-        out.append(sealed.seal_line(key, device, segment, line.seq, prev, line.data))
-        prev = line.seq
+        signature = line.signature
+        if signature is not None:
+            link = b"" if after_signed else line.before
+            if not after_signed and len(link) != 32:
+                raise ValueError(f"{name} seq {line.seq}: the digest before it is not known")
+            signature = signature._replace(link=link)
+        out.append(sealed.seal_line(key, device, segment, line.seq, prev, line.data, signature))
+        prev, after_signed = line.seq, signature is not None
     return b"".join(out)
 
 

@@ -108,7 +108,7 @@ def views_of(home: Path) -> dict[str, bytes]:
 
 #: what a home keeps of where its files stand (not content: a catch-up and a replay each
 #: record their own path to the same files)
-BOOKKEEPING = {".markdown-state.json", "sync.key"}
+BOOKKEEPING = {".markdown-state.json", "sync.key", "sync.device.key"}
 
 
 def logical_views(home: Path) -> dict[str, bytes]:

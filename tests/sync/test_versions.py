@@ -63,17 +63,21 @@ def test_the_longer_version_wins_either_way() -> None:
 
 
 def test_a_rewritten_line_wins_over_the_old_one() -> None:
+    """Of a device that never signed (the first format's rule): the side that took text
+    out wins, whichever side joins; of one that signs, its newest version (what the remote
+    offers, vouched for by the device) wins when it only takes text out."""
     old = lines(event(1, reasoning="hunter2"), event(2))
     redacted = msgspec.structs.replace(event(1), reasoning="[REDACTED]", redacted=("reasoning",))
     new = lines(redacted, event(2))
     grown = lines(event(1, reasoning="hunter2"), event(2), event(3))
-    # the remote redacted, this home grew: both changes are kept, whichever side joins
-    assert versions.joined_bytes(versions.join(NAME, old, grown, new, own=True)) == data(
-        redacted, event(2), event(3)
-    )
     one_way = versions.join(NAME, old, new, grown, own=False)
     other_way = versions.join(NAME, old, grown, new, own=False)
     assert versions.joined_bytes(one_way) == versions.joined_bytes(other_way)
+    assert versions.joined_bytes(one_way) == data(redacted, event(2), event(3))
+    signed = versions.join(NAME, old, grown, new, own=False, signs=True)
+    assert versions.joined_bytes(signed) == data(redacted, event(2), event(3))
+    with pytest.raises(versions.Refused, match="otherwise than by taking text out"):
+        versions.join(NAME, new, new, grown, own=False, signs=True)  # text put back
 
 
 def test_two_rewrites_of_one_line_resolve_alike_on_both_sides() -> None:
@@ -148,14 +152,18 @@ def test_a_redaction_takes_text_out_and_adds_nothing() -> None:
     assert not versions.is_redaction(added, keywords)
 
 
-def test_this_devices_line_changes_only_by_a_redaction() -> None:
+def test_this_devices_line_never_changes_from_the_remote() -> None:
+    """Only this device writes and signs its lines: another version of one (an old one put
+    back, a forgery, even a redaction made elsewhere, which is a request) is refused."""
     mine = lines(event(1, reasoning="hunter2 here"), event(2))
     other = msgspec.structs.replace(event(1), reasoning="rewritten", redacted=("reasoning",))
-    with pytest.raises(versions.Refused, match="otherwise than by taking text out"):
-        versions.join(NAME, mine, mine, lines(other, event(2)), own=True)
     cut = msgspec.structs.replace(event(1), reasoning="[REDACTED] here", redacted=("reasoning",))
-    joined = versions.join(NAME, mine, mine, lines(cut, event(2)), own=True)
-    assert versions.joined_bytes(joined) == data(cut, event(2))
+    for theirs in (other, cut):
+        with pytest.raises(versions.Refused, match="another version of seq 1 of this device"):
+            versions.join(NAME, mine, mine, lines(theirs, event(2)), own=True)
+    assert versions.joined_bytes(versions.join(NAME, mine, mine, mine[:1], own=True)) == data(
+        event(1, reasoning="hunter2 here"), event(2)
+    )
 
 
 KEY = Key.generate()
