@@ -157,6 +157,12 @@ def _print_status(found: Status) -> None:
         click.echo(
             f"device {device.device}{mark}: seq {device.last_seq}, {device.segments} segments"
         )
+    for device, print_ in found.roster.items():
+        gone = " (evicted)" if device in found.evicted else ""
+        click.echo(f"roster: device {device}, signing key {print_}{gone}")
+    if found.roster:
+        who = "any machine" if found.redactions == "any" else "the device's owner"
+        click.echo(f"a redaction of another device's text is confirmed by {who}")
     click.echo(f"not sent yet: {found.unsent} events")
     if found.refused:
         click.echo(f"refused remote versions: {found.refused} (in the quarantine file)")

@@ -286,7 +286,7 @@ def _take_roster(job: Exchange, fetched: Fetched) -> None:
     """The remote's roster merged into this machine's pins: what a sync trusts from now."""
     theirs, why = team.remote_roster(job.git, job.sealer.key, fetched.roster)
     earlier = job.team.trust if job.team.roster.devices else team.take(job.state.pins, None).trust
-    job.team = team.take(job.state.pins, theirs)
+    job.team = team.take(job.state.pins, theirs, job.own)
     job.sealer.trust = job.team.trust
     job.sealer.format_bytes = setup.format_bytes(job.git, fetched.branch, job.sealer.key)
     said = [why] if why else []
@@ -353,14 +353,15 @@ def _roster(job: Exchange, head: str | None, theirs: str | None) -> str | None:
     requests = team.requests_of(job.offered.asks, previous, job.trust)
     answers = _answers(job)
     seen = {device: seq for device, seq in last.items() if device != job.own}
-    head_now = team.head_of(job.own, job.offered.chain, seen, requests, answers, previous)
+    head_now = team.head_of(job.own, job.offered.chain, seen, requests, answers, previous,
+                            job.team.roster)  # fmt: skip
     found = team.with_head(job.team.roster, job.signer, head_now, previous)
     found = _asked_changes(job, found, last)
     unsigned = {d: s for d, s in last.items() if d != job.own and job.trust.of(d) is None}
     if job.offered.chain.first > 1:
         unsigned[job.own] = job.offered.chain.first - 1
     found = team.with_legacy(found, unsigned)
-    job.team = team.take(found, None)
+    job.team = team.take(found, None, job.own)
     job.sealer.trust = job.team.trust
     job.outcome.refused += _once(job, team.check_heads(job.trust, last, job.own))
     if not found.devices:

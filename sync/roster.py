@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import hashlib
 from typing import Literal, NamedTuple
 
 import msgspec
@@ -89,6 +90,9 @@ class Head(msgspec.Struct, frozen=True, omit_defaults=True):
     requests: tuple[Request, ...] = ()
     #: request id → "done" or "declined" (requests other devices made of this one)
     answers: dict[str, str] = msgspec.field(default_factory=dict)
+    #: device → the fingerprint of the signing key this device pinned for it (a roster
+    #: that gives one of them another key was changed by a holder of the team key)
+    keys: dict[str, str] = msgspec.field(default_factory=dict)
     at: str = ""
 
     def required(self, seq: int) -> int:
@@ -151,6 +155,11 @@ def proven(device: str, entry: Member) -> Ed25519PublicKey | None:
         return None
     body = signing.open_statement(public, "member", entry.proof)
     return public if body == _member_body(device, entry.key) else None
+
+
+def fingerprint(public: str) -> str:
+    """A short digest of a public key as the roster writes it."""
+    return hashlib.sha256(public.encode()).hexdigest()[:16]
 
 
 def sign_head(key: DeviceKey, head: Head) -> str:
@@ -231,6 +240,8 @@ class Device(NamedTuple):
     legacy: int
     #: the last sequence taken before it was evicted (None: not evicted)
     evicted: int | None
+    #: why its lines are refused whatever they are ("": they are not)
+    disputed: str = ""
 
     @property
     def first(self) -> int:
@@ -246,8 +257,9 @@ class Device(NamedTuple):
 class Trust:
     """The roster as this machine takes it (pins and the remote's roster merged)."""
 
-    def __init__(self, roster: Roster, keys: dict[str, Ed25519PublicKey]) -> None:
+    def __init__(self, roster: Roster, keys: dict[str, Ed25519PublicKey], own: str = "") -> None:
         self.roster = roster
+        self.own = own
         self.keys = keys
         self.heads: dict[str, Head] = {}
         for device, text in roster.heads.items():
@@ -261,6 +273,23 @@ class Trust:
                 self.evictions[device] = found
         found_policy = _opened(keys, "policy", roster.policy, Policy) if roster.policy else None
         self.policy = found_policy if isinstance(found_policy, Policy) else None
+        self.disputed = self._disputes()
+
+    def _disputes(self) -> dict[str, str]:
+        """Devices whose key in the roster is not the one another device's head names: a
+        holder of the team key changed the roster (a machine that pinned the key keeps it;
+        one that did not takes none of that device's lines)."""
+        found: dict[str, str] = {}
+        for named_by, head in sorted(self.heads.items()):
+            if named_by in self.evictions or named_by == self.own:
+                continue  # (this device's own head names what it pinned: no witness)
+            for device, print_ in sorted(head.keys.items()):
+                member = self.roster.devices.get(device)
+                if member is not None and fingerprint(member.key) != print_:
+                    found.setdefault(device, f"device {device}'s signing key in the roster is "
+                                     f"not the one device {named_by}'s head names (the roster "
+                                     "was changed); its lines wait")  # fmt: skip
+        return found
 
     @property
     def redactions(self) -> Redactions:
@@ -273,7 +302,8 @@ class Trust:
         eviction = self.evictions.get(device)
         legacy = (self.roster.legacy or {}).get(device, 0)
         return Device(device, key, self.heads.get(device), legacy,
-                      eviction.after if eviction is not None else None)  # fmt: skip
+                      eviction.after if eviction is not None else None,
+                      self.disputed.get(device, ""))  # fmt: skip
 
     def unsigned(self, device: str, seq: int) -> str:
         """ "" when an unsigned line of ``device`` at ``seq`` may be taken, else why not."""
@@ -305,20 +335,21 @@ class Merged(NamedTuple):
     notes: list[str]
 
 
-def merge(pins: Roster, theirs: Roster | None) -> Merged:
+def merge(pins: Roster, theirs: Roster | None, own: str = "") -> Merged:
     """The remote's roster joined into this machine's pins: a device's key as pinned, an
-    eviction never undone, each device's newest head."""
+    eviction never undone, each device's newest head.  (``own``: this device, whose head
+    is no witness of the keys it pinned itself.)"""
     theirs = theirs or Roster()
     refused: list[str] = []
     notes: list[str] = []
     devices = dict(pins.devices)
     keys = {d: k for d, m in devices.items() if (k := signing.parse_public(m.key)) is not None}
+    other_key: list[str] = []
     for device, entry in sorted(theirs.devices.items()):
         known = devices.get(device)
         if known is not None:
             if known.key != entry.key:
-                refused.append(f"the roster on the remote gives device {device} another "
-                               "signing key than the one pinned here; the pinned one stands")  # fmt: skip
+                other_key.append(device)
             continue
         public = proven(device, entry)
         if public is None:
@@ -328,6 +359,13 @@ def merge(pins: Roster, theirs: Roster | None) -> Merged:
         devices[device], keys[device] = entry, public
     heads, went_back = _newest_heads(pins, theirs, keys)
     refused += went_back
+    switched = _named_keys(devices, keys, theirs, {d: h for d, h in heads.items() if d != own})
+    notes += [f"device {d}'s signing key pinned here is not the one the other devices pinned; "
+              "theirs is taken" for d in switched]  # fmt: skip
+    if switched:
+        heads, _ = _newest_heads(pins, theirs, keys)
+    refused += [f"the roster on the remote gives device {d} another signing key than the one "
+                "pinned here; the pinned one stands" for d in other_key if d not in switched]  # fmt: skip
     legacy = pins.legacy if pins.legacy is not None else theirs.legacy
     evicted = dict(pins.evicted)
     for device, text in theirs.evicted.items():
@@ -340,6 +378,30 @@ def merge(pins: Roster, theirs: Roster | None) -> Merged:
     policy = _newest_policy(pins.policy, theirs.policy, keys)
     roster = Roster(ROSTER_FORMAT, devices, heads, legacy, evicted, policy)
     return Merged(roster, keys, refused, notes)
+
+
+def _named_keys(
+    devices: dict[str, Member], keys: dict[str, Ed25519PublicKey], theirs: Roster,
+    heads: dict[str, str],
+) -> list[str]:  # fmt: skip
+    """A key pinned here that the other devices' heads do not name, where the remote's
+    roster gives the one they do name: that one is taken (this machine pinned a key a
+    holder of the team key had put in the roster before it joined); the devices."""
+    said = []
+    named: dict[str, set[str]] = {}
+    for device, text in heads.items():
+        head = open_head(keys[device], device, text) if device in keys else None
+        for other, print_ in (head.keys if head is not None else {}).items():
+            named.setdefault(other, set()).add(print_)
+    for device, prints in sorted(named.items()):
+        mine, other = devices.get(device), theirs.devices.get(device)
+        if mine is None or other is None or len(prints) != 1 or fingerprint(mine.key) in prints:
+            continue
+        public = proven(device, other)
+        if public is not None and fingerprint(other.key) in prints:
+            devices[device], keys[device] = other, public
+            said.append(device)
+    return said
 
 
 def _newest_heads(

@@ -104,8 +104,8 @@ class Sealer:
         found = self.trust.of(device)
         if found is None:
             return "unsigned" if self.trust.roster.legacy is None else "listed"
-        head = found.head.n if found.head is not None else 0
-        return f"{head}:{found.evicted}"
+        gen = found.head.gen if found.head is not None else -1  # heads only ever go up
+        return f"{gen}:{found.evicted}:{bool(found.disputed)}"
 
     def open(self, path: str, data: bytes) -> list[versions.Line]:
         """The lines of a sealed blob of this home's own repository (SyncError when one of
@@ -123,7 +123,10 @@ class Sealer:
         with this home's key and that its device vouches for, taken or not (what a version
         holds of its device)."""
         raw = data if data is not None else self.git.blobs([oid])[oid]
-        return versions.open_sealed(self.key, path, raw, trust=self.trust).authentic
+        found = self.trust.of(device_of(path))
+        unsure = found is not None and (bool(found.disputed) or found.head is None)
+        trust = None if unsure else self.trust  # what this machine cannot judge, it keeps
+        return versions.open_sealed(self.key, path, raw, trust=trust).authentic
 
     def info(self, path: str, oid: str, data: bytes | None = None) -> Info:
         """What the sealed blob ``oid`` at ``path`` opens to."""

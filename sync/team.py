@@ -56,9 +56,9 @@ def remote_roster(git: Git, key: Key, commit: str | None) -> tuple[Roster | None
         return None, f"the remote's roster: {exc}"
 
 
-def take(pins: Roster, theirs: Roster | None) -> Taken:
-    merged = roster.merge(pins, theirs)
-    trust = roster.Trust(merged.roster, merged.keys)
+def take(pins: Roster, theirs: Roster | None, own: str = "") -> Taken:
+    merged = roster.merge(pins, theirs, own)
+    trust = roster.Trust(merged.roster, merged.keys, own)
     return Taken(trust, merged.roster, merged.refused, merged.notes)
 
 
@@ -109,13 +109,14 @@ def request_id(target: str, seq: int, event: str, line: str) -> str:
 
 def head_of(
     own: str, chain: Chain, seen: dict[str, int], requests: tuple[Request, ...],
-    answers: dict[str, str], previous: Head | None,
+    answers: dict[str, str], previous: Head | None, found: Roster,
 ) -> Head:  # fmt: skip
     """This device's head as it stands; the previous one when it says the same."""
+    keys = {d: roster.fingerprint(m.key) for d, m in sorted(found.devices.items()) if d != own}
     wanted = Head(
         device=own, n=0, seq=chain.seq, tip=chain.tip.hex(), gen=chain.gen,
         rewrites=chain.rewrites, first=chain.first, seen=dict(sorted(seen.items())),
-        requests=_bounded(requests), answers=dict(sorted(answers.items())),
+        requests=_bounded(requests), answers=dict(sorted(answers.items())), keys=keys,
     )  # fmt: skip
     if previous is not None and previous.same_as(msgspec.structs.replace(wanted, at=previous.at)):
         return previous

@@ -373,16 +373,14 @@ def open_sealed(
         fault = fault or f"{name} seq {last.seq}: batch ending at {last.event.batch_end} cut short"
         del taken[whole:]
     if trust is not None:
-        good = vouched(trust, device, taken)
+        good, why = vouched(trust, device, taken)
         if good < len(taken):
             line = taken[good]
             refused += 1
             if not fault:
                 start = data.rfind(b"\n", 0, line.end - 1) + 1
                 number = data.count(b"\n", 0, start) + 1
-                fault = (f"{name} line {number} (seq {line.seq}): its device's signature does "
-                         "not hold (forged, changed, or an old version put back)")  # fmt: skip
-                bad = data[start : line.end - 1]
+                fault, bad = f"{name} line {number} (seq {line.seq}): {why}", data[start : line.end - 1]
             for gone in taken[good:]:
                 authentic.pop(gone.seq, None)
             del taken[_whole_batches(taken, good) :]
@@ -406,6 +404,10 @@ def _trusted(trust: Trust, device: str, line: Line, taken: list[Line]) -> None:
             raise Refused(why)
     elif found is None:
         raise Refused(f"signed by device {device}, which the roster does not list")
+    elif found.disputed:
+        raise Refused(found.disputed)
+    elif found.head is None:
+        raise Refused(f"device {device} has no head in the roster to vouch for its lines")
     elif line.signature.gen < found.required(line.seq):
         raise Refused(f"an old version: device {device} rewrote its lines from seq "
                       f"{_rewrite_start(found, line.seq)} (generation "
@@ -421,13 +423,29 @@ def _rewrite_start(device: Any, seq: int) -> int:
     return max(start for gen, start in head.rewrites if gen == needed and start <= seq)
 
 
-def vouched(trust: Trust, device: str, lines: list[Line]) -> int:
-    """How many of ``lines`` (one segment's, following each other) the device's signature
-    vouches for: every unsigned line before its first signed one (old lines, checked
-    against the chain by ``merge``), and the signed ones up to the last whose signature
-    holds over the chain from the digest the first carries.  One signature is checked
-    when the last holds (it vouches for every line before it).  Sets each signed line's
-    ``before``."""
+def vouched(trust: Trust, device: str, lines: list[Line]) -> tuple[int, str]:
+    """How many of ``lines`` (one segment's, following each other) the device vouches
+    for, and why not the next: every unsigned line before its first signed one (old
+    lines, checked against the chain by ``merge``), and the signed ones up to the last
+    whose signature holds over the chain from the digest the first carries, as far as
+    its head in the roster says it sent.  One signature is checked when the last holds
+    (it vouches for every line before it).  Sets each signed line's ``before``."""
+    forged = "its device's signature does not hold (forged, changed, or an old version put back)"
+    good = _signed_as_far(trust, device, lines)
+    if good < len(lines):
+        return good, forged
+    found = trust.of(device)
+    head = found.head if found is not None else None
+    for index, line in enumerate(lines):
+        sig = line.signature
+        if head is not None and sig is not None and (line.seq > head.seq or sig.gen > head.gen):
+            return index, (f"newer than device {device}'s head in the roster (seq {head.seq}, "
+                           f"generation {head.gen}): the roster is older than the lines (its "
+                           "branch forced back?)")  # fmt: skip
+    return len(lines), ""
+
+
+def _signed_as_far(trust: Trust, device: str, lines: list[Line]) -> int:
     from memlog.sync import signing
 
     signed = [i for i, line in enumerate(lines) if line.signature is not None]

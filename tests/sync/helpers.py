@@ -34,7 +34,8 @@ def bare_remote(where: Path) -> Path:
 
 
 def memlog(
-    home: Path, *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+    home: Path, *args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
+    input: str | None = None,
 ) -> Result:
     """Run the real command line against ``home`` (in-process)."""
     env = {"MEMLOG_HOME": str(home), **(env or {})}
@@ -42,7 +43,7 @@ def memlog(
     try:
         if cwd is not None:
             os.chdir(cwd)
-        return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+        return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False, input=input)
     finally:
         os.chdir(here)
 
