@@ -87,7 +87,8 @@ def signed_by(private: Ed25519PrivateKey, key: bytes, device: str, rows: list[by
     seq = last + 1 if seq is None else seq
     after = forge.chain_next(digest, 0, last, seq, body)
     signature = forge.sign(private, forge.line_message(device, 0, last, seq, after))
-    return forge.seal_signed(key, device, SEGMENT, seq, last, body, 0, signature)
+    link = digest if not rows else b""  # a segment's first line carries the digest before it
+    return forge.seal_signed(key, device, SEGMENT, seq, last, body, 0, signature, link)
 
 
 def teammate_key(home: Path) -> Ed25519PrivateKey:
@@ -239,3 +240,28 @@ def test_a_roster_that_gives_a_device_another_key_is_refused(tmp_path: Path) -> 
     assert "theirs is taken" in again.output, again.output
     assert memlog_ok(c, "show", content_hash(PIN)[:10])
     assert memlog(c, "sync").exit_code == 0
+
+
+def test_a_key_holder_cannot_blank_a_teammates_text(tmp_path: Path) -> None:
+    """A redaction of a's line made by b, pushed as a's line (sealed with the team key,
+    unsigned or signed with b's own key): refused everywhere; a's text stays.  (``memlog
+    redact`` on b makes a request a's owner confirms: ``test_engine``.)"""
+    a, b, remote = two_homes(tmp_path)
+    key, victim = team_key(b), device_of(a)
+    path = f"{victim}/{SEGMENT}.sealed"
+    rows = remote_file(remote, path).splitlines(keepends=True)
+    first = forge.opened(key, victim, SEGMENT, rows[0])
+    event = json.loads(first["body"])
+    event.pop("sum")
+    event.update(description="[REDACTED]", redacted=["description"], stable_id=content_hash(PIN))
+    blank = forge.plain_line(event)
+    for forged in (
+        forge.seal(key, victim, SEGMENT, 1, 0, blank),
+        signed_by(teammate_key(b), key, victim, [], blank, 1),
+    ):
+        for home in (a, b):
+            push_tampered(remote, path, lambda data, line=forged: line + b"".join(rows[1:]))
+            said = refused_by(home)
+            assert f"{path} line 1 (seq 1): " in said, said
+            shown = json.loads(memlog_ok(home, "show", content_hash(PIN)[:10], "--json").output)
+            assert shown["entry"]["description"] == PIN
