@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-
 from memlog.api import redacting
 from memlog.errors import InvalidInput
 from memlog.eventlog.codec import BadLine, decode_line
 from memlog.eventlog.events import Event
 from memlog.eventlog.expunge import MIN_MATCH, NothingFound, replace_lines
 from memlog.sync import engine, setup, versions
-from memlog.sync.engine import Asks
+from memlog.sync.engine import NO_ASKS, Asks
 from memlog.sync.repo import set_up
 from memlog.sync.state import Asking, Outcome, load_state
 from memlog.sync.status import Status, status
@@ -18,7 +17,7 @@ from memlog.workspace import Workspace
 
 def sync(
     ws: Workspace, remote: str | None = None, init: bool = False, key: str | None = None,
-    asks: Asks = Asks(),
+    asks: Asks = NO_ASKS,
 ) -> Outcome:  # fmt: skip
     """Offer this home's events, take the remote's, push the union, fold what came into the views
     (``key``: the sync key to join a remote with, else ``MEMLOG_SYNC_KEY``).  Redactions other
@@ -28,7 +27,7 @@ def sync(
     return _after_asked(ws, done)
 
 
-def rotate(ws: Workspace, asks: Asks = Asks()) -> Outcome:
+def rotate(ws: Workspace, asks: Asks = NO_ASKS) -> Outcome:
     """Sync, then seal the remote with a new team key (``memlog sync --rotate-key``)."""
     return _after_asked(ws, engine.rotate(ws.home, ws.space, asks))
 
@@ -58,7 +57,9 @@ def apply_asked(ws: Workspace, asked: list[Asking]) -> list[str]:
         except BadLine:
             continue
     current = {r.event.id: r.event for r in ws.log("sync").read() if r.event.id in wanted}
-    removed = (t for i, e in wanted.items() if i in current for t in versions.removed_texts(e, current[i]))
+    removed = (
+        t for i, e in wanted.items() if i in current for t in versions.removed_texts(e, current[i])
+    )
     texts = tuple(dict.fromkeys(t for t in removed if len(t.strip()) >= MIN_MATCH))
     by = ", ".join(sorted({a.by for a in asked}))
     reason = f"asked by device {by}"

@@ -26,9 +26,7 @@ from memlog.sync.status import Status
 )
 @click.option("--print-key", is_flag=True, help="Print this home's sync key on one line.")
 @click.option("--status", "show_status", is_flag=True, help="What sync knows; no network.")
-@click.option(
-    "--rotate-key", is_flag=True, help="Make a new team key and seal the remote with it."
-)
+@click.option("--rotate-key", is_flag=True, help="Make a new team key and seal the remote with it.")
 @click.option("--evict", metavar="DEVICE", help="Remove a machine from the team's roster.")
 @click.option(
     "--redactions",
@@ -157,9 +155,9 @@ def _print_status(found: Status) -> None:
         click.echo(
             f"device {device.device}{mark}: seq {device.last_seq}, {device.segments} segments"
         )
-    for device, print_ in found.roster.items():
-        gone = " (evicted)" if device in found.evicted else ""
-        click.echo(f"roster: device {device}, signing key {print_}{gone}")
+    for member, print_ in found.roster.items():
+        gone = " (evicted)" if member in found.evicted else ""
+        click.echo(f"roster: device {member}, signing key {print_}{gone}")
     if found.roster:
         who = "any machine" if found.redactions == "any" else "the device's owner"
         click.echo(f"a redaction of another device's text is confirmed by {who}")

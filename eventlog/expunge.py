@@ -105,7 +105,9 @@ def replace_lines(
         if new is None or new.seq != event.seq or new == event or not accept(new, event):
             return None
         for field in new.redacted:
-            count = str(getattr(new, field, "")).count(REDACTED) - str(getattr(event, field, "")).count(REDACTED)
+            count = str(getattr(new, field, "")).count(REDACTED) - str(
+                getattr(event, field, "")
+            ).count(REDACTED)
             if count > 0 or getattr(new, field, None) != getattr(event, field, None):
                 removals.append(Removal(event.seq, field, max(count, 1), "request"))
         if not isinstance(event, Recalled):

@@ -53,10 +53,10 @@ from memlog.sync.repo import (
     SyncError,
     first_line,
 )
-from memlog.sync.sealed import SUFFIX
-from memlog.sync.sealing import Sealer, device_of, event_path, is_head
+from memlog.sync.roster import BRANCH as ROSTER_BRANCH
 from memlog.sync.roster import Roster, Trust
-from memlog.sync.sealed import FORMAT_FILE, Key, Unopenable
+from memlog.sync.sealed import FORMAT_FILE, SUFFIX, Key, Unopenable
+from memlog.sync.sealing import Sealer, device_of, event_path, is_head
 from memlog.sync.setup import Fetched
 from memlog.sync.signing import DeviceKey
 from memlog.sync.state import Asking, Outcome, SyncState, load_state, save_state
@@ -88,9 +88,13 @@ class Asks(NamedTuple):
     decline: tuple[str, ...] = ()
 
 
+#: a sync asked for nothing beyond itself
+NO_ASKS = Asks()
+
+
 def sync(
     home: Path, space: Space, remote: str | None = None, init: bool = False,
-    key: str | None = None, asks: Asks = Asks(),
+    key: str | None = None, asks: Asks = NO_ASKS,
 ) -> Outcome:  # fmt: skip
     """Sync ``home`` with ``remote`` (the configured one by default); see the module.
     ``key``: the sync key given to join a remote (else ``MEMLOG_SYNC_KEY``)."""
@@ -99,7 +103,7 @@ def sync(
         return _finish(job, space)
 
 
-def rotate(home: Path, space: Space, asks: Asks = Asks()) -> Outcome:
+def rotate(home: Path, space: Space, asks: Asks = NO_ASKS) -> Outcome:
     """Sync, then seal everything the remote holds with a new team key, pushed on top of
     what every machine has (``memlog sync --rotate-key``); the other machines follow with
     ``--init URL --key -``.  The remote's history before it stays sealed with the old key."""
@@ -391,7 +395,9 @@ def _answers(job: Exchange) -> dict[str, str]:
     for its owner go into ``outcome.asked``)."""
     asked = team.asked_of(job.trust, job.own)
     state, asks = job.state, job.asks
-    answers = {a.request.id: state.answers[a.request.id] for a in asked if a.request.id in state.answers}
+    answers = {
+        a.request.id: state.answers[a.request.id] for a in asked if a.request.id in state.answers
+    }
     lines = _own_lines(job, {a.request.seq for a in asked}) if asked else {}
     job.outcome.asked = []
     for item in asked:
@@ -663,7 +669,10 @@ def _sent(job: Exchange, head: str, theirs: str | None) -> int:
 def _push(git: Git, url: str, head: str | None, roster: str | None) -> bool:
     """Push the local branch and the roster's (those that moved), at once; False when the
     remote moved on first."""
-    refs = [(LOCAL_REF, BRANCH, REMOTE_REF, head), (team.LOCAL, team.roster.BRANCH, team.REMOTE, roster)]
+    refs = [
+        (LOCAL_REF, BRANCH, REMOTE_REF, head),
+        (team.LOCAL, ROSTER_BRANCH, team.REMOTE, roster),
+    ]
     moving = [(local_ref, name, remote_ref, c) for local_ref, name, remote_ref, c in refs if c]
     if not moving:
         return True

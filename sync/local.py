@@ -241,7 +241,10 @@ class Signer:
 
     def _seal(self, version: Version, data: bytes, tree: dict[str, str]) -> None:
         committed = {line.seq: line for line in version.committed_lines()}
-        lines = [self._signed(line, committed.get(line.seq)) for line in versions.parse(version.rel, data)]
+        lines = [
+            self._signed(line, committed.get(line.seq))
+            for line in versions.parse(version.rel, data)
+        ]
         if not lines or self._same(version, lines):
             return
         tree[version.path] = self.sealer.seal(version.path, lines)

@@ -35,7 +35,6 @@ from typing import NamedTuple
 
 from memlog.sync import sealing, signing, versions
 from memlog.sync.repo import Git, TreeEntry
-from memlog.sync.roster import Trust
 from memlog.sync.sealed import FORMAT_FILE, SUFFIX, Head, Unopenable, sealed_seq
 from memlog.sync.sealing import Sealer, device_of, head_path, is_head
 
@@ -235,7 +234,9 @@ def _chain_fault(job: Join, tree: dict[str, str], joined: dict[str, list[version
                 return f"{path} starts at seq {span.first}, inside {before} (seq {last})"
             if span.prev != last and touched:
                 after = f"{before} (seq {last})" if before else "nothing"
-                return f"{path} starts after seq {span.prev}, but follows {after}: lines were removed"
+                return (
+                    f"{path} starts after seq {span.prev}, but follows {after}: lines were removed"
+                )
             if span.link and tail and span.link != tail and touched:
                 return (f"{path} does not follow {before} in its device's chain (lines signed "
                         "after other lines than these)")  # fmt: skip

@@ -152,7 +152,9 @@ def _theirs(git: Git, own: str, commit: str | None, sealer: Sealer) -> _Theirs |
     blobs = git.blobs([e.oid for e in entries.values()])
     files, lines = {}, []
     for path in sorted(entries):
-        opened = versions.open_sealed(sealer.key, path, blobs[entries[path].oid], None, sealer.trust)
+        opened = versions.open_sealed(
+            sealer.key, path, blobs[entries[path].oid], None, sealer.trust
+        )
         if opened.fault:
             return None
         lines += opened.lines

@@ -364,12 +364,18 @@ def merge(pins: Roster, theirs: Roster | None, own: str = "") -> Merged:
               "theirs is taken" for d in switched]  # fmt: skip
     if switched:
         heads, _ = _newest_heads(pins, theirs, keys)
-    refused += [f"the roster on the remote gives device {d} another signing key than the one "
-                "pinned here; the pinned one stands" for d in other_key if d not in switched]  # fmt: skip
+    refused += [
+        f"the roster on the remote gives device {d} another signing key than the one pinned "
+        "here; the pinned one stands"
+        for d in other_key
+        if d not in switched
+    ]
     legacy = pins.legacy if pins.legacy is not None else theirs.legacy
     evicted = dict(pins.evicted)
     for device, text in theirs.evicted.items():
-        if device not in evicted and isinstance(_opened(keys, "eviction", text, Eviction), Eviction):
+        if device not in evicted and isinstance(
+            _opened(keys, "eviction", text, Eviction), Eviction
+        ):
             evicted[device] = text
     for device in sorted(set(pins.evicted) - set(theirs.evicted)):
         if theirs.devices:
@@ -391,15 +397,15 @@ def _named_keys(
     named: dict[str, set[str]] = {}
     for device, text in heads.items():
         head = open_head(keys[device], device, text) if device in keys else None
-        for other, print_ in (head.keys if head is not None else {}).items():
-            named.setdefault(other, set()).add(print_)
+        for pinned, print_ in (head.keys if head is not None else {}).items():
+            named.setdefault(pinned, set()).add(print_)
     for device, prints in sorted(named.items()):
-        mine, other = devices.get(device), theirs.devices.get(device)
-        if mine is None or other is None or len(prints) != 1 or fingerprint(mine.key) in prints:
+        mine, offered = devices.get(device), theirs.devices.get(device)
+        if mine is None or offered is None or len(prints) != 1 or fingerprint(mine.key) in prints:
             continue
-        public = proven(device, other)
-        if public is not None and fingerprint(other.key) in prints:
-            devices[device], keys[device] = other, public
+        public = proven(device, offered)
+        if public is not None and fingerprint(offered.key) in prints:
+            devices[device], keys[device] = offered, public
             said.append(device)
     return said
 

@@ -151,7 +151,7 @@ class Sealer:
     def count_lines(self, tree: Mapping[str, TreeEntry]) -> int:
         """How many lines the segments of ``tree`` hold (those of an untrusted tree are
         counted, not opened)."""
-        unknown = [e.oid for p, e in tree.items() if p.endswith(SUFFIX) and e.oid not in self.known]  # fmt: skip
+        unknown = [e.oid for p, e in tree.items() if p.endswith(SUFFIX) and e.oid not in self.known]
         data = self.git.blobs(unknown) if unknown else {}
         return sum(
             int(self.known[e.oid][2]) if e.oid in self.known else data[e.oid].count(b"\n")

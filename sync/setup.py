@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 from typing import NamedTuple
 
-from memlog.sync import keys
+from memlog.sync import keys, roster
 from memlog.sync.repo import (
     BRANCH,
     GIT_DIR,
@@ -27,7 +27,6 @@ from memlog.sync.repo import (
     TreeEntry,
     first_line,
 )
-from memlog.sync import roster
 from memlog.sync.sealed import FORMAT, FORMAT_FILE, FORMATS, Key, read_format
 from memlog.sync.sealing import PLAIN_SUFFIX, Sealer
 from memlog.sync.state import load_state, save_state

@@ -110,7 +110,7 @@ def for_device(home: Path, device: str) -> tuple[DeviceKey, bool]:
         os.chmod(home / KEY_FILE, 0o600)
     except OSError as exc:
         raise SyncError(f"cannot keep this device's signing key in {home / KEY_FILE}: "
-                        f"{exc.strerror}")  # fmt: skip
+                        f"{exc.strerror}") from None  # fmt: skip
     return made, True
 
 
@@ -163,7 +163,10 @@ def open_statement(public: Ed25519PublicKey, kind: str, text: str) -> bytes | No
     """The body of a signed statement when ``public``'s signature over it holds, else None."""
     sig, _, body = text.partition(".")
     try:
-        raw_sig, raw_body = base64.b64decode(sig, validate=True), base64.b64decode(body, validate=True)
+        raw_sig, raw_body = (
+            base64.b64decode(sig, validate=True),
+            base64.b64decode(body, validate=True),
+        )
     except (binascii.Error, ValueError):
         return None
     return raw_body if verifies(public, raw_sig, statement_message(kind, raw_body)) else None

@@ -9,9 +9,9 @@ import msgspec
 from memlog.eventlog import devices
 from memlog.eventlog import segments as seg
 from memlog.sync import keys, team
-from memlog.sync.roster import fingerprint
 from memlog.sync.local import last_seq
 from memlog.sync.repo import LOCAL_REF, REMOTE_REF, Git, set_up
+from memlog.sync.roster import fingerprint
 from memlog.sync.sealing import Sealer
 from memlog.sync.state import Outcome, load_state
 

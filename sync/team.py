@@ -72,8 +72,9 @@ def changes(before: Trust, after: Trust, own: str) -> list[str]:
     ]
     for device, eviction in sorted(after.evictions.items()):
         if device not in before.evictions:
-            said.append(f"device {device} was evicted by device {eviction.by} ({eviction.at[:10]}): "
-                        f"its lines after seq {eviction.after} are refused")  # fmt: skip
+            said.append(f"device {device} was evicted by device {eviction.by} "
+                        f"({eviction.at[:10]}): its lines after seq {eviction.after} are "
+                        "refused")  # fmt: skip
     if after.policy is not None and after.policy != before.policy:
         who = "any machine" if after.policy.redactions == "any" else "the device's owner"
         said.append(f"device {after.policy.by} set who confirms a redaction of another "

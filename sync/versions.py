@@ -34,7 +34,7 @@ from memlog.sync.sealed import Key, Signature, Unopenable
 from memlog.sync.signing import MAX_GAP
 
 if TYPE_CHECKING:
-    from memlog.sync.roster import Trust
+    from memlog.sync.roster import Device, Trust
 
 
 class Refused(Exception):
@@ -380,7 +380,10 @@ def open_sealed(
             if not fault:
                 start = data.rfind(b"\n", 0, line.end - 1) + 1
                 number = data.count(b"\n", 0, start) + 1
-                fault, bad = f"{name} line {number} (seq {line.seq}): {why}", data[start : line.end - 1]
+                fault, bad = (
+                    f"{name} line {number} (seq {line.seq}): {why}",
+                    data[start : line.end - 1],
+                )
             for gone in taken[good:]:
                 authentic.pop(gone.seq, None)
             del taken[_whole_batches(taken, good) :]
@@ -417,10 +420,10 @@ def _trusted(trust: Trust, device: str, line: Line, taken: list[Line]) -> None:
                       "refused")  # fmt: skip
 
 
-def _rewrite_start(device: Any, seq: int) -> int:
-    head = device.head
+def _rewrite_start(device: Device, seq: int) -> int:
     needed = device.required(seq)
-    return max(start for gen, start in head.rewrites if gen == needed and start <= seq)
+    rewrites = device.head.rewrites if device.head is not None else ()
+    return max(start for gen, start in rewrites if gen == needed and start <= seq)
 
 
 def vouched(trust: Trust, device: str, lines: list[Line]) -> tuple[int, str]:
@@ -453,10 +456,12 @@ def _signed_as_far(trust: Trust, device: str, lines: list[Line]) -> int:
     if not signed or found is None:
         return len(lines) if found is not None or not signed else signed[0]
     start = signed[0]
-    link = lines[start].signature.link if lines[start].signature else b""
+    first = lines[start].signature
+    link = first.link if first is not None else b""
     if len(link) != 32:
         return start
-    after, digest = [], link
+    after: list[bytes] = []
+    digest = link
     for line in lines[start:]:
         assert line.signature is not None
         lines[start + len(after)] = line._replace(before=digest)

@@ -126,7 +126,9 @@ def statement_body(text: str) -> dict[str, Any]:
 
 
 def open_roster(key: bytes, data: bytes) -> dict[str, Any]:
-    found: dict[str, Any] = json.loads(AESSIV(key).decrypt(base64.b64decode(data), [FORMAT_2, b"roster"]))
+    found: dict[str, Any] = json.loads(
+        AESSIV(key).decrypt(base64.b64decode(data), [FORMAT_2, b"roster"])
+    )
     return found
 
 

@@ -34,7 +34,10 @@ def bare_remote(where: Path) -> Path:
 
 
 def memlog(
-    home: Path, *args: str, cwd: Path | None = None, env: dict[str, str] | None = None,
+    home: Path,
+    *args: str,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
     input: str | None = None,
 ) -> Result:
     """Run the real command line against ``home`` (in-process)."""

@@ -67,7 +67,10 @@ def test_an_evicted_machine_s_later_lines_are_refused(tmp_path: Path) -> None:
     for home in (a, b):
         push_tree(remote, {path: b"".join(rows) + forged})
         said = memlog(home, "sync")
-        assert said.exit_code == 1 and f"device {device_of(c)} was evicted; its lines after" in said.output
+        assert (
+            said.exit_code == 1
+            and f"device {device_of(c)} was evicted; its lines after" in said.output
+        )
         assert "refused" in said.output and memlog(home, "verify").exit_code == 0
         assert not shown(home, "Written by c after its eviction.")
     status = json.loads(memlog_ok(b, "sync", "--status", "--json").output)

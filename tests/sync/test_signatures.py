@@ -22,7 +22,6 @@ from memlog.tests import forge
 from memlog.tests.sync.helpers import (
     bare_remote,
     device_of,
-    git,
     init,
     memlog,
     memlog_ok,
@@ -115,7 +114,9 @@ def test_a_key_holder_cannot_write_a_line_as_another_device(tmp_path: Path) -> N
             push_tampered(remote, path, lambda data, line=forged: data + line)
             said = refused_by(home)
             assert len(refusals(said)) == 1, (name, said)
-            why = "unsigned, after a signed line" if name == "unsigned" else "signature does not hold"
+            why = (
+                "unsigned, after a signed line" if name == "unsigned" else "signature does not hold"
+            )
             assert f"{path} line {len(rows) + 1} (seq {last + 1}): " in said and why in said
             assert "took" not in said and "writes as device" not in said, said
             shown = json.loads(memlog_ok(home, "show", content_hash(PIN)[:10], "--json").output)
@@ -128,7 +129,8 @@ def redacted_at_a(tmp_path: Path) -> tuple[Path, Path, str, list[bytes], list[by
     a's segment before and after."""
     a, b, remote = two_homes(tmp_path)
     memlog_ok(a, "observe", "--name", "Staging", "--description", "Staging has a password.",
-              "--category", "facts", "--reasoning", f"the staging password {SECRET} leaked")  # fmt: skip
+              "--category", "facts", "--reasoning",
+              f"the staging password {SECRET} leaked")  # fmt: skip
     for home in (a, b):
         memlog_ok(home, "sync")
     path = f"{device_of(a)}/{SEGMENT}.sealed"
@@ -173,7 +175,10 @@ def test_an_old_line_put_back_never_undoes_a_redaction(tmp_path: Path) -> None:
                 assert remote_file(remote, path) == b"".join(new)
         memlog_ok(c, "sync")
         assert not holds_secret(c) and memlog(c, "verify").exit_code == 0
-        assert "[REDACTED]" in memlog_ok(c, "show", content_hash("Staging has a password.")[:10]).output
+        assert (
+            "[REDACTED]"
+            in memlog_ok(c, "show", content_hash("Staging has a password.")[:10]).output
+        )
 
 
 def test_a_sequence_jump_is_refused_and_writes_go_on(tmp_path: Path) -> None:
@@ -231,7 +236,9 @@ def test_a_roster_that_gives_a_device_another_key_is_refused(tmp_path: Path) -> 
     assert "another signing key than the one pinned here" in said.output
     tamper()  # b put the pinned key back: the attacker does it again, for the next to join
     c = tmp_path / "c"
-    joined = memlog(c, "sync", "--init", remote, "--key", memlog_ok(a, "sync", "--print-key").output.strip())
+    joined = memlog(
+        c, "sync", "--init", remote, "--key", memlog_ok(a, "sync", "--print-key").output.strip()
+    )
     assert joined.exit_code == 1
     assert f"device {victim}'s signing key in the roster is not the one device" in joined.output
     assert memlog(c, "show", content_hash(PIN)[:10]).exit_code != 0  # none of a's lines

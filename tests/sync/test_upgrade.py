@@ -53,9 +53,7 @@ def unpacked(tmp_path: Path) -> tuple[Path, Path, str]:
 def signed(key: bytes, device: str, remote: str) -> dict[int, bool]:
     """Whether each of ``device``'s lines on the remote is signed, by sequence."""
     rows = remote_file(remote, f"{device}/{SEGMENT}.sealed").splitlines(keepends=True)
-    return {
-        (line := forge.opened(key, device, SEGMENT, row))["seq"]: "sig" in line for row in rows
-    }
+    return {(line := forge.opened(key, device, SEGMENT, row))["seq"]: "sig" in line for row in rows}
 
 
 def lessons(home: Path) -> set[str]:
@@ -80,8 +78,8 @@ def test_a_team_of_the_first_format_upgrades_and_keeps_every_event(tmp_path: Pat
     # a key holder adds an unsigned line to b, which has not upgraded: past its old lines
     rows = remote_file(remote, f"{device_of(b)}/{SEGMENT}.sealed").splitlines(keepends=True)
     body = forge.event("entry.retired", old_b + 1, entry_id=content_hash(LESSONS[0]), reason="x")
-    push_tree(remote, {f"{device_of(b)}/{SEGMENT}.sealed":
-                       b"".join(rows) + forge.seal(key, device_of(b), SEGMENT, old_b + 1, old_b, body)})  # fmt: skip
+    forged = forge.seal(key, device_of(b), SEGMENT, old_b + 1, old_b, body)
+    push_tree(remote, {f"{device_of(b)}/{SEGMENT}.sealed": b"".join(rows) + forged})
     c = tmp_path / "c"
     joined = memlog(c, "sync", "--init", remote, "--key", (a / "sync.key").read_text().strip())
     assert joined.exit_code == 1
