@@ -25,6 +25,7 @@ at exists, and the next sync starts from what is on disk.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -268,7 +269,7 @@ def _exchange(job: Exchange, fetched: Fetched, before: str | None) -> None:
         joined = _join(job, ours, theirs)
         _write(job, ours, joined, seen)
         head = git.ref(LOCAL_REF)
-        roster_commit = _roster(job, head, fetched.roster)
+        roster_commit = _roster(job, head, fetched.roster, theirs)
         if attempt == 0:
             job.outcome.notes += _lost(job, before, theirs, head)
         if head == theirs and roster_commit == fetched.roster:
@@ -309,7 +310,7 @@ def _once(job: Exchange, lines: list[str]) -> list[str]:
     return fresh
 
 
-def _take_back(job: Exchange, branch: str | None) -> Exchange:
+def _take_back(job: Exchange, branch: str | None) -> None:
     """This device's lines the remote holds that this home lacks, taken back; a home that
     cannot sign as its device (the roster holds another key of it) becomes a new one."""
     mine = job.trust.of(job.own)
@@ -321,7 +322,6 @@ def _take_back(job: Exchange, branch: str | None) -> Exchange:
     restored = restore.take_back(job.git, job.log, job.own, branch, job.sealer, keyless)
     job.outcome.notes += [restored.said] if restored.said else []
     job.own = job.outcome.device = job.sealer.own = restored.own
-    return job
 
 
 def _signer(job: Exchange) -> DeviceKey:
@@ -347,7 +347,19 @@ def _check_not_evicted(job: Exchange) -> None:
         )
 
 
-def _roster(job: Exchange, head: str | None, theirs: str | None) -> str | None:
+def _claimed(job: Exchange, commit: str | None, device: str) -> int:
+    """The last sequence the remote's files of ``device`` name, whether they open or not."""
+    oids = [
+        e.oid for p, e in job.git.tree(commit).items()
+        if p.startswith(device + "/") and p.endswith(SUFFIX) and is_device_file(p, e)
+    ]  # fmt: skip
+    data = job.git.blobs(oids) if oids else {}
+    return max((sealed.last_seq(blob) for blob in data.values()), default=0)
+
+
+def _roster(
+    job: Exchange, head: str | None, theirs: str | None, theirs_branch: str | None
+) -> str | None:
     """The roster to push: the merged one, with this device's head, the evictions and
     policy asked for, and the old lines' last sequences when the remote takes this format;
     committed onto the roster branch (the commit, or the remote's when nothing changed)."""
@@ -367,7 +379,8 @@ def _roster(job: Exchange, head: str | None, theirs: str | None) -> str | None:
     found = team.with_legacy(found, unsigned)
     job.team = team.take(found, None, job.own)
     job.sealer.trust = job.team.trust
-    job.outcome.refused += _once(job, team.check_heads(job.trust, last, job.own))
+    claimed = functools.partial(_claimed, job, theirs_branch)
+    job.outcome.refused += _once(job, team.check_heads(job.trust, last, job.own, claimed))
     if not found.devices:
         return theirs
     return team.commit(job.git, job.sealer.key, found, theirs)

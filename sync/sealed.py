@@ -211,6 +211,12 @@ def reseal_head(old: Key, new: Key, device: str, data: bytes) -> bytes:
     return seal_head(new, open_head(old, device, data))
 
 
+def last_seq(data: bytes) -> int:
+    """The sequence a sealed segment's last line says it holds (unauthenticated; 0: none)."""
+    cut = data.rfind(b"\n", 0, len(data) - 1)
+    return sealed_seq(data[cut + 1 :]) or 0
+
+
 def sealed_seq(raw: bytes) -> int | None:
     """The sequence a sealed line says it holds (unauthenticated), or None."""
     head = raw.split(b" ", 1)[0]

@@ -12,6 +12,7 @@ roster commit so that both branches are pushed together, fast-forward.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import NamedTuple
 
 import msgspec
@@ -223,15 +224,20 @@ def _holds(git: Git, commit_id: str, data: bytes) -> bool:
     return entry is not None and entry.oid == versions.blob_id(data)
 
 
-def check_heads(trust: Trust, last: dict[str, int], own: str) -> list[str]:
-    """Devices whose lines the joined tree holds less of than a head in the roster says
-    were offered (files deleted or cut short, or the branch forced back)."""
+def check_heads(
+    trust: Trust, last: dict[str, int], own: str, claimed: Callable[[str], int]
+) -> list[str]:
+    """Devices whose lines neither the joined tree nor the remote (``claimed``: the last
+    sequence the remote's files of a device name, opened or not: lines refused for
+    another reason were not removed) hold as far as a head in the roster says they were
+    offered: files deleted or cut short, or the branch forced back."""
     problems = []
     for device, head in sorted(trust.heads.items()):
-        if device != own and last.get(device, 0) < head.seq:
+        held = last.get(device, 0)
+        if device != own and held < head.seq and max(held, claimed(device)) < head.seq:
             problems.append(
                 f"{device}: its head (signed {head.at[:16]}) says seq {head.seq}, the remote "
-                f"holds its lines to seq {last.get(device, 0)}: lines were removed (files "
+                f"holds its lines to seq {held}: lines were removed (files "
                 "deleted or cut short, or the branch forced back to an older commit)"
             )
         for other, seq in sorted(head.seen.items()):
