@@ -215,13 +215,53 @@ class Signer:
         for version in mine:
             if problems:
                 break  # a segment held back holds back every one after it
+            if self._passed(version):
+                continue
             data, problem = _own_data(version)
             problems += [problem] if problem else []
             if data is None:
                 self._keep(version)
-            else:
+            elif not self._extended(version, data, tree):
                 self._seal(version, data, tree)
         return problems
+
+    def _follows(self, version: Version) -> bool:
+        """Whether the committed version of ``version`` was signed where the chain stands
+        now (nothing before it changed), its digests known."""
+        info = version.committed
+        return (
+            not self.diverged and info is not None and bool(info.tail)
+            and info.link == self.digest.hex() and info.first_prev == self.last
+        )  # fmt: skip
+
+    def _passed(self, version: Version) -> bool:
+        """A segment as it was committed: the chain jumps past it, unread."""
+        if not self._follows(version) or not version.unchanged():
+            return False
+        assert version.committed is not None
+        self.digest, self.last = bytes.fromhex(version.committed.tail), version.committed.last_seq
+        return True
+
+    def _extended(self, version: Version, data: bytes, tree: dict[str, str]) -> bool:
+        """A segment that only grew since it was committed: its sealed lines kept as they
+        are, the new ones signed and sealed after them (only they are read)."""
+        info = version.committed
+        if not self._follows(version) or version.entry is None or info is None:
+            return False
+        if versions.blob_id(data[: info.plain_size]) != info.plain_id:
+            return False
+        committed = self.sealer.git.blobs([version.entry.oid])[version.entry.oid]
+        self.digest, self.last = bytes.fromhex(info.tail), info.last_seq
+        new = [line for line, _ in versions.walk(version.rel, data, info.plain_size, self.last)]
+        lines = [self._signed(line, None) for line in new]
+        if not lines:
+            return True
+        after_signed = self.sealer.signed_last(version.path, committed)
+        sealed = committed + versions.seal_lines(
+            self.sealer.key, version.path, lines, info.last_seq, after_signed
+        )
+        tree[version.path] = self.sealer.extended(version.path, sealed, info, data, lines)
+        return True
 
     def _first(self, mine: list[Version]) -> int:
         """Where this device's signed lines start: after the last old, unsigned line the
@@ -236,8 +276,11 @@ class Signer:
 
     def _keep(self, version: Version) -> None:
         """A committed segment that stands as it is: the chain goes on through it."""
+        link = self.digest
         for line in version.committed_lines():
             self._advance(line)
+        if version.entry is not None:
+            self.sealer.chained(version.entry.oid, link, self.digest)
 
     def _seal(self, version: Version, data: bytes, tree: dict[str, str]) -> None:
         committed = {line.seq: line for line in version.committed_lines()}
@@ -245,7 +288,11 @@ class Signer:
             self._signed(line, committed.get(line.seq))
             for line in versions.parse(version.rel, data)
         ]
-        if not lines or self._same(version, lines):
+        if not lines:
+            return
+        if self._same(version, lines):
+            assert version.entry is not None
+            self.sealer.chained(version.entry.oid, lines[0].before, self.digest)
             return
         tree[version.path] = self.sealer.seal(version.path, lines)
 

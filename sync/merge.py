@@ -313,7 +313,7 @@ def _settle(
     changed = {}
     for path, lines in joined.items():
         oid = job.whole.get(path) or job.git.write_blob(job.sealer.sealed_lines(path, lines))
-        job.sealer.remember(oid, lines)
+        job.sealer.remember(path, oid, lines)
         tree[path] = oid
         changed[path] = versions.joined_bytes(lines)
     return changed

@@ -39,7 +39,7 @@ from memlog.eventlog.log import EventLog
 from memlog.eventlog.reader import Record, read_segment
 from memlog.home import ensure_dir
 from memlog.sync import versions
-from memlog.sync.repo import Git
+from memlog.sync.repo import LOCAL_REF, Git
 from memlog.sync.sealed import SUFFIX
 from memlog.sync.sealing import Sealer, event_path
 
@@ -67,6 +67,8 @@ def take_back(
     ``keyless``: the roster holds another signing key of this device than this home's (a
     copy or a restore of the home joined first, or the key was lost): this home cannot
     sign as it, and becomes a new device."""
+    if not keyless and _as_offered(git, log, own, theirs, sealer):
+        return TakenBack(None, own)  # nothing of this device there that this home lacks
     remote = _theirs(git, own, theirs, sealer)
     if remote is None or (not remote.lines and not keyless):
         return TakenBack(None, own)
@@ -139,6 +141,26 @@ def _become_new_device(
         f"on{moved}",
         new,
     )
+
+
+def _as_offered(git: Git, log: EventLog, own: str, theirs: str | None, sealer: Sealer) -> bool:
+    """Whether every file of this device in the remote's commit ``theirs`` is the one this
+    home committed, and ``events/`` still holds at least as much of each (nothing of this
+    device there that this home lacks: what a sync finds almost always)."""
+    mine = git.tree(git.ref(LOCAL_REF))
+    for path, entry in git.tree(theirs).items():
+        if not (path.startswith(own + "/") and path.endswith(SUFFIX)):
+            continue
+        if mine.get(path) != entry:
+            return False
+        committed = sealer.info(path, entry.oid)
+        try:
+            data = (log.events_dir / event_path(path)).read_bytes()
+        except FileNotFoundError:
+            return False
+        if versions.blob_id(data[: committed.plain_size]) != committed.plain_id:
+            return False
+    return True
 
 
 def _theirs(git: Git, own: str, commit: str | None, sealer: Sealer) -> _Theirs | None:

@@ -81,20 +81,53 @@ class Sealer:
         """Seal ``lines`` (of this device, signed where they must be) as tree path
         ``path``, write the blob, and return its id."""
         oid = self.git.write_blob(self.sealed_lines(path, lines))
-        self.remember(oid, lines)
+        self.remember(path, oid, lines)
         return oid
 
     def sealed_lines(self, path: str, lines: list[versions.Line]) -> bytes:
         prev = lines[0].prev if lines else 0
         return versions.seal_lines(self.key, path, lines, prev)
 
-    def remember(self, oid: str, lines: list[versions.Line], device: str = "") -> None:
+    def remember(self, path: str, oid: str, lines: list[versions.Line]) -> None:
+        """What the blob ``oid`` at ``path`` opens to, as ``lines`` (under the trust of now)."""
         data = versions.joined_bytes(lines)
         prev, last = (lines[0].prev, lines[-1].seq) if lines else (0, 0)
         link, tail = _digests(lines)
-        stamp = self.stamp(device) if device else ""
+        stamp = self.stamp(device_of(path))
         self.known[oid] = [versions.blob_id(data), len(data), len(lines), prev, last, link, tail,
                            stamp]  # fmt: skip
+
+    def chained(self, oid: str, link: bytes, tail: bytes) -> None:
+        """What this device's walk found of the chain digests before and after one of its
+        committed blobs (old, unsigned lines carry none of their own)."""
+        found = self.known.get(oid)
+        if found is not None and len(found) >= 7:
+            found[5], found[6] = link.hex(), tail.hex()
+
+    def signed_last(self, path: str, data: bytes) -> bool:
+        """Whether the last line of the sealed blob ``data`` is signed."""
+        cut = data.rfind(b"\n", 0, len(data) - 1)
+        device, segment = device_of(path), path.rsplit("/", 1)[1][: -len(SUFFIX)]
+        try:
+            return (
+                sealed.open_line(self.key, device, segment, data[cut + 1 : -1]).signature
+                is not None
+            )
+        except Unopenable:
+            return False
+
+    def extended(
+        self, path: str, data: bytes, was: Info, plain: bytes, lines: list[versions.Line]
+    ) -> str:
+        """Write the sealed blob ``data``: the committed version ``was`` of this device's
+        segment with ``lines`` sealed after it; its id (remembered without opening it)."""
+        oid = self.git.write_blob(data)
+        end = was.plain_size + len(versions.joined_bytes(lines))
+        _, tail = _digests(lines)
+        self.known[oid] = [versions.blob_id(plain[:end]), end, was.lines + len(lines),
+                           was.first_prev, lines[-1].seq, was.link, tail,
+                           self.stamp(device_of(path))]  # fmt: skip
+        return oid
 
     def stamp(self, device: str) -> str:
         """What another device's lines were taken under (its head, its eviction): a blob
@@ -135,7 +168,7 @@ class Sealer:
         if found is None or len(found) < 8 or found[7] != self.stamp(device):
             if data is None:
                 data = self.git.blobs([oid])[oid]
-            self.remember(oid, self.open(path, data), device)
+            self.remember(path, oid, self.open(path, data))
             found = self.known[oid]
         plain_id, size, lines, prev, last, link, tail = found[:7]
         return Info(str(plain_id), int(size), int(lines), int(prev), int(last), str(link),
@@ -167,7 +200,7 @@ class Sealer:
     def plain(self, path: str, oid: str) -> bytes:
         """The plain segment a sealed blob of this home's repository opens to."""
         lines = self.open(path, self.git.blobs([oid])[oid])
-        self.remember(oid, lines)
+        self.remember(path, oid, lines)
         return versions.joined_bytes(lines)
 
     # -- heads and the format file -------------------------------------------------------

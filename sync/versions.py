@@ -556,13 +556,15 @@ def _stem(name: str) -> str:
     return stem
 
 
-def seal_lines(key: Key, name: str, lines: list[Line], prev: int) -> bytes:
+def seal_lines(
+    key: Key, name: str, lines: list[Line], prev: int, after_signed: bool = False
+) -> bytes:
     """The sealed version of ``lines`` of segment ``name`` (a tree path), the first of
     them following seq ``prev``: a signed line as it was signed, carrying the chain digest
-    before it when it is the first or follows an unsigned line."""
+    before it when it is the first (unless ``after_signed``: lines sealed after a signed
+    one) or follows an unsigned line."""
     device, segment = name.split("/", 1)[0], _stem(name)
     out = []
-    after_signed = False
     for line in lines:
         signature = line.signature
         if signature is not None:
