@@ -116,6 +116,7 @@ def rotate(home: Path, space: Space, asks: Asks = NO_ASKS) -> Outcome:
             if _push(job.git, job.url, branch, roster_commit):
                 keys.store(home, made)
                 job.state.sealed.clear()
+                job.state.roster_commit = roster_commit or ""
                 job.outcome.key_made = True
                 job.outcome.notes.insert(0, _rotated_note(job))
                 return _finish(job, space)
@@ -273,6 +274,7 @@ def _exchange(job: Exchange, fetched: Fetched, before: str | None) -> None:
         if attempt == 0:
             job.outcome.notes += _lost(job, before, theirs, head)
         if head == theirs and roster_commit == fetched.roster:
+            job.state.roster_commit = roster_commit or ""
             return
         sent = _sent(job, head, theirs) if head is not None else 0
         if head is not None:
@@ -280,6 +282,7 @@ def _exchange(job: Exchange, fetched: Fetched, before: str | None) -> None:
         if _push(git, job.url, head if head != theirs else None,
                  roster_commit if roster_commit != fetched.roster else None):  # fmt: skip
             job.outcome.sent += sent
+            job.state.roster_commit = roster_commit or ""
             return
     raise SyncError(f"the remote kept moving; {PUSH_ATTEMPTS} pushes were refused")
 
@@ -289,13 +292,16 @@ def _exchange(job: Exchange, fetched: Fetched, before: str | None) -> None:
 
 def _take_roster(job: Exchange, fetched: Fetched) -> None:
     """The remote's roster merged into this machine's pins: what a sync trusts from now."""
-    theirs, why = team.remote_roster(job.git, job.sealer.key, fetched.roster)
+    if fetched.roster is not None and fetched.roster == job.state.roster_commit:
+        theirs, why = None, ""  # the roster this machine left there: in its pins already
+    else:
+        theirs, why = team.remote_roster(job.git, job.sealer.key, fetched.roster)
     earlier = job.team.trust if job.team.roster.devices else team.take(job.state.pins, None).trust
     job.team = team.take(job.state.pins, theirs, job.own)
     job.sealer.trust = job.team.trust
     job.sealer.format_bytes = setup.format_bytes(job.git, fetched.branch, job.sealer.key)
     said = [why] if why else []
-    if theirs is None and fetched.branch is not None and job.state.pins.devices:
+    if fetched.roster is None and fetched.branch is not None and job.state.pins.devices:
         said.append("the remote has no roster (its branch memlog-roster was deleted?): this "
                     "machine's pinned one is pushed back")  # fmt: skip
     job.outcome.refused += _once(job, [*said, *job.team.refused])

@@ -76,6 +76,8 @@ class SyncState(msgspec.Struct, kw_only=True):
     answers: dict[str, str] = msgspec.field(default_factory=dict)
     #: requests this device's owner confirmed, to apply at the next sync
     confirmed: list[str] = msgspec.field(default_factory=list)
+    #: the remote's roster commit as this machine last left it (merged into the pins)
+    roster_commit: str = ""
     #: problems told once (a remote missing lines is told at the sync that finds it)
     told: list[str] = msgspec.field(default_factory=list)
     last: Outcome | None = None
