@@ -8,7 +8,7 @@ from memlog.eventlog.codec import BadLine, decode_line
 from memlog.eventlog.events import Event
 from memlog.eventlog.expunge import MIN_MATCH, NothingFound, replace_lines
 from memlog.sync import engine, setup, versions
-from memlog.sync.engine import NO_ASKS, Asks
+from memlog.sync.job import NO_ASKS, Asks
 from memlog.sync.repo import set_up
 from memlog.sync.state import Asking, Outcome, load_state
 from memlog.sync.status import Status, status

@@ -25,25 +25,19 @@ at exists, and the next sync starts from what is on disk.
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
 
-import msgspec
-
-from memlog.eventlog import clock, devices
+from memlog.eventlog import devices
 from memlog.eventlog import segments as seg
-from memlog.eventlog.codec import BadLine, decode_line
 from memlog.eventlog.ids import utc_now
 from memlog.eventlog.log import EventLog
-from memlog.files import atomic_write
 from memlog.home import ensure_dir
 from memlog.locking import locked_within
-from memlog.sync import keys, local, restore, sealed, setup, signing, team, versions, views
+from memlog.sync import keys, local, members, setup, team, versions, views, writing
+from memlog.sync.job import NO_ASKS, Asks, Exchange
 from memlog.sync.merge import Merged, held_by, is_device_file, merge
 from memlog.sync.repo import (
     BRANCH,
@@ -55,12 +49,10 @@ from memlog.sync.repo import (
     first_line,
 )
 from memlog.sync.roster import BRANCH as ROSTER_BRANCH
-from memlog.sync.roster import Roster, Trust
-from memlog.sync.sealed import FORMAT_FILE, SUFFIX, Key, Unopenable
-from memlog.sync.sealing import Sealer, device_of, event_path, is_head
+from memlog.sync.sealed import Key
+from memlog.sync.sealing import Sealer, device_of, is_head
 from memlog.sync.setup import Fetched
-from memlog.sync.signing import DeviceKey
-from memlog.sync.state import Asking, Outcome, SyncState, load_state, save_state
+from memlog.sync.state import Outcome, load_state, save_state
 from memlog.vocabulary import MAX_EVENT_BYTES, Space
 
 LOCK_NAME = ".sync.lock"
@@ -75,22 +67,6 @@ def sync_lock(home: Path, wait: float = LOCK_WAIT) -> Iterator[int]:
     busy = "another sync is still running; try again later"
     with locked_within(home / LOCK_NAME, wait, lambda: SyncError(busy)) as fd:
         yield fd
-
-
-class Asks(NamedTuple):
-    """What a sync is asked to change in the roster or of this device's lines."""
-
-    #: a device to evict
-    evict: str | None = None
-    #: who confirms a redaction of another device's text ("owner" or "any")
-    redactions: str | None = None
-    #: requests of other devices this device's owner confirms, or declines ("all": every one)
-    confirm: tuple[str, ...] = ()
-    decline: tuple[str, ...] = ()
-
-
-#: a sync asked for nothing beyond itself
-NO_ASKS = Asks()
 
 
 def sync(
@@ -112,26 +88,15 @@ def rotate(home: Path, space: Space, asks: Asks = NO_ASKS) -> Outcome:
         for _ in range(PUSH_ATTEMPTS):
             job = _run(home, None, False, None, asks, fd)
             made = Key.generate()
-            branch, roster_commit = _resealed(job, made)
+            branch, roster_commit = members.resealed(job, made)
             if _push(job.git, job.url, branch, roster_commit):
                 keys.store(home, made)
                 job.state.sealed.clear()
                 job.state.roster_commit = roster_commit or ""
                 job.outcome.key_made = True
-                job.outcome.notes.insert(0, _rotated_note(job))
+                job.outcome.notes.insert(0, members.rotated_note(job))
                 return _finish(job, space)
     raise SyncError(f"the remote kept moving; {PUSH_ATTEMPTS} pushes were refused")
-
-
-def _rotated_note(job: Exchange) -> str:
-    return (
-        f"made a new team key and sealed {job.url} with it (kept in this home's "
-        f"{keys.KEY_FILE}; the old one no longer opens what is pushed from now on).  Every "
-        "other machine's sync now stops, saying the key changed, until it runs `memlog sync "
-        f"--init {job.url} --key -` with the key `memlog sync --print-key` prints here (or "
-        "MEMLOG_SYNC_KEY set to it); the remote's history from before stays sealed with the "
-        "old key: make a new repository and --init it if that must go too"
-    )
 
 
 def _run(
@@ -155,11 +120,11 @@ def _run(
     setup.check_remote(git, sealer, ready.url, fetched.branch)
     job = Exchange(git, log, local.Files(log.events_dir, state.cache), sealer, own, ready.url,
                    state, outcome, asks)  # fmt: skip
-    _take_roster(job, fetched)
-    _check_asks(job)
-    _take_back(job, fetched.branch)  # before it offers
-    job.signer = _signer(job)
-    _check_not_evicted(job)
+    members.take_roster(job, fetched)
+    members.check_asks(job)
+    members.take_back(job, fetched.branch)  # before it offers
+    job.signer = members.signer_of(job)
+    members.check_not_evicted(job)
     previous = job.trust.heads.get(job.own)
     job.offered = local.offer(git, job.files, job.own, sealer, job.signer, previous)
     outcome.held = job.offered.problems
@@ -173,7 +138,7 @@ def _finish(job: Exchange, space: Space) -> Outcome:
     state."""
     outcome, state = job.outcome, job.state
     home = job.log.home
-    outcome.notes += _raise_floor(job.log.events_dir, job.own)
+    outcome.notes += writing.raise_floor(job.log.events_dir, job.own)
     job.git.tidy()
     began = time.perf_counter()
     outcome.views = views.settle(home, space)  # a failure there is a note
@@ -185,72 +150,9 @@ def _finish(job: Exchange, space: Space) -> Outcome:
     return outcome
 
 
-def _resealed(job: Exchange, made: Key) -> tuple[str | None, str | None]:
-    """The local branch and the roster sealed again with the new key ``made``, each
-    committed on top of what was just pushed: (branch commit, roster commit)."""
-    git, old = job.git, job.sealer.key
-    head = git.ref(LOCAL_REF)
-    tree = git.tree(head)
-    blobs = git.blobs([e.oid for e in tree.values() if e.kind == "blob"])
-    files: dict[str, str] = {}
-    for path, entry in sorted(tree.items()):
-        data = blobs.get(entry.oid, b"")
-        if path == FORMAT_FILE:
-            files[path] = git.write_blob(sealed.format_file(made, job.own, utc_now()))
-        elif path.endswith(SUFFIX):
-            segment = path.rsplit("/", 1)[1][: -len(SUFFIX)]
-            files[path] = git.write_blob(sealed.reseal(old, made, device_of(path), segment, data))
-        elif is_head(path):
-            try:
-                files[path] = git.write_blob(sealed.reseal_head(old, made, device_of(path), data))
-            except Unopenable:
-                continue  # it never opened: nothing of that device to keep
-    branch = None
-    if head is not None:
-        branch = git.commit(git.write_tree(files), [head], "memlog: a new team key")
-        git.update_ref(LOCAL_REF, branch, head)
-    roster_commit = team.commit(git, made, job.team.roster, git.ref(team.REMOTE))
-    return branch, roster_commit
-
-
-def _check_asks(job: Exchange) -> None:
-    """SyncError, before anything changes, for an eviction this sync cannot make."""
-    evict = job.asks.evict
-    if evict is None:
-        return
-    if evict == job.own:
-        raise SyncError("a machine cannot evict itself: run memlog sync --evict on another one")
-    listed = set(job.trust.keys) | set(job.trust.roster.legacy or {})
-    if evict not in listed and evict not in devices.device_dirs(job.log.events_dir):
-        raise SyncError(f"no device {evict} in the team (memlog sync --status lists them)")
-
-
 def _to_devices(log: EventLog) -> list[str]:
     with log._locked():
         return devices.to_devices(log.events_dir)
-
-
-@dataclass
-class Exchange:
-    """Everything one exchange with the remote works with."""
-
-    git: Git
-    log: EventLog
-    files: local.Files
-    sealer: Sealer
-    own: str
-    url: str
-    state: SyncState
-    outcome: Outcome
-    asks: Asks
-    #: the roster as merged with the pins, and what it refused
-    team: team.Taken = field(default_factory=lambda: team.take(Roster(), None))
-    signer: DeviceKey | None = None
-    offered: local.Offered | None = None
-
-    @property
-    def trust(self) -> Trust:
-        return self.team.trust
 
 
 def _exchange(job: Exchange, fetched: Fetched, before: str | None) -> None:
@@ -263,16 +165,16 @@ def _exchange(job: Exchange, fetched: Fetched, before: str | None) -> None:
         if attempt:
             before, fetched = git.ref(REMOTE_REF), setup.fetch(git, job.url)
             setup.check_remote(git, job.sealer, job.url, fetched.branch)
-            _take_roster(job, fetched)
+            members.take_roster(job, fetched)
         theirs = fetched.branch
         job.outcome.refused += _went_back(git, before, theirs)
         ours = git.ref(LOCAL_REF)
         joined = _join(job, ours, theirs)
-        _write(job, ours, joined, seen)
+        writing.write(job, ours, joined, seen)
         head = git.ref(LOCAL_REF)
-        roster_commit = _roster(job, head, fetched.roster, theirs)
+        roster_commit = members.roster_to_push(job, head, fetched.roster, theirs)
         if attempt == 0:
-            job.outcome.notes += _lost(job, before, theirs, head)
+            job.outcome.notes += writing.lost(job, before, theirs, head)
         if head == theirs and roster_commit == fetched.roster:
             job.state.roster_commit = roster_commit or ""
             return
@@ -288,190 +190,6 @@ def _exchange(job: Exchange, fetched: Fetched, before: str | None) -> None:
 
 
 # -- the roster --------------------------------------------------------------------------
-
-
-def _take_roster(job: Exchange, fetched: Fetched) -> None:
-    """The remote's roster merged into this machine's pins: what a sync trusts from now."""
-    if fetched.roster is not None and fetched.roster == job.state.roster_commit:
-        theirs, why = None, ""  # the roster this machine left there: in its pins already
-    else:
-        theirs, why = team.remote_roster(job.git, job.sealer.key, fetched.roster)
-    earlier = job.team.trust if job.team.roster.devices else team.take(job.state.pins, None).trust
-    job.team = team.take(job.state.pins, theirs, job.own)
-    job.sealer.trust = job.team.trust
-    job.sealer.format_bytes = setup.format_bytes(job.git, fetched.branch, job.sealer.key)
-    said = [why] if why else []
-    if fetched.roster is None and fetched.branch is not None and job.state.pins.devices:
-        said.append("the remote has no roster (its branch memlog-roster was deleted?): this "
-                    "machine's pinned one is pushed back")  # fmt: skip
-    job.outcome.refused += _once(job, [*said, *job.team.refused])
-    job.outcome.notes += _once(job, [*job.team.notes, *team.changes(earlier, job.trust, job.own)])
-
-
-def _once(job: Exchange, lines: list[str]) -> list[str]:
-    """The lines this machine has not told before (each is told at the sync that finds it)."""
-    told = job.state.told
-    fresh = [line for line in dict.fromkeys(lines) if line not in told]
-    job.state.told = [*told, *fresh][-256:]
-    return fresh
-
-
-def _take_back(job: Exchange, branch: str | None) -> None:
-    """This device's lines the remote holds that this home lacks, taken back; a home that
-    cannot sign as its device (the roster holds another key of it) becomes a new one."""
-    mine = job.trust.of(job.own)
-    kept = signing.stored(job.log.home)
-    keyless = mine is not None and (
-        kept is None or kept.device != job.own
-        or kept.public.public_bytes_raw() != mine.key.public_bytes_raw()
-    )  # fmt: skip
-    restored = restore.take_back(job.git, job.log, job.own, branch, job.sealer, keyless)
-    job.outcome.notes += [restored.said] if restored.said else []
-    job.own = job.outcome.device = job.sealer.own = restored.own
-
-
-def _signer(job: Exchange) -> DeviceKey:
-    key, made = signing.for_device(job.log.home, job.own)
-    if made:
-        job.outcome.notes.append(
-            f"made this device's signing key (kept in {signing.KEY_FILE}, readable by you "
-            "only, never sent): its public key goes in the team's roster, and every line this "
-            "device sends is signed with it"
-        )
-    return key
-
-
-def _check_not_evicted(job: Exchange) -> None:
-    eviction = job.trust.evictions.get(job.own)
-    if eviction is not None:
-        raise SyncError(
-            f"this device ({job.own}) was evicted from the team by device {eviction.by} "
-            f"({eviction.at[:10]}): every machine refuses its lines after seq {eviction.after}; "
-            "its events stay here.  To sync again, ask a machine of the team for a new key "
-            "and join as a new device: move this home's sync.device.key aside, then "
-            "memlog sync --init URL --key -"
-        )
-
-
-def _claimed(job: Exchange, commit: str | None, device: str) -> int:
-    """The last sequence the remote's files of ``device`` name, whether they open or not."""
-    oids = [
-        e.oid for p, e in job.git.tree(commit).items()
-        if p.startswith(device + "/") and p.endswith(SUFFIX) and is_device_file(p, e)
-    ]  # fmt: skip
-    data = job.git.blobs(oids) if oids else {}
-    return max((sealed.last_seq(blob) for blob in data.values()), default=0)
-
-
-def _roster(
-    job: Exchange, head: str | None, theirs: str | None, theirs_branch: str | None
-) -> str | None:
-    """The roster to push: the merged one, with this device's head, the evictions and
-    policy asked for, and the old lines' last sequences when the remote takes this format;
-    committed onto the roster branch (the commit, or the remote's when nothing changed)."""
-    assert job.signer is not None and job.offered is not None and job.offered.chain is not None
-    last = job.sealer.last_seqs(job.git.tree(head))
-    previous = job.trust.heads.get(job.own)
-    requests = team.requests_of(job.offered.asks, previous, job.trust)
-    answers = _answers(job)
-    seen = {device: seq for device, seq in last.items() if device != job.own}
-    head_now = team.head_of(job.own, job.offered.chain, seen, requests, answers, previous,
-                            job.team.roster)  # fmt: skip
-    found = team.with_head(job.team.roster, job.signer, head_now, previous)
-    found = _asked_changes(job, found, last)
-    unsigned = {d: s for d, s in last.items() if d != job.own and job.trust.of(d) is None}
-    if job.offered.chain.first > 1:
-        unsigned[job.own] = job.offered.chain.first - 1
-    found = team.with_legacy(found, unsigned)
-    job.team = team.take(found, None, job.own)
-    job.sealer.trust = job.team.trust
-    claimed = functools.partial(_claimed, job, theirs_branch)
-    job.outcome.refused += _once(job, team.check_heads(job.trust, last, job.own, claimed))
-    if not found.devices:
-        return theirs
-    return team.commit(job.git, job.sealer.key, found, theirs)
-
-
-def _asked_changes(job: Exchange, found: Roster, last: dict[str, int]) -> Roster:
-    """``found`` with the eviction and the redaction policy this sync was asked for."""
-    from memlog.sync.roster import Eviction, Policy, sign_eviction, sign_policy
-
-    assert job.signer is not None
-    evict, policy = job.asks.evict, job.asks.redactions
-    if evict is not None and evict not in found.evicted:
-        eviction = Eviction(evict, job.own, utc_now(), last.get(evict, 0))
-        found = msgspec.structs.replace(
-            found, evicted={**found.evicted, evict: sign_eviction(job.signer, eviction)}
-        )
-    if policy is not None and job.trust.redactions != policy:
-        made = Policy(policy, job.own, utc_now(), time.time_ns() // 1000)  # type: ignore[arg-type]
-        found = msgspec.structs.replace(found, policy=sign_policy(job.signer, made))
-    return found
-
-
-def _answers(job: Exchange) -> dict[str, str]:
-    """This device's answers to the requests other devices make of it (the ones waiting
-    for its owner go into ``outcome.asked``)."""
-    asked = team.asked_of(job.trust, job.own)
-    state, asks = job.state, job.asks
-    answers = {
-        a.request.id: state.answers[a.request.id] for a in asked if a.request.id in state.answers
-    }
-    lines = _own_lines(job, {a.request.seq for a in asked}) if asked else {}
-    job.outcome.asked = []
-    for item in asked:
-        ident = item.request.id
-        status = team.checked(item, lines.get(item.request.seq))
-        if status == "done" or answers.get(ident) == "declined":
-            answers[ident] = answers.get(ident) or "done"
-        elif status or ident in asks.decline or "all" in asks.decline:
-            answers[ident] = "declined"
-            why = status or "declined by this device's owner"
-            job.outcome.notes += _once(job, [f"declined device {item.by}'s request to take text "
-                                             f"out of seq {item.request.seq}: {why}"])  # fmt: skip
-        else:
-            now = job.trust.redactions == "any" or ident in state.confirmed
-            now = now or ident in asks.confirm or "all" in asks.confirm
-            job.outcome.asked.append(Asking(id=ident, by=item.by, seq=item.request.seq,
-                                            event=item.request.event, line=item.request.line,
-                                            applied_without_asking=now))  # fmt: skip
-    state.answers = answers
-    state.confirmed = [a.id for a in job.outcome.asked if a.applied_without_asking]
-    return answers
-
-
-def _own_lines(job: Exchange, seqs: set[int]) -> dict[int, versions.Line]:
-    """This device's lines at ``seqs``, as ``events/`` holds them."""
-    found = {}
-    for rel, path in sorted(job.files.paths().items()):
-        if rel.startswith(job.own + "/"):
-            try:
-                lines = versions.parse(rel, path.read_bytes())
-            except versions.Refused:
-                continue
-            found.update({line.seq: line for line in lines if line.seq in seqs})
-    return found
-
-
-def _lost(job: Exchange, before: str | None, theirs: str | None, pushed: str | None) -> list[str]:
-    """Lines the remote held when this home last looked and holds no longer (files deleted
-    or cut short there), named with what this sync puts back."""
-    git = job.git
-    if before is None or theirs is None or before == theirs or not git.is_ancestor(before, theirs):
-        return []
-    was, now = git.tree(before), git.tree(theirs)
-    held, sent = job.sealer.reach(now), job.sealer.last_seqs(git.tree(pushed))
-    said = []
-    for device, seq in sorted(job.sealer.reach(was).items()):
-        if held.get(device, 0) >= seq:
-            continue
-        gone = sorted(p for p in was if p.startswith(device + "/") and p not in now)
-        how = f"{', '.join(gone)} deleted" if gone else "cut short"
-        back = ("restored from this home" if sent.get(device, 0) >= seq
-                else "this home does not hold them either")  # fmt: skip
-        said.append(f"the remote lost device {device}'s lines seq {held.get(device, 0) + 1}.."
-                    f"{seq} ({how}): {back}")  # fmt: skip
-    return said
 
 
 def _went_back(git: Git, before: str | None, theirs: str | None) -> list[str]:
@@ -559,124 +277,6 @@ def _bytes_of(git: Git, oid: str) -> bytes:
         return b""
 
 
-def _write(
-    job: Exchange, ours: str | None, joined: Merged | None, seen: dict[str, str | None]
-) -> None:
-    """Make ``events/`` hold the local branch's segments (this device's: written back when
-    deleted here); another device's with the text this home took out of it left out, and
-    (when any machine confirms a redaction) the redactions the team asked of it made."""
-    git, log, files, sealer, outcome = job.git, job.log, job.files, job.sealer, job.outcome
-    tree = {p: e.oid for p, e in git.tree(git.ref(LOCAL_REF)).items() if p.endswith(SUFFIX)}
-    joined_from = {path: entry.oid for path, entry in git.tree(ours).items()}
-    changed = joined.changed if joined is not None else {}
-    infos = sealer.infos(tree)
-    asked = _asked_by_device(job)
-    with log._locked():
-        for path, oid in sorted(tree.items()):
-            rel = event_path(path)
-            if path.startswith(job.own + "/"):
-                if not (log.events_dir / rel).exists():
-                    atomic_write(log.events_dir / rel, sealer.plain(path, oid), log.home)  # deleted
-                continue
-            current = files.blob_id(rel)
-            requests = asked.get(device_of(path), {})
-            if current == infos[path].plain_id and not requests:
-                continue
-            old = files.read(rel) or b""
-            data = _overlaid(rel, changed.get(path) or sealer.plain(path, oid), old, requests)
-            if current == versions.blob_id(data):
-                continue
-            if current != seen.get(rel):
-                outcome.held.append(f"{rel} changed here during sync; the next sync takes it")
-                continue
-            if not data or not _grows(old, data):
-                continue  # this home holds lines the remote's version lacks: kept, not offered
-            was = joined_from.get(path)
-            taken = sealer.plain_as_taken(path, was) if was is not None else None
-            joined_in = current is None or (
-                taken is not None and old in (taken, _overlaid(rel, taken, old, requests))
-            )
-            outcome.received += _replace_foreign(log, files, rel, data, keep_old=not joined_in)
-            seen[rel] = files.blob_id(rel)  # written here: not a change made meanwhile
-
-
-def _asked_by_device(job: Exchange) -> dict[str, dict[int, bytes]]:
-    """When any machine confirms a redaction of another device's text: the lines the
-    team's requests ask for, by device and sequence."""
-    if job.trust.redactions != "any":
-        return {}
-    found: dict[str, dict[int, bytes]] = {}
-    for device, head in job.trust.heads.items():
-        if device in job.trust.evictions:
-            continue
-        for request in head.requests:
-            if request.target != job.own:
-                found.setdefault(request.target, {})[request.seq] = request.line.encode() + b"\n"
-    return found
-
-
-def _overlaid(rel: str, data: bytes, old: bytes, requests: dict[int, bytes]) -> bytes:
-    """Another device's segment as its device signed it (``data``), with the lines this
-    home's copy ``old`` holds with text taken out kept so, and the lines ``requests`` ask
-    for taken in the same way."""
-    try:
-        lines = versions.parse(rel, data)
-        mine = {line.seq: line for line in versions.parse(rel, old)} if old else {}
-    except versions.Refused:
-        return data
-    out = []
-    for line in lines:
-        kept = line
-        for other in (mine.get(line.seq), _line_or_none(rel, requests.get(line.seq))):
-            if (
-                other is not None and other.id == line.id and other.data != kept.data
-                and versions.is_redaction(other.event, kept.event)
-            ):  # fmt: skip
-                kept = other
-        out.append(kept.data)
-    return b"".join(out)
-
-
-def _line_or_none(rel: str, data: bytes | None) -> versions.Line | None:
-    """The event line ``data`` a request asks for, when it decodes."""
-    if data is None or data.count(b"\n") != 1:
-        return None
-    try:
-        event = decode_line(data[:-1])
-    except BadLine:
-        return None
-    return versions.Line(event.seq, event.id, data, event)
-
-
-def _grows(old: bytes, new: bytes) -> bool:
-    """Whether ``new`` holds every event of the copy ``old`` of another device's segment
-    under its sequence (a damaged line of ``old`` counts for nothing): a copy is replaced
-    only by one that loses none of its events."""
-    return versions.covers(versions.plain_ids(new), versions.plain_ids(old))
-
-
-def _plain_id(job: Exchange, path: str, oid: str) -> str:
-    return job.sealer.info(path, oid).plain_id
-
-
-def _replace_foreign(
-    log: EventLog, files: local.Files, path: str, data: bytes, keep_old: bool
-) -> int:
-    """Write another device's segment; with ``keep_old``, a local copy that took no part
-    in the join (a damaged one) goes to the quarantine file, unless the new one extends
-    it.  Returns how many events the file gained."""
-    old = files.read(path) or b""
-    if keep_old and old and not data.startswith(old):
-        seg.quarantine(log.home, path, 0, old, "this home's copy, replaced by the synced one")
-    target = log.events_dir / path
-    if not target.parent.is_dir():
-        ensure_dir(target.parent)
-        seg.fsync_dir(log.events_dir)
-    atomic_write(target, data, log.home)
-    clock.raise_floor(log.events_dir, clock.last_stamp([target]))  # before anything appends
-    return max(0, data.count(b"\n") - old.count(b"\n"))
-
-
 def _sent(job: Exchange, head: str, theirs: str | None) -> int:
     """Events of this device that ``head`` has and ``theirs`` lacks."""
     mine = {p: e for p, e in job.git.tree(head).items() if p.startswith(job.own + "/")}
@@ -716,27 +316,3 @@ def _moved_on(said: bytes) -> bool:
         for sign in (b"[rejected]", b"fetch first", b"non-fast-forward", b"cannot lock ref",
                      b"failed to update ref", b"incorrect old value")
     )  # fmt: skip
-
-
-def _raise_floor(events_dir: Path, own: str) -> list[str]:
-    """Events appended from now on sort after every event received; a note when that
-    puts this machine's events ahead of its own clock (another clock runs fast)."""
-    stamps = {
-        device: clock.last_stamp(seg.list_segments(events_dir / device))
-        for device in devices.device_dirs(events_dir)
-        if device != own
-    }
-    if not stamps:
-        return []
-    newest = max(stamps.values())
-    clock.raise_floor(events_dir, newest)
-    ahead = (newest - clock.now_micros()) / 3.6e9
-    if ahead < 1:
-        return []
-    device = max(stamps, key=lambda d: stamps[d])
-    far = f"{ahead / 24:.0f} days" if ahead >= 48 else f"{ahead:.0f} h"
-    return [
-        f"device {device} stamps its events {far} ahead of this machine's clock (one of the "
-        "two clocks is wrong: check both); its events are taken, and those written here are "
-        "stamped after them"
-    ]

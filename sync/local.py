@@ -24,7 +24,7 @@ from typing import NamedTuple
 
 from memlog.eventlog import devices
 from memlog.eventlog import segments as seg
-from memlog.sync import signing, versions
+from memlog.sync import opening, signing, versions
 from memlog.sync.repo import LOCAL_REF, Git, TreeEntry
 from memlog.sync.roster import Head
 from memlog.sync.sealed import Signature
@@ -257,7 +257,7 @@ class Signer:
         if not lines:
             return True
         after_signed = self.sealer.signed_last(version.path, committed)
-        sealed = committed + versions.seal_lines(
+        sealed = committed + opening.seal_lines(
             self.sealer.key, version.path, lines, info.last_seq, after_signed
         )
         tree[version.path] = self.sealer.extended(version.path, sealed, info, data, lines)

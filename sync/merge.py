@@ -2,7 +2,7 @@
 
 For every sealed segment the remote changed since the last version both
 sides shared, the remote's version is opened line by line
-(``versions.open_sealed``) and joined with this home's by sequence number
+(``opening.open_sealed``) and joined with this home's by sequence number
 (``versions.join``).  A line that fails is refused (reported, kept in the
 quarantine file, never applied) with the lines after it; the lines before
 it are taken.  A version that diverges from this home's is refused whole:
@@ -11,7 +11,7 @@ segments must also follow each other (each first line names the last line
 of the segment before as ``prev``), or the remote's changes to that device
 are refused as a whole.
 
-The remote's lines are opened under the roster (``roster.Trust``): a line
+The remote's lines are opened under the roster (``trust.Trust``): a line
 of a device that signs is taken only as far as its device's signature
 vouches for it, and a device's segments must follow each other in its chain
 as well (each first signed line carries the digest of the lines before it),
@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from memlog.sync import sealing, signing, versions
+from memlog.sync import opening, sealing, signing, versions
 from memlog.sync.repo import Git, TreeEntry
 from memlog.sync.sealed import FORMAT_FILE, SUFFIX, Head, Unopenable, sealed_seq
 from memlog.sync.sealing import Sealer, device_of, head_path, is_head
@@ -168,7 +168,7 @@ def _joined(job: Join, path: str) -> tuple[list[versions.Line] | None, Refusal |
     if not _is_segment(path) or theirs.kind != "blob" or theirs.mode not in ("100644", "100755"):
         raise versions.Refused(f"{path}: not a segment of a device")
     trust = job.sealer.trust
-    opened = versions.open_sealed(job.sealer.key, path, job.blobs[theirs.oid], job.now, trust)
+    opened = opening.open_sealed(job.sealer.key, path, job.blobs[theirs.oid], job.now, trust)
     fault = None
     if opened.fault:
         fault = Refusal(path, theirs.oid, opened.fault, opened.bad, opened.lasting)
@@ -188,7 +188,7 @@ def _joined(job: Join, path: str) -> tuple[list[versions.Line] | None, Refusal |
 def _lines_or_none(job: Join, path: str, entry: TreeEntry | None) -> list[versions.Line]:
     if entry is None:
         return []
-    opened = versions.open_sealed(job.sealer.key, path, job.blobs[entry.oid], job.now)
+    opened = opening.open_sealed(job.sealer.key, path, job.blobs[entry.oid], job.now)
     return opened.lines  # a damaged common version only means: no side is known to have changed
 
 

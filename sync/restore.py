@@ -38,7 +38,7 @@ from memlog.eventlog.events import Event
 from memlog.eventlog.log import EventLog
 from memlog.eventlog.reader import Record, read_segment
 from memlog.home import ensure_dir
-from memlog.sync import versions
+from memlog.sync import opening, versions
 from memlog.sync.repo import LOCAL_REF, Git
 from memlog.sync.sealed import SUFFIX
 from memlog.sync.sealing import Sealer, event_path
@@ -174,9 +174,7 @@ def _theirs(git: Git, own: str, commit: str | None, sealer: Sealer) -> _Theirs |
     blobs = git.blobs([e.oid for e in entries.values()])
     files, lines = {}, []
     for path in sorted(entries):
-        opened = versions.open_sealed(
-            sealer.key, path, blobs[entries[path].oid], None, sealer.trust
-        )
+        opened = opening.open_sealed(sealer.key, path, blobs[entries[path].oid], None, sealer.trust)
         if opened.fault:
             return None
         lines += opened.lines

@@ -14,10 +14,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import NamedTuple
 
-from memlog.sync import sealed, signing, versions
+from memlog.sync import opening, sealed, signing, versions
 from memlog.sync.repo import Git, SyncError, TreeEntry
-from memlog.sync.roster import Trust, empty_trust
 from memlog.sync.sealed import FORMAT_FILE, HEAD_NAME, SUFFIX, Head, Key, Unopenable
+from memlog.sync.trust import Trust, empty_trust
 
 PLAIN_SUFFIX = ".jsonl"
 
@@ -86,7 +86,7 @@ class Sealer:
 
     def sealed_lines(self, path: str, lines: list[versions.Line]) -> bytes:
         prev = lines[0].prev if lines else 0
-        return versions.seal_lines(self.key, path, lines, prev)
+        return opening.seal_lines(self.key, path, lines, prev)
 
     def remember(self, path: str, oid: str, lines: list[versions.Line]) -> None:
         """What the blob ``oid`` at ``path`` opens to, as ``lines`` (under the trust of now)."""
@@ -146,7 +146,7 @@ class Sealer:
         device's, the lines it takes (the remote's version kept as it was may hold lines
         refused here, which stay out of ``events/``)."""
         own = not self.own or device_of(path) == self.own
-        opened = versions.open_sealed(self.key, path, data, trust=None if own else self.trust)
+        opened = opening.open_sealed(self.key, path, data, trust=None if own else self.trust)
         if opened.fault and own:
             raise SyncError(f"this home's own sync repository is damaged: {opened.fault}")
         return opened.lines
@@ -159,7 +159,7 @@ class Sealer:
         found = self.trust.of(device_of(path))
         unsure = found is not None and (bool(found.disputed) or found.head is None)
         trust = None if unsure else self.trust  # what this machine cannot judge, it keeps
-        return versions.open_sealed(self.key, path, raw, trust=trust).authentic
+        return opening.open_sealed(self.key, path, raw, trust=trust).authentic
 
     def info(self, path: str, oid: str, data: bytes | None = None) -> Info:
         """What the sealed blob ``oid`` at ``path`` opens to."""
@@ -194,7 +194,7 @@ class Sealer:
     def plain_as_taken(self, path: str, oid: str) -> bytes:
         """The plain lines of a blob of this home's repository as they were taken (its
         device's newer head may have made some of them old since)."""
-        opened = versions.open_sealed(self.key, path, self.git.blobs([oid])[oid])
+        opened = opening.open_sealed(self.key, path, self.git.blobs([oid])[oid])
         return versions.joined_bytes(opened.lines)
 
     def plain(self, path: str, oid: str) -> bytes:
@@ -229,7 +229,7 @@ class Sealer:
         found = self.last_seqs({p: e for p, e in tree.items() if p not in own})
         data = self.git.blobs([e.oid for e in own.values()]) if own else {}
         for path, entry in sorted(own.items()):
-            lines = versions.open_sealed(self.key, path, data[entry.oid]).lines
+            lines = opening.open_sealed(self.key, path, data[entry.oid]).lines
             if lines:
                 found[self.own] = max(found.get(self.own, 0), lines[-1].seq)
         return found

@@ -3,7 +3,7 @@ redactions asked of it and by it, and the roster pushed beside the branch.
 
 The roster (``roster``) lives on its own branch, ``memlog-roster``: one commit
 whose tree holds ``roster.sealed``.  Each sync merges the remote's roster into
-this machine's pins (``roster.merge``), writes this device's head into it
+this machine's pins (``trust.merge``), writes this device's head into it
 (signed, only when what it says changed), sets the old lines' last sequences
 when the remote takes this format, and commits it on top of the remote's
 roster commit so that both branches are pushed together, fast-forward.
@@ -21,11 +21,13 @@ from memlog.eventlog import codec
 from memlog.eventlog.codec import BadLine
 from memlog.eventlog.ids import utc_now
 from memlog.sync import roster, versions
+from memlog.sync import trust as trust_of
 from memlog.sync.local import Ask, Chain
 from memlog.sync.repo import Git
-from memlog.sync.roster import Head, Request, Roster, Trust
+from memlog.sync.roster import Head, Request, Roster
 from memlog.sync.sealed import Key, Unopenable
 from memlog.sync.signing import DeviceKey
+from memlog.sync.trust import Trust
 
 LOCAL = f"refs/heads/{roster.BRANCH}"
 REMOTE = f"refs/remotes/sync/{roster.BRANCH}"
@@ -58,8 +60,8 @@ def remote_roster(git: Git, key: Key, commit: str | None) -> tuple[Roster | None
 
 
 def take(pins: Roster, theirs: Roster | None, own: str = "") -> Taken:
-    merged = roster.merge(pins, theirs, own)
-    trust = roster.Trust(merged.roster, merged.keys, own)
+    merged = trust_of.merge(pins, theirs, own)
+    trust = trust_of.Trust(merged.roster, merged.keys, own)
     return Taken(trust, merged.roster, merged.refused, merged.notes)
 
 
@@ -87,19 +89,27 @@ def changes(before: Trust, after: Trust, own: str) -> list[str]:
 
 
 def requests_of(asks: list[Ask], previous: Head | None, trust: Trust) -> tuple[Request, ...]:
-    """This device's requests: one per line of another device this home holds with text
-    taken out, unless its device declined it (then it stays a local change)."""
-    made = {r.id: r for r in previous.requests} if previous is not None else {}
-    found = []
+    """This device's requests: the ones it made before that their device has not done yet
+    (declined ones stay: they keep this home's copy without the text, whatever writes it
+    again), and one per line of another device this home holds with text taken out (the
+    newest for a line)."""
+    made = {(r.target, r.seq): r for r in previous.requests} if previous is not None else {}
     for ask in asks:
         line = ask.line.decode("utf-8", "replace")
         ident = request_id(ask.target, ask.seq, ask.event, line)
-        answer = trust.heads[ask.target].answers.get(ident) if ask.target in trust.heads else None
-        if answer == "declined":
-            continue
-        was = made.get(ident)
-        found.append(was or Request(ident, ask.target, ask.seq, ask.event, line, at=utc_now()))
-    return tuple(sorted(found, key=lambda r: (r.target, r.seq)))
+        was = made.get((ask.target, ask.seq))
+        if was is None or was.id != ident:
+            made[(ask.target, ask.seq)] = Request(ident, ask.target, ask.seq, ask.event, line,
+                                                  at=utc_now())  # fmt: skip
+    return tuple(
+        request for _, request in sorted(made.items()) if answer_to(trust, request) != "done"
+    )
+
+
+def answer_to(trust: Trust, request: Request) -> str | None:
+    """What the device asked answered (None: nothing yet)."""
+    head = trust.heads.get(request.target)
+    return head.answers.get(request.id) if head is not None else None
 
 
 def request_id(target: str, seq: int, event: str, line: str) -> str:

@@ -7,7 +7,7 @@ import pytest
 
 from memlog.eventlog.codec import encode_line
 from memlog.eventlog.events import Observed
-from memlog.sync import versions
+from memlog.sync import opening, versions
 from memlog.sync.sealed import Key
 
 NAME = "aa/00000000000000000001.jsonl"
@@ -171,11 +171,11 @@ SEALED = "aa/00000000000000000001.sealed"
 
 
 def sealed_version(*events: Observed, prev: int = 0) -> bytes:
-    return versions.seal_lines(KEY, SEALED, lines(*events), prev)
+    return opening.seal_lines(KEY, SEALED, lines(*events), prev)
 
 
 def test_a_sealed_version_opens_to_its_lines() -> None:
-    opened = versions.open_sealed(KEY, SEALED, sealed_version(event(1), event(2, 3), event(3, 3)))
+    opened = opening.open_sealed(KEY, SEALED, sealed_version(event(1), event(2, 3), event(3, 3)))
     assert opened.fault == "" and [(x.seq, x.prev) for x in opened.lines] == [
         (1, 0),
         (2, 1),
@@ -186,21 +186,21 @@ def test_a_sealed_version_opens_to_its_lines() -> None:
 
 def test_a_sealed_version_is_taken_up_to_its_first_bad_line_whole_batches_only() -> None:
     good = sealed_version(event(1), event(2, 3), event(3, 3))
-    opened = versions.open_sealed(KEY, SEALED, good + b"4 3 AAAA\n")
+    opened = opening.open_sealed(KEY, SEALED, good + b"4 3 AAAA\n")
     assert [x.seq for x in opened.lines] == [1, 2, 3] and "line 4 (seq 4)" in opened.fault
     cut = good[: good.index(b"\n3 2 ") + 1]  # a batch without its end
-    opened = versions.open_sealed(KEY, SEALED, cut)
+    opened = opening.open_sealed(KEY, SEALED, cut)
     assert [x.seq for x in opened.lines] == [1] and "cut short" in opened.fault
-    other = versions.seal_lines(Key.generate(), SEALED, lines(event(1)), 0)
-    assert "fails authentication" in versions.open_sealed(KEY, SEALED, other).fault
-    assert "torn last line" in versions.open_sealed(KEY, SEALED, good[:-1]).fault
+    other = opening.seal_lines(Key.generate(), SEALED, lines(event(1)), 0)
+    assert "fails authentication" in opening.open_sealed(KEY, SEALED, other).fault
+    assert "torn last line" in opening.open_sealed(KEY, SEALED, good[:-1]).fault
 
 
 def test_a_line_from_far_ahead_is_taken_whatever_this_clock_says() -> None:
     """The hybrid logical clock orders it: refusing it lost it for as long as this clock
     lagged (a machine a year behind took nothing for a year)."""
     late = msgspec.structs.replace(event(1), ts="2040-01-01T00:00:00.000000Z")
-    opened = versions.open_sealed(KEY, SEALED, sealed_version(late))
+    opened = opening.open_sealed(KEY, SEALED, sealed_version(late))
     assert [x.seq for x in opened.lines] == [1] and not opened.fault
 
 
@@ -210,22 +210,22 @@ def test_a_line_slipped_in_is_refused_alone() -> None:
     good = sealed_version(event(1), event(2), event(3))
     rows = good.splitlines(keepends=True)
     forged = rows[0] + b"2 1 AAAA\n" + rows[1] + rows[2]
-    opened = versions.open_sealed(KEY, SEALED, forged)
+    opened = opening.open_sealed(KEY, SEALED, forged)
     assert [x.seq for x in opened.lines] == [1, 2, 3]
     assert opened.refused == 1 and "line 2 (seq 2)" in opened.fault
     assert sorted(opened.authentic) == [1, 2, 3]
     gone = rows[0] + rows[2]  # a line taken out: what follows no longer follows
-    opened = versions.open_sealed(KEY, SEALED, gone)
+    opened = opening.open_sealed(KEY, SEALED, gone)
     assert [x.seq for x in opened.lines] == [1] and "follows seq 2" in opened.fault
     assert sorted(opened.authentic) == [1, 3]
 
 
 def test_segments_that_do_not_follow_each_other_are_found() -> None:
-    first = versions.open_sealed(KEY, SEALED, sealed_version(event(1), event(2))).lines
+    first = opening.open_sealed(KEY, SEALED, sealed_version(event(1), event(2))).lines
     second_name = "aa/00000000000000000003.sealed"
-    good = versions.seal_lines(KEY, second_name, lines(event(3)), 2)
-    gap = versions.seal_lines(KEY, second_name, lines(event(3)), 1)
-    ok = versions.open_sealed(KEY, second_name, good).lines
-    bad = versions.open_sealed(KEY, second_name, gap).lines
+    good = opening.seal_lines(KEY, second_name, lines(event(3)), 2)
+    gap = opening.seal_lines(KEY, second_name, lines(event(3)), 1)
+    ok = opening.open_sealed(KEY, second_name, good).lines
+    bad = opening.open_sealed(KEY, second_name, gap).lines
     assert versions.chained([(SEALED, first), (second_name, ok)]) is None
     assert "lines were removed" in str(versions.chained([(SEALED, first), (second_name, bad)]))
