@@ -11,6 +11,7 @@ again from their cleaned text.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import NamedTuple, TypeVar
 
 from memlog.api.browsing import forget_snapshots
@@ -68,7 +69,7 @@ def _after(ws: Workspace, done: Expunged) -> Redaction:
     """Everything after the log's rewrite: views, copies, vectors; each step said if it fails."""
     said = f"the text is out of the log (entry.redacted, seq {done.event.seq})"
     files, notes = _views_and_copies(ws, done.removed, said, rebuild_views=True)
-    notes += _step(said, "embedding the entries again", lambda: settle(ws, done.event.ids))
+    notes += _step(said, "embedding the entries again", lambda: settle(ws, done.event.ids), ws.home)
     if (ws.home / GIT_DIR).is_dir():
         notes.append(
             f"the old text stays in the history of {GIT_DIR} and of its remote, sealed (only "
@@ -110,10 +111,13 @@ def _views_and_copies(
     """The text out of every other file of the home, the views rebuilt, then out of the
     backups the rebuild made of hand-edited files: the files changed, and notes."""
     scrub = "removing it from the other files of the home"
-    files = _step(said, scrub, lambda: scrub_home(ws.home, texts))
-    notes = _step(said, "rebuilding the views", lambda: _rebuild(ws)) if rebuild_views else []
-    files += [f for f in _step(said, scrub, lambda: scrub_home(ws.home, texts)) if f not in files]
-    pages = _step(said, "removing the page's snapshots", lambda: forget_snapshots(ws.home))
+    home = ws.home
+    files = _step(said, scrub, lambda: scrub_home(home, texts), home)
+    notes = _step(said, "rebuilding the views", lambda: _rebuild(ws), home) if rebuild_views else []
+    files += [
+        f for f in _step(said, scrub, lambda: scrub_home(home, texts), home) if f not in files
+    ]
+    pages = _step(said, "removing the page's snapshots", lambda: forget_snapshots(home), home)
     if pages:
         notes.append(f"removed {len(pages)} snapshots a running memlog ui had built before")
     return files, notes
@@ -132,12 +136,13 @@ def _rebuild(ws: Workspace) -> list[str]:
 T = TypeVar("T")
 
 
-def _step(said: str, doing: str, work: Callable[[], T]) -> T:
-    """``work()``; a failure becomes ``Unfinished`` saying what was done before it."""
+def _step(said: str, doing: str, work: Callable[[], T], home: Path | None = None) -> T:
+    """``work()``; a failure becomes ``Unfinished`` saying what was done before it (a crash's
+    traceback kept in ``home``'s error log)."""
     try:
         return work()
     except Exception as exc:  # noqa: BLE001 - whatever stops it, the user learns how far it got
-        cause = describe(exc).message
+        cause = describe(exc, home).message
         raise Unfinished(
             f"{said}; {doing} failed: {cause}; run the same memlog redact again to finish"
         ) from exc

@@ -85,3 +85,21 @@ def stored_seq(home: Path) -> int:
             return store.get_position(db).seq
     except sqlite3.DatabaseError:
         return 0
+
+
+#: what a catch-up says when the log holds less than the views were folded from
+SHRUNK = (
+    "the log holds less than the views were built from (a segment deleted or cut short; "
+    "memlog verify names what is missing): the views were rebuilt from what is left, and "
+    "no sequence number handed out is used again"
+)
+
+
+def shrunk(events_dir: Path, stored: store.Stored) -> str:
+    """``SHRUNK`` when the log before the views' place is shorter than what they folded
+    (or the segment it names is gone), "" when it grew or was rewritten (a redaction, a
+    segment taken back from the remote)."""
+    from memlog.eventlog.merged import folded_bytes
+
+    now = folded_bytes(events_dir, stored.position)
+    return SHRUNK if now < 0 or 0 <= now < stored.folded else ""

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import os
 import sqlite3
 from pathlib import Path
 
 from memlog.errors import ViewError
-from memlog.files import alive, nearly_full, sweep_temps
+from memlog.files import alive, nearly_full, open_private, sweep_temps
+from memlog.projections.sqlite_view import store
+from memlog.projections.sqlite_view.damage import is_corrupt
 
 #: SQLite's primary result codes for a full disk and an I/O error
 _SQLITE_FULL, _SQLITE_IOERR = 13, 10
@@ -99,3 +102,40 @@ def _too_large(name: str) -> ViewError:
         f"the file size limit (ulimit -f{said}) stopped the write of {name}; nothing was "
         "lost: the log holds every event (run the command again without that limit)"
     )
+
+
+def new_aside(folder: Path) -> Path:
+    """A new, empty file for a database built aside: an unpredictable name (with the pid,
+    for ``remove_stale_asides``), made here, so SQLite never opens a file planted there."""
+    aside = folder / f"{_ASIDE}{os.getpid()}-{os.urandom(6).hex()}"
+    os.close(open_private(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
+    return aside
+
+
+def switch_in(aside: Path, live_path: Path) -> None:
+    """Copy the aside database into the live one (readers keep their snapshot); a live one
+    SQLite calls malformed, which no reader can be using, is replaced by it."""
+    try:
+        _backup_into(aside, live_path)
+    except sqlite3.DatabaseError as exc:
+        if not is_corrupt(exc):
+            said = failure(exc, live_path)
+            raise said or ViewError(f"cannot replace {live_path}: {exc}") from None
+        remove_db_files(live_path)
+        os.replace(aside, live_path)
+
+
+def _backup_into(aside: Path, live_path: Path) -> None:
+    source = sqlite3.connect(aside)
+    try:
+        with store.opened(live_path) as live:
+            source.backup(live)
+    finally:
+        source.close()
+
+
+def remove_db_files(path: Path) -> None:
+    """A database and the files SQLite keeps beside it."""
+    for suffix in ("", "-wal", "-shm", "-journal"):
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(f"{path}{suffix}")

@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import shutil
 import sqlite3
 from collections.abc import Callable, Iterator
@@ -27,10 +26,10 @@ from memlog.eventlog.events import Redacted
 from memlog.eventlog.ids import utc_now
 from memlog.eventlog.log import START, DamageHandler, EventLog, Record
 from memlog.eventlog.merged import Late, Unfollowable, unread_bytes
-from memlog.files import open_private
 from memlog.projections import late, leftovers, markdown_sync, writes
 from memlog.projections.fold import State, apply
-from memlog.projections.freshness import current_seq, db_path, stored_seq
+from memlog.projections.freshness import SHRUNK as SHRUNK
+from memlog.projections.freshness import current_seq, db_path, shrunk, stored_seq
 from memlog.projections.markdown_view import render
 from memlog.projections.markdown_view.writer import load_state, remove_unplanned
 from memlog.projections.sqlite_view import (
@@ -69,28 +68,12 @@ class Rebuilt(NamedTuple):
 
 
 class _NeedsRebuild(Exception):
-    """The stored position no longer matches the log (the argument: a line saying how,
-    when it is worth telling)."""
+    """The stored position no longer matches the log: ``said``, a line saying how when it
+    is worth telling; ``redacted``, when a redaction is why."""
 
-
-#: why a catch-up rebuilds the views when events it follows on to redacted earlier ones
-REDACTED = "a redaction"
-#: what a catch-up says when the log holds less than the views were folded from
-SHRUNK = (
-    "the log holds less than the views were built from (a segment deleted or cut short; "
-    "memlog verify names what is missing): the views were rebuilt from what is left, and "
-    "no sequence number handed out is used again"
-)
-
-
-def _shrunk(log: EventLog, stored: store.Stored) -> str:
-    """``SHRUNK`` when the log before the views' place is shorter than what they folded
-    (or the segment it names is gone), "" when it grew or was rewritten (a redaction, a
-    segment taken back from the remote)."""
-    from memlog.eventlog.merged import folded_bytes
-
-    now = folded_bytes(log.events_dir, stored.position)
-    return SHRUNK if now < 0 or 0 <= now < stored.folded else ""
+    def __init__(self, said: str = "", redacted: bool = False) -> None:
+        super().__init__(said)
+        self.said, self.redacted = [said] if said else [], redacted
 
 
 # -- catch-up -----------------------------------------------------------------
@@ -125,25 +108,27 @@ def catch_up(
     if current is not None:
         return CatchUp(0, False, current, [])
     leftovers.sweep(home)  # what a killed writer left
-    said = [] if damaged is None else [f"the views were damaged ({damaged}): rebuilt from the log"]
-    redacted = False
+    if damaged is not None:
+        return _rebuilt(home, space, [f"the views were damaged ({damaged}): rebuilt from the log"])
     try:
-        if damaged is None:
-            return _incremental(home, log, space, on_damage, lock_wait)
+        return _incremental(home, log, space, on_damage, lock_wait)
     except _NeedsRebuild as exc:
-        said = [str(exc)] if str(exc) and str(exc) != REDACTED else []
-        redacted = str(exc) == REDACTED
+        return _rebuilt(home, space, exc.said, exc.redacted)
     except sqlite3.DatabaseError as exc:
         if not is_corrupt(exc):
             raise leftovers.failure(exc, db_path(home)) or ViewError(
                 f"cannot update {db_path(home)}: {exc}"
             ) from None
-        said = [f"{db_path(home).name} was damaged ({exc}): rebuilt from the log"]
+        return _rebuilt(home, space, [f"{db_path(home).name} was damaged ({exc}): rebuilt"])
     except OSError as exc:
         raise leftovers.failure(exc, db_path(home)) or exc from None
+
+
+def _rebuilt(home: Path, space: Space, said: list[str], redacted: bool = False) -> CatchUp:
+    """A catch-up that rebuilds the views from zero (``redacted``: after a redaction, so no
+    page of the views from before it stays on disk)."""
     done = rebuild(home, space)
-    damage.clear(home)
-    if redacted:  # no page of the views from before the redaction stays on disk
+    if redacted:
         from memlog.projections.scrub import truncate_wal
 
         truncate_wal(home)
@@ -193,7 +178,7 @@ def _incremental(
                     changed, arrived_late = late.fold_in(db, home, kept, log, before, on_damage)
                     applied = arrived_late
             except late.Unplaceable as exc:
-                raise _NeedsRebuild(REDACTED if str(exc) == late.REDACTION else "") from None
+                raise _NeedsRebuild(redacted=str(exc) == late.REDACTION) from None
             except indexes.Unpatchable:
                 raise _NeedsRebuild from None
             after = store.get_position(db)
@@ -212,7 +197,7 @@ def _records_after(
 ) -> list[Record]:
     segment = stored.position.segment
     if segment and unread_bytes(log.events_dir, stored.position, stored.folded) is None:
-        raise _NeedsRebuild(_shrunk(log, stored))  # the log was cut, rewritten or restored
+        raise _NeedsRebuild(shrunk(log.events_dir, stored))  # cut, rewritten or restored
     if not segment and stored.seq:
         raise _NeedsRebuild
     if not log.ends_at(stored.position, stored.seq):
@@ -226,7 +211,7 @@ def _records_after(
     if records and records[0].ordinal <= stored.seq:
         raise _NeedsRebuild
     if any(isinstance(r.event, Redacted) for r in records):
-        raise _NeedsRebuild(REDACTED)  # earlier lines were rewritten: only a replay removes it
+        raise _NeedsRebuild(redacted=True)  # earlier lines rewritten: only a replay removes it
     return records
 
 
@@ -342,7 +327,7 @@ def rebuild(
 def _build_database(folder: Path, state: State, space: Space, stored: store.Stored,
                     indexed: list[lines.Row]) -> None:  # fmt: skip
     leftovers.sweep(folder)
-    aside = _new_aside(folder)
+    aside = leftovers.new_aside(folder)
     ordered = [state.entries[i] for i in state.created]  # slot order: creation order
     slots = {entry_id: n for n, entry_id in enumerate(state.created)}
     meta = {**_space_meta(space), **store.position_meta(stored), "view_format": VIEW_FORMAT}
@@ -354,19 +339,10 @@ def _build_database(folder: Path, state: State, space: Space, stored: store.Stor
                 lines.add(db, indexed)
                 store.set_meta(db, meta)
                 indexes.rebuild(db, folder, space, ordered, stored.seq)
-            _switch_in(aside, db_path(folder))
+            leftovers.switch_in(aside, db_path(folder))
     finally:
-        _remove_db_files(aside)  # a rebuild that failed leaves nothing the size of the view
+        leftovers.remove_db_files(aside)  # a failed rebuild leaves nothing the size of the view
     _sweep(folder, wait=True)
-
-
-def _new_aside(folder: Path) -> Path:
-    """A new, empty file for a database built aside: an unpredictable name (with the pid,
-    for ``leftovers.remove_stale_asides``), made here, so SQLite never opens a file
-    planted there."""
-    aside = folder / f".{store.DB_NAME}.rebuild-{os.getpid()}-{os.urandom(6).hex()}"
-    os.close(open_private(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
-    return aside
 
 
 @contextlib.contextmanager
@@ -383,33 +359,6 @@ def _sweep(folder: Path, wait: bool = False) -> None:
     legacy = folder / LEGACY_VECTOR_DIR
     if legacy.is_dir() and not legacy.is_symlink():  # a link: not memlog's to follow
         shutil.rmtree(legacy, ignore_errors=True)
-
-
-def _switch_in(aside: Path, live_path: Path) -> None:
-    """Copy the aside database into the live one (readers keep their snapshot)."""
-    try:
-        _backup_into(aside, live_path)
-    except sqlite3.DatabaseError as exc:
-        if not is_corrupt(exc):
-            said = leftovers.failure(exc, live_path)
-            raise said or ViewError(f"cannot replace {live_path}: {exc}") from None
-        _remove_db_files(live_path)  # unreadable: no reader can be using it
-        os.replace(aside, live_path)
-
-
-def _backup_into(aside: Path, live_path: Path) -> None:
-    source = sqlite3.connect(aside)
-    try:
-        with store.opened(live_path) as live:
-            source.backup(live)
-    finally:
-        source.close()
-
-
-def _remove_db_files(path: Path) -> None:
-    for suffix in ("", "-wal", "-shm", "-journal"):
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(f"{path}{suffix}")
 
 
 def catch_up_in_background(home: Path, project: Path | None = None) -> None:

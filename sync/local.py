@@ -27,8 +27,8 @@ from memlog.eventlog import segments as seg
 from memlog.sync import opening, signing, versions
 from memlog.sync.repo import LOCAL_REF, Git, TreeEntry
 from memlog.sync.roster import Head
-from memlog.sync.sealed import Signature
-from memlog.sync.sealing import Sealer, tree_path
+from memlog.sync.sealed import SUFFIX, Signature
+from memlog.sync.sealing import Sealer, event_path, tree_path
 from memlog.sync.signing import DeviceKey
 
 #: path → [size, mtime_ns, inode, blob id] of files as last seen whole
@@ -130,11 +130,13 @@ def offer(
     problems: list[str] = []
     asks: list[Ask] = []
     mine: list[Version] = []
-    for rel in sorted(files.paths()):
+    here = files.paths()
+    gone = [event_path(p) for p in committed if p.startswith(own + "/") and p.endswith(SUFFIX)]
+    for rel in sorted({*here, *gone}):  # (one of this device's deleted here: it stands)
         version = Version(files, sealer, rel, committed.get(tree_path(rel)))
         if rel.startswith(own + "/"):
             mine.append(version)
-        else:
+        elif rel in here:
             problems += _foreign_version(version, asks)
     signed = Signer(own, signer, sealer, previous)
     problems += signed.offer(mine, tree)

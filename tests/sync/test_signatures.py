@@ -15,6 +15,7 @@ import base64
 import json
 from pathlib import Path
 
+import pytest
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
 
 from memlog.eventlog.events import content_hash
@@ -22,6 +23,7 @@ from memlog.tests import forge
 from memlog.tests.sync.helpers import (
     bare_remote,
     device_of,
+    git,
     init,
     memlog,
     memlog_ok,
@@ -272,3 +274,37 @@ def test_a_key_holder_cannot_blank_a_teammates_text(tmp_path: Path) -> None:
             assert f"{path} line 1 (seq 1): " in said, said
             shown = json.loads(memlog_ok(home, "show", content_hash(PIN)[:10], "--json").output)
             assert shown["entry"]["description"] == PIN
+
+
+def test_a_segment_of_this_device_deleted_here_leaves_its_chain_as_signed(
+    tmp_path: Path,
+) -> None:
+    """This device's first segment gone from ``events/``: the sync writes it back and signs
+    only the new lines after the next one (no line signed again, no new generation), and
+    the other homes take them."""
+    from memlog.eventlog import devices
+
+    a, b, remote = two_homes(tmp_path)
+    with pytest.MonkeyPatch.context() as patched:
+        patched.setattr(devices, "ROLL_BYTES", 2 << 10)
+        for i in range(8):
+            observe(a, f"A's lesson number {i}, long enough to roll its segment over.")
+    memlog_ok(a, "sync")
+    own = sorted((a / "events" / device_of(a)).glob("*.jsonl"))
+    assert len(own) >= 2
+    first = own[0].read_bytes()
+    own[0].unlink()
+    observe(a, "Written after the first segment went.")
+    done = memlog(a, "sync")
+    assert done.exit_code == 0, done.output
+    assert own[0].read_bytes() == first
+    gens = {
+        forge.opened(team_key(a), device_of(a), p.split("/")[1][:20], row).get("gen")
+        for p in git("--git-dir", remote, "ls-tree", "-r", "--name-only", "memlog").stdout.split()
+        if p.startswith(device_of(a) + "/") and p.endswith(".sealed")
+        for row in remote_file(remote, p).splitlines(keepends=True)
+    }
+    assert gens == {0}  # nothing signed again
+    said = memlog(b, "sync")
+    assert said.exit_code == 0 and "refused" not in said.output, said.output
+    assert memlog_ok(b, "show", content_hash("Written after the first segment went.")[:10])
