@@ -16,7 +16,6 @@ from memlog.eventlog import devices
 from memlog.eventlog.ids import utc_now
 from memlog.sync import keys, restore, sealed, setup, signing, team, versions
 from memlog.sync.job import Exchange, once
-from memlog.sync.merge import is_device_file
 from memlog.sync.repo import LOCAL_REF, SyncError
 from memlog.sync.roster import Roster
 from memlog.sync.sealed import FORMAT_FILE, SUFFIX, Key, Unopenable
@@ -132,16 +131,6 @@ def check_not_evicted(job: Exchange) -> None:
         )
 
 
-def _claimed(job: Exchange, commit: str | None, device: str) -> int:
-    """The last sequence the remote's files of ``device`` name, whether they open or not."""
-    oids = [
-        e.oid for p, e in job.git.tree(commit).items()
-        if p.startswith(device + "/") and p.endswith(SUFFIX) and is_device_file(p, e)
-    ]  # fmt: skip
-    data = job.git.blobs(oids) if oids else {}
-    return max((sealed.last_seq(blob) for blob in data.values()), default=0)
-
-
 def roster_to_push(
     job: Exchange, head: str | None, theirs: str | None, theirs_branch: str | None
 ) -> str | None:
@@ -169,7 +158,7 @@ def roster_to_push(
     found = team.with_legacy(found, unsigned)
     job.team = team.take(found, None, job.own)
     job.sealer.trust = job.team.trust
-    claimed = functools.partial(_claimed, job, theirs_branch)
+    claimed = functools.partial(job.sealer.claimed, job.git.tree(theirs_branch))
     job.outcome.refused += once(job, team.check_heads(job.trust, last, job.own, claimed))
     if not found.devices:
         return theirs

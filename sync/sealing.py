@@ -222,6 +222,16 @@ class Sealer:
         this home's repository."""
         return {device_of(p): i.last_seq for p, i in sorted(self.infos(tree).items())}
 
+    def claimed(self, tree: Mapping[str, TreeEntry], device: str) -> int:
+        """The last sequence ``tree``'s segments of ``device`` name, whether their lines
+        open or not (unauthenticated: lines refused for another reason were not removed)."""
+        oids = [
+            e.oid for p, e in tree.items()
+            if p.startswith(device + "/") and p.endswith(SUFFIX) and e.kind == "blob"
+        ]  # fmt: skip
+        data = self.git.blobs(oids) if oids else {}
+        return max((sealed.last_seq(blob) for blob in data.values()), default=0)
+
     def reach(self, tree: Mapping[str, TreeEntry]) -> dict[str, int]:
         """``last_seqs`` of a tree from the remote: this device's segments in it are taken
         as far as they follow each other, never a reason to stop."""

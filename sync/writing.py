@@ -35,8 +35,8 @@ def lost(job: Exchange, before: str | None, theirs: str | None, pushed: str | No
     held, sent = job.sealer.reach(now), job.sealer.last_seqs(git.tree(pushed))
     said = []
     for device, seq in sorted(job.sealer.reach(was).items()):
-        if held.get(device, 0) >= seq:
-            continue
+        if held.get(device, 0) >= seq or job.sealer.claimed(now, device) >= seq:
+            continue  # (there, refused for another reason, which is named)
         gone = sorted(p for p in was if p.startswith(device + "/") and p not in now)
         how = f"{', '.join(gone)} deleted" if gone else "cut short"
         back = ("restored from this home" if sent.get(device, 0) >= seq
