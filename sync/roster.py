@@ -37,7 +37,7 @@ import msgspec
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
 
 from memlog.sync import signing
-from memlog.sync.sealed import Key, Unopenable
+from memlog.sync.sealed import Key, Unopenable, open_document
 from memlog.sync.signing import DeviceKey
 
 ROSTER_FORMAT = "memlog-roster-1"
@@ -213,15 +213,7 @@ def open_roster(key: Key, data: bytes) -> Roster:
     """The roster sealed in ``data``; Unopenable naming what is wrong."""
     if len(data) > MAX_BYTES:
         raise Unopenable(f"{len(data) >> 20} MiB, longer than a roster may be")
-    try:
-        sealed = base64.b64decode(data.strip(), validate=True)
-    except (binascii.Error, ValueError):
-        raise Unopenable("not a sealed roster") from None
-    body = key.open(sealed, [b"roster"])
-    try:
-        found = msgspec.json.decode(body, type=Roster)
-    except msgspec.DecodeError as exc:
-        raise Unopenable(f"not a roster ({str(exc)[:80]})") from None
+    found = open_document(key, data, "roster", [b"roster"], Roster)
     if found.format != ROSTER_FORMAT:
         raise Unopenable(f"a roster format this memlog does not know ({found.format[:40]!r})")
     return found

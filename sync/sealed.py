@@ -37,13 +37,15 @@ from __future__ import annotations
 import base64
 import binascii
 import os
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 import msgspec
 from cryptography.exceptions import InvalidTag
 from cryptography.hazmat.primitives.ciphers.aead import AESSIV
 
 from memlog.vocabulary import MAX_EVENT_BYTES
+
+_T = TypeVar("_T")
 
 #: the format this memlog writes, and the first one (lines sealed, not signed), still read
 FORMAT = "memlog-sealed-2"
@@ -250,18 +252,26 @@ def seal_head(key: Key, head: Head) -> bytes:
     return _b64(sealed).encode("ascii") + b"\n"
 
 
-def open_head(key: Key, device: str, data: bytes) -> Head:
-    if len(data) > MAX_SEALED_LINE:
-        raise Unopenable("longer than a head can be")
+def open_document(
+    key: Key, data: bytes, what: str, context: list[bytes], type_: type[_T], version: str = FORMAT
+) -> _T:
+    """A ``what`` (a head, the roster) sealed in ``data`` as one base64 line; Unopenable
+    naming what is wrong.  Its size is checked by the caller, before anything is read."""
     try:
         sealed = base64.b64decode(data.strip(), validate=True)
     except (binascii.Error, ValueError):
-        raise Unopenable("not a sealed head") from None
-    body = key.open(sealed, [b"head", device.encode()], FORMAT_V1)
+        raise Unopenable(f"not a sealed {what}") from None
+    body = key.open(sealed, context, version)
     try:
-        head = msgspec.json.decode(body, type=Head)
+        return msgspec.json.decode(body, type=type_)
     except msgspec.DecodeError as exc:
-        raise Unopenable(f"not a head ({exc})") from None
+        raise Unopenable(f"not a {what} ({str(exc)[:80]})") from None
+
+
+def open_head(key: Key, device: str, data: bytes) -> Head:
+    if len(data) > MAX_SEALED_LINE:
+        raise Unopenable("longer than a head can be")
+    head = open_document(key, data, "head", [b"head", device.encode()], Head, FORMAT_V1)
     if head.device != device:
         raise Unopenable(f"the head of {head.device} under {device}")
     return head
