@@ -331,6 +331,33 @@ def test_a_stray_plain_file_is_named_and_every_sync_goes_on(tmp_path: Path) -> N
         assert memlog(b, "verify").exit_code == 0
 
 
+def test_a_stray_file_in_a_devices_own_folder_stops_no_machine(tmp_path: Path) -> None:
+    """The device whose folder holds the stray names it, goes on, and pushes its folder as
+    it writes it (its segments only); every other machine, and one joining, takes every
+    device's lines."""
+    a, b, remote = two_homes(tmp_path)
+    stray = f"{device_of(a)}/x.jsonl"
+    push_tree(remote, {stray: b'{"seq": 1}\n'})
+    observe(a, "Written after the stray appeared.")
+    told = memlog(a, "sync")
+    assert told.exit_code == 1 and "plain format" not in told.output
+    assert [line for line in told.output.splitlines() if "refused" in line] == [
+        f"refused and quarantined: {stray}: not a segment of a device"
+    ]
+    assert memlog(a, "sync").exit_code == 0
+    for home in (b, tmp_path / "c"):
+        if home == b:
+            result = memlog(b, "sync")
+        else:
+            key = memlog_ok(a, "sync", "--print-key").output.strip()
+            result = memlog(home, "sync", "--init", remote, "--key", key)
+        assert result.exit_code in (0, 1) and "plain format" not in result.output
+        for text in (PIN, SMALL, "Written after the stray appeared."):
+            assert memlog_ok(home, "show", content_hash(text)[:10])
+        assert memlog(home, "sync").exit_code == 0
+    assert stray not in git("--git-dir", remote, "ls-tree", "-r", "--name-only", "memlog").stdout
+
+
 def test_a_remote_of_plain_files_only_is_still_the_earlier_format(tmp_path: Path) -> None:
     remote = str(bare_remote(tmp_path / "remote.git"))
     a = tmp_path / "a"
