@@ -73,10 +73,20 @@ def _after(ws: Workspace, done: Expunged) -> Redaction:
     if (ws.home / GIT_DIR).is_dir():
         notes.append(
             f"the old text stays in the history of {GIT_DIR} and of its remote, sealed (only "
-            "the sync key opens it): memlog sync carries the rewritten segments, rewriting "
-            "git history is yours to do"
+            "the sync key opens it): memlog sync signs this device's rewritten lines again and "
+            "sends them, and asks the device that wrote any other line to take the text out "
+            "of it (its owner confirms: memlog sync --requests there); rewriting git history "
+            "is yours to do"
         )
     return Redaction(done.event, done.events, done.scrubbed, files, notes)
+
+
+def after_replaced(ws: Workspace, done: Expunged) -> Redaction:
+    """Everything after this device's lines were replaced by the ones other devices asked
+    for (``expunge.replace_lines``): views, copies, vectors, as after a redaction."""
+    redacted = _after(ws, done)
+    redaction_journal.done(ws.home)
+    return redacted
 
 
 def finish(ws: Workspace, match: str) -> Redaction:

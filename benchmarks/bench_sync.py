@@ -9,7 +9,9 @@ home A.  Each repeat, in fresh directories:
 * A runs ``sync --init`` against an empty bare repository (its flat log moves
   into its device directory, is checked and pushed), then home B, empty,
   runs ``sync --init`` and receives all of it;
-* A appends ``--more`` observations and syncs, then B syncs again.
+* A appends ``--more`` observations, one append each as ``memlog observe`` makes
+  them (timed: signing happens at sync, so an append should cost what it did), and
+  syncs, then B syncs again.
 
 Every sync rebuilds the views of its home (so homes end byte-identical);
 that rebuild is timed on its own as a baseline, with two more measured in
@@ -147,16 +149,17 @@ def plain_git_push(events: Path, work: Path) -> tuple[float, int]:
 
 
 def more_events(home: Path, count: int, round_no: int) -> None:
-    events = [
-        Observed(
-            name=f"Extra {round_no}-{i}",
-            description=f"Extra lesson {round_no} {i} holds.",
-            category="patterns",
-            reasoning="Seen while benchmarking sync.",
-        )  # fmt: skip
-        for i in range(count)
-    ]
-    EventLog(home, redact=False).append(events)
+    """``count`` observations, each appended on its own (lock, write, fsync)."""
+    log = EventLog(home, redact=False)
+    for i in range(count):
+        log.append([
+            Observed(
+                name=f"Extra {round_no}-{i}",
+                description=f"Extra lesson {round_no} {i} holds.",
+                category="patterns",
+                reasoning="Seen while benchmarking sync.",
+            )
+        ])  # fmt: skip
 
 
 def join(a: Path, b: Path, remote: str) -> None:
@@ -184,7 +187,7 @@ def one_round(
     figures["fetched pack bytes / segment bytes"] = wire.take()[1] / size
     both(figures, "views rebuild alone (baseline)", lambda: rebuild(b, SPACE))
     grown = segment_bytes(a)
-    more_events(a, more, round_no)
+    both(figures, f"append {more} events, one at a time", lambda: more_events(a, more, round_no))
     grown = segment_bytes(a) - grown
     a_before = tree_bytes(a / "sync.git")
     both(figures, f"send after {more} more events", lambda: sync(a, SPACE))
@@ -219,6 +222,7 @@ def round_in_process(
 TIMED = [
     "send (A: sync --init, 10k events)", "receive (B: sync --init)",
     "send after {more} more events", "receive after {more} more events",
+    "append {more} events, one at a time",
 ]  # fmt: skip
 
 

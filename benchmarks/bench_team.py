@@ -2,6 +2,7 @@
 
     python benchmarks/bench_team.py [--devices 20] [--entries 500] [--repeats 3]
                                     [--compare DEVICES] [--memlog PATH] [--seed 1]
+                                    [--baseline PYTHON]
 
 Every home gets a synthetic log of ``--entries`` entries (``synthetic.py``,
 three events per entry, vectors in the hashing space, a year of history that
@@ -12,14 +13,14 @@ repository on disk in turn and synced once more, so each holds every event:
 
 * the first home runs ``memlog sync --init`` (it makes the key);
 * every home the rounds do not use (all but the first, the second and the
-  last) is a device whose log is sealed and committed by memlog's own sync
-  code (``local.offer``: checked, sealed, its head written, as its first sync
-  would), each commit on top of the last, and pushed to the remote; its home
-  is then deleted;
+  last) is a device whose log is signed, sealed and committed by memlog's own
+  sync code (``local.offer``: checked, signed with a key of its own, sealed,
+  its key and head put in the roster, as its first sync would), each commit
+  on top of the last, and pushed to the remote; its home is then deleted;
 * the second and the last home join with ``memlog sync --init --key``, the
   first and the second sync once more (every event taken), and every
-  device's head is written again, having seen them all (``Sealer.finish``),
-  as the second round of syncs would leave it.
+  device's head is written again, having seen them all, as the second round
+  of syncs would leave it.
 
 So only the homes the rounds time run ``memlog sync``, and building the team
 costs a few replays of the team's events instead of one per home.  The
@@ -48,6 +49,13 @@ sync's ``views`` as ``sync --json`` reported it.  ``--compare DEVICES`` builds a
 second team of DEVICES homes of the same size and times, round after round in
 both teams, a sync on a home that just observed one entry: the large team's
 median over the small one's.
+
+``--baseline PYTHON`` builds a second team of the same size with the memlog
+installed for ``PYTHON`` (an install of an earlier commit in a scratch venv:
+its own sync code builds it, in a process of its own, and the ``memlog``
+beside ``PYTHON`` runs its syncs), and times every round in both teams, one
+after the other: the table gains that memlog's medians and the median of
+each round's ratio (this / baseline).
 """
 
 from __future__ import annotations
@@ -75,6 +83,11 @@ from memlog.eventlog.log import EventLog
 from memlog.sync import keys, local, setup
 from memlog.sync.repo import BRANCH, LOCAL_REF, Git
 from memlog.sync.sealing import Sealer
+
+try:  # the roster and signed lines (a memlog before them builds its team as it did)
+    from memlog.sync import roster, signing, team
+except ImportError:  # pragma: no cover - run by an earlier memlog as a baseline
+    roster = signing = team = None  # type: ignore[assignment]
 from memlog.vocabulary import DEFAULT_SPACES
 
 SPACE = DEFAULT_SPACES["hashing"]
@@ -134,8 +147,17 @@ def generate(home: Path, entries: int, seed: int, end: datetime) -> None:
 class Team:
     """``devices`` homes through one bare remote."""
 
-    def __init__(self, work: Path, memlog: Memlog, devices: int, entries: int, seed: int) -> None:
+    def __init__(
+        self, work: Path, memlog: Memlog, devices: int, entries: int, seed: int,
+        built: bool = False,
+    ) -> None:  # fmt: skip
         self.work, self.memlog = work, memlog
+        if built:  # built by another memlog (``--build``): its homes and key, as it left them
+            kept = json.loads((work / "team.json").read_text())
+            self.remote, self.key = work / "remote.git", kept["key"]
+            self.homes = [Path(h) for h in kept["homes"]]
+            self.plain, self.joined = work / "plain", 0
+            return
         self.remote = work / "remote.git"
         subprocess.run(["git", "init", "-q", "--bare", str(self.remote)], check=True)
         self.homes = [work / f"home{i:03d}" for i in range(devices)]
@@ -167,6 +189,8 @@ class Team:
             check=True,
         )
         self.joined = 0
+        kept = {"key": self.key, "homes": [str(h) for h in self.homes]}
+        (work / "team.json").write_text(json.dumps(kept))
 
     def plain_git(self, round_no: int) -> float:
         """``git fetch`` + ``git push`` of one small commit, in a plain clone of the remote."""
@@ -213,8 +237,9 @@ class Team:
 
 class Builder:
     """Devices whose first sync is made with memlog's own sync code, in one repository
-    pushed to the remote: each device's segments checked, sealed and committed with its
-    head, on top of the devices before it, as if each had joined in turn."""
+    pushed to the remote: each device's segments checked, signed, sealed and committed,
+    its key and head put in the roster, on top of the devices before it, as if each had
+    joined in turn."""
 
     def __init__(self, home: Path, key: str, remote: str) -> None:
         given = keys.given(key)
@@ -225,16 +250,27 @@ class Builder:
         self.git.init()
         self.sealer = Sealer(given, self.git, {})
         self.devices: list[str] = []
+        self.signed: dict[str, tuple[Any, Any]] = {}  # device → (its key, its chain)
+        self.roster_commit: str | None = None
         self.fetch()
 
     def fetch(self) -> None:
-        """The local branch at the remote's."""
+        """The local branch at the remote's (and the roster's, where there is one)."""
         fetched = setup.fetch(self.git, self.remote)
-        assert fetched is not None
-        self.git.run("update-ref", LOCAL_REF, fetched)
+        commit = fetched.branch if hasattr(fetched, "branch") else fetched
+        assert commit is not None
+        self.git.run("update-ref", LOCAL_REF, commit)
+        if team is not None:
+            self.roster_commit = fetched.roster
+            found, _ = team.remote_roster(self.git, self.sealer.key, fetched.roster)
+            self.roster = found or roster.Roster()
 
     def push(self) -> None:
-        self.git.run("push", "--quiet", self.remote, f"{LOCAL_REF}:refs/heads/{BRANCH}")
+        refspecs = [f"{LOCAL_REF}:refs/heads/{BRANCH}"]
+        if team is not None:
+            self.put_heads()
+            refspecs.append(f"{team.LOCAL}:refs/heads/{roster.BRANCH}")
+        self.git.run("push", "--quiet", "--atomic", self.remote, *refspecs)
 
     def commit(self, home: Path) -> None:
         """Commit the log of ``home`` as its device's first sync would."""
@@ -242,26 +278,51 @@ class Builder:
         with log._locked():
             device_dirs.to_devices(log.events_dir)
         own = device_dirs.device_id(log.events_dir)
-        offered = local.offer(self.git, local.Files(log.events_dir, {}), own, self.sealer)
+        files = local.Files(log.events_dir, {})
+        if team is None:
+            offered = local.offer(self.git, files, own, self.sealer)  # type: ignore[call-arg]
+        else:
+            signer = signing.DeviceKey.generate(own)
+            offered = local.offer(self.git, files, own, self.sealer, signer)
+            self.signed[own] = (signer, offered.chain)
         if offered.problems:
             raise SystemExit(f"{home}: " + "; ".join(offered.problems))
         self.devices.append(own)
+
+    def put_heads(self) -> None:
+        """Each device built here into the roster with its head, having seen every device
+        the local branch holds, committed on the roster's branch."""
+        assert team is not None
+        last = self.sealer.last_seqs(self.git.tree(self.git.ref(LOCAL_REF)))
+        found = self.roster
+        if found.legacy is None:
+            found = msgspec.structs.replace(found, legacy={})
+        for device, (signer, chain) in self.signed.items():
+            seen = {d: s for d, s in last.items() if d != device}
+            head = team.head_of(device, chain, seen, (), {}, None, found)
+            found = team.with_head(found, signer, head, None)
+        self.roster = found
+        self.roster_commit = team.commit(self.git, self.sealer.key, found, self.roster_commit)
 
     def heads(self) -> None:
         """Write again the head of every device the builder committed, having seen every
         device the remote now holds (each device's second sync), and push it."""
         self.fetch()
+        if team is not None:
+            self.put_heads()
+            self.git.run("push", "--quiet", self.remote, f"{team.LOCAL}:refs/heads/{roster.BRANCH}")
+            return
         head = self.git.ref(LOCAL_REF)
         committed = self.git.tree(head)
         tree = {path: entry.oid for path, entry in committed.items()}
         for device in self.devices:
-            self.sealer.finish(tree, device)
+            self.sealer.finish(tree, device)  # type: ignore[call-arg]
         if tree != {path: entry.oid for path, entry in committed.items()}:
             commit = self.git.commit(
                 self.git.write_tree(tree), [head] if head else [], "memlog: heads"
             )
             self.git.update_ref(LOCAL_REF, commit, head)
-            self.push()
+            self.git.run("push", "--quiet", self.remote, f"{LOCAL_REF}:refs/heads/{BRANCH}")
 
 
 def remote_bytes(remote: Path) -> int:
@@ -300,10 +361,16 @@ RATIOS = {
 }
 
 
-def report(team: Team, figures: dict[str, list[float]], views: dict[str, set[str]]) -> None:
+def report(
+    team: Team, figures: dict[str, list[float]], views: dict[str, set[str]],
+    earlier: tuple[Team, dict[str, list[float]]] | None = None,
+) -> None:  # fmt: skip
+    """The table; with ``earlier`` (the baseline's team and figures), its medians and the
+    median of each round's ratio to it."""
     rounds = len(figures[BASELINE])
-    print(f"\n| {'median of ' + str(rounds):<56} | time | vs git fetch+push | views |")
-    print("|---|---|---|---|")
+    extra = " baseline | vs baseline |" if earlier else ""
+    print(f"\n| {'median of ' + str(rounds):<56} | time | vs git fetch+push | views |{extra}")
+    print("|---|---|---|---|" + ("---|---|" if earlier else ""))
     base = figures[BASELINE]
     for name, values in figures.items():
         ratio = statistics.median(v / b for v, b in zip(values, base, strict=True))
@@ -313,8 +380,17 @@ def report(team: Team, figures: dict[str, list[float]], views: dict[str, set[str
             vs = statistics.median(v / r for v, r in zip(values, figures[against], strict=True))
             note += f"; {vs:.2f}× the replay"
         shown = "" if name == BASELINE else f"{ratio:.1f}×"
-        print(f"| {name:<56} | {statistics.median(values):.2f} s | {shown} | {note} |")
-    print(f"| the remote's size | {remote_bytes(team.remote) / 1e6:.1f} MB | | |")
+        line = f"| {name:<56} | {statistics.median(values):.2f} s | {shown} | {note} |"
+        if earlier is not None:
+            before = earlier[1][name]
+            each = statistics.median(v / b for v, b in zip(values, before, strict=True))
+            line += f" {statistics.median(before):.2f} s | {each:.2f}× |"
+        print(line)
+    size = f"| the remote's size | {remote_bytes(team.remote) / 1e6:.1f} MB | | |"
+    if earlier is not None:
+        old = remote_bytes(earlier[0].remote)
+        size += f" {old / 1e6:.1f} MB | {remote_bytes(team.remote) / old:.2f}× |"
+    print(size)
 
 
 def compare(large: Team, small: Team, repeats: int) -> None:
@@ -337,9 +413,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--compare", type=int, metavar="DEVICES", help="a smaller team to compare")
     parser.add_argument("--memlog", default=str(Path(sys.executable).with_name("memlog")))
+    parser.add_argument("--baseline", metavar="PYTHON", help="another memlog's interpreter")
+    parser.add_argument("--build", metavar="DIR", help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     if args.devices < 2:
         raise SystemExit("--devices must be at least 2")
+    if args.build:  # the baseline's team, built by its own memlog (``--baseline``)
+        work = Path(args.build)
+        Team(work / "team", Memlog(args.memlog, work), args.devices, args.entries, args.seed)
+        return
     with tempfile.TemporaryDirectory(prefix="memlog-bench-team-") as tmp:
         memlog = Memlog(args.memlog, Path(tmp))
         began = time.perf_counter()
@@ -352,11 +434,29 @@ def main(argv: Sequence[str] | None = None) -> None:
             small = Team(Path(tmp) / "small", memlog, args.compare, args.entries, args.seed)
             compare(team, small, args.repeats)
             return
+        earlier = built_by(args, Path(tmp)) if args.baseline else None
         figures: dict[str, list[float]] = {}
         views: dict[str, set[str]] = {}
+        before: dict[str, list[float]] = {}
         for round_no in range(args.repeats):
             one_round(team, round_no, figures, views)
-        report(team, figures, views)
+            if earlier is not None:
+                one_round(earlier, round_no, before, {})
+        report(team, figures, views, (earlier, before) if earlier is not None else None)
+
+
+def built_by(args: argparse.Namespace, tmp: Path) -> Team:
+    """The baseline's team: built by the memlog of ``args.baseline`` in a process of its
+    own, its syncs run by the ``memlog`` beside that interpreter."""
+    command = str(Path(args.baseline).with_name("memlog"))
+    work = tmp / "baseline"
+    work.mkdir()
+    began = time.perf_counter()
+    subprocess.run([args.baseline, __file__, "--build", str(work), "--devices", str(args.devices),
+                    "--entries", str(args.entries), "--seed", str(args.seed), "--memlog", command],
+                   check=True)  # fmt: skip
+    print(f"the baseline's team built in {time.perf_counter() - began:.0f} s")
+    return Team(work / "team", Memlog(command, tmp), args.devices, args.entries, args.seed, True)
 
 
 if __name__ == "__main__":

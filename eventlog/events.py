@@ -29,6 +29,10 @@ from memlog.vocabulary import (
 
 Text = Annotated[str, Meta(min_length=1)]
 EntryId = Annotated[str, Meta(pattern="^[0-9a-f]{16}$")]
+#: a sequence number: at most 2^53 - 1, which SQLite, JSON readers and every sum hold exactly
+#: (a line claiming more is refused when read, not carried into the views or a write)
+MAX_SEQ = (1 << 53) - 1
+Seq = Annotated[int, Meta(ge=0, le=MAX_SEQ)]
 
 
 def content_hash(description: str) -> str:
@@ -61,7 +65,7 @@ class EventBase(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
     default never changes: a new schema version is written as ``v`` explicitly.
     """
 
-    seq: int = 0
+    seq: Seq = 0
     id: str = ""
     ts: str = ""
     v: int = 1
@@ -70,7 +74,7 @@ class EventBase(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
     redacted: tuple[str, ...] = ()
     #: the sequence of the last event of the batch this one was appended with
     #: (0 when appended alone): readers take a batch whole or not at all
-    batch_end: int = 0
+    batch_end: Seq = 0
     #: what was removed from which field, by class (``redacted`` names the fields only)
     redactions: tuple[Finding, ...] = ()
 

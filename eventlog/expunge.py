@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 from typing import Any, NamedTuple
 
 import msgspec
@@ -85,6 +86,55 @@ def expunge(log: EventLog, target: Target, reason: str) -> Expunged:
         removed=tuple(r for e in stored for r in e.removed),
     )  # one event, or several when the lists are long: reported as one
     return Expunged(event, tuple(dict.fromkeys(cutter.texts)), len(done.events), done.scrubbed)
+
+
+def replace_lines(
+    log: EventLog, wanted: dict[str, Event], reason: str, texts: tuple[str, ...],
+    accept: Callable[[Event, Event], bool],
+) -> Expunged:  # fmt: skip
+    """Put the events ``wanted`` (by id: this device's lines with text taken out, as
+    another device asked) in place of the lines that hold those events now, each only
+    when ``accept(new, old)``; one ``entry.redacted`` event records where text went
+    (``texts``: what was taken out, for the copies elsewhere in the home).  NothingFound
+    when no line changes."""
+    removals: list[Removal] = []
+    entries: set[str] = set()
+
+    def edit(event: Event) -> Event | None:
+        new = wanted.get(event.id)
+        if new is None or new.seq != event.seq or new == event or not accept(new, event):
+            return None
+        for field in new.redacted:
+            count = str(getattr(new, field, "")).count(REDACTED) - str(
+                getattr(event, field, "")
+            ).count(REDACTED)
+            if count > 0 or getattr(new, field, None) != getattr(event, field, None):
+                removals.append(Removal(event.seq, field, max(count, 1), "request"))
+        if not isinstance(event, Recalled):
+            entries.update(event.entry_ids)
+        return new
+
+    def closing(done: rewrite.Rewritten) -> list[Redacted]:
+        if not removals:
+            return []
+        redaction_journal.begin(log.home, redaction_journal.Pending(None, None, reason, texts))
+        ids, where = slices(sorted(entries), SLICE_BYTES // 2), slices(removals, SLICE_BYTES // 2)
+        count = max(len(ids), len(where))
+        ids += [()] * (count - len(ids))
+        where += [()] * (count - len(where))
+        return [Redacted(ids=i, reason=reason, kind="request", removed=w)
+                for i, w in zip(ids, where, strict=True)]  # fmt: skip
+
+    done = rewrite.rewrite(log, edit, lambda line: line, closing)
+    if not done.appended:
+        raise NothingFound("the lines asked for are no longer as they were; nothing was changed")
+    stored = [e for e in done.appended if isinstance(e, Redacted)]
+    event = msgspec.structs.replace(
+        stored[0],
+        ids=tuple(i for e in stored for i in e.ids),
+        removed=tuple(r for e in stored for r in e.removed),
+    )
+    return Expunged(event, texts, len(done.events), 0)
 
 
 def _events(target: Target, cutter: _Cutter, reason: str) -> list[Redacted]:

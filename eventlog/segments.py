@@ -9,7 +9,7 @@ from pathlib import Path
 import msgspec
 
 from memlog.eventlog.codec import BadLine, check_line, decode_line, salvage
-from memlog.eventlog.events import Event
+from memlog.eventlog.events import MAX_SEQ, Event
 from memlog.eventlog.ids import utc_now
 from memlog.files import fsync_dir as fsync_dir
 from memlog.files import open_private
@@ -260,8 +260,8 @@ def _last_seq_in(lines: list[bytes]) -> int | None:
     for line in reversed(lines):
         try:
             seq = decode_line(line).seq
-        except BadLine:
-            damaged.extend(int(m) for m in _SEQ_RE.findall(line))
+        except BadLine:  # (a sequence no event may carry is no sequence handed out)
+            damaged.extend(s for m in _SEQ_RE.findall(line) if (s := int(m)) <= MAX_SEQ)
             continue
         return max([seq, *damaged])
     return max(damaged) if damaged else None

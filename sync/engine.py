@@ -5,12 +5,14 @@ One sync, under a lock of its own:
 0. the key is found (``--init`` makes one for a remote without memlog data,
    or takes the one given for a remote that has some: ``setup``);
 1. the log moves to one directory per device if it was flat (``devices``);
-2. this device's new whole batches are checked, sealed and committed
-   (``local``);
-3. the remote's branch is fetched, its format and key checked, and joined
-   with ours (``merge``), the files that changed are written into
-   ``events/`` under the append lock, and the local branch moves to the join;
-4. the join is pushed (if someone pushed meanwhile, back to 3);
+2. the remote's branches are fetched: ``memlog`` and its roster (``team``),
+   which is merged into this machine's pins; this device's new whole batches
+   are checked, signed, sealed and committed (``local``);
+3. the remote's branch is joined with ours under the roster (``merge``), the
+   files that changed are written into ``events/`` under the append lock, the
+   local branch moves to the join, and this device's head goes into the
+   roster;
+4. both branches are pushed at once (if someone pushed meanwhile, back to 3);
 5. the clock floor is raised past every event received, and what was received
    is folded into the views (``views``): nothing, when nothing was; the
    entries late events touch, folded again; every home holding the same
@@ -27,16 +29,15 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import NamedTuple
 
-from memlog.eventlog import clock, devices
+from memlog.eventlog import devices
 from memlog.eventlog import segments as seg
 from memlog.eventlog.ids import utc_now
 from memlog.eventlog.log import EventLog
-from memlog.files import atomic_write
 from memlog.home import ensure_dir
 from memlog.locking import locked_within
-from memlog.sync import local, restore, setup, versions, views
+from memlog.sync import keys, local, members, setup, team, versions, views, writing
+from memlog.sync.job import NO_ASKS, Asks, Exchange
 from memlog.sync.merge import Merged, held_by, is_device_file, merge
 from memlog.sync.repo import (
     BRANCH,
@@ -47,9 +48,11 @@ from memlog.sync.repo import (
     SyncError,
     first_line,
 )
-from memlog.sync.sealed import SUFFIX
-from memlog.sync.sealing import Sealer, device_of, event_path, is_head
-from memlog.sync.state import Outcome, SyncState, load_state, save_state
+from memlog.sync.roster import BRANCH as ROSTER_BRANCH
+from memlog.sync.sealed import Key
+from memlog.sync.sealing import Sealer, device_of, is_head
+from memlog.sync.setup import Fetched
+from memlog.sync.state import Outcome, load_state, save_state
 from memlog.vocabulary import MAX_EVENT_BYTES, Space
 
 LOCK_NAME = ".sync.lock"
@@ -68,42 +71,82 @@ def sync_lock(home: Path, wait: float = LOCK_WAIT) -> Iterator[int]:
 
 def sync(
     home: Path, space: Space, remote: str | None = None, init: bool = False,
-    key: str | None = None,
+    key: str | None = None, asks: Asks = NO_ASKS,
 ) -> Outcome:  # fmt: skip
     """Sync ``home`` with ``remote`` (the configured one by default); see the module.
     ``key``: the sync key given to join a remote (else ``MEMLOG_SYNC_KEY``)."""
     with sync_lock(home) as fd:
-        log = EventLog(home, command="sync")
-        said: list[str] = []
-        own = devices.device_id(log.events_dir, said.append)
-        git = Git(home, own, fd)
-        swept = git.sweep_stale_locks()
-        ready = setup.ready(git, home, remote, init, key)  # before the layout changes: a
-        migrated = _to_devices(log)  # home never set up for sync is left as it was
-        outcome = Outcome(remote=ready.url, device=own, migrated=len(migrated), swept=swept)
-        outcome.key_made, outcome.notes = ready.made, [*said, *ready.notes]
-        state = load_state(git.git_dir)
-        sealer = Sealer(ready.key, git, state.sealed, own)
-        before = git.ref(REMOTE_REF)
-        fetched = ready.fetched or (setup.fetch(git, ready.url),)
-        setup.check_remote(git, sealer, ready.url, fetched[0])
-        restored = restore.take_back(git, log, own, fetched[0], sealer)  # before it offers
-        outcome.notes += [restored.said] if restored.said else []
-        own = outcome.device = sealer.own = restored.own
-        files = local.Files(log.events_dir, state.cache)
-        offered = local.offer(git, files, own, sealer)
-        outcome.held = offered.problems
-        job = Exchange(git, log, files, sealer, own, ready.url, state, outcome)
-        _exchange(job, fetched, before)
-        outcome.notes += _raise_floor(log.events_dir, own)
-        git.tidy()
-        began = time.perf_counter()
-        outcome.views = views.settle(home, space)  # a failure there is a note
-        outcome.views_seconds = round(time.perf_counter() - began, 3)
-        outcome.devices = len(devices.device_dirs(log.events_dir))
-        outcome.finished = utc_now()
-        state.last = outcome
-        save_state(git.git_dir, state)
+        job = _run(home, remote, init, key, asks, fd)
+        return _finish(job, space)
+
+
+def rotate(home: Path, space: Space, asks: Asks = NO_ASKS) -> Outcome:
+    """Sync, then seal everything the remote holds with a new team key, pushed on top of
+    what every machine has (``memlog sync --rotate-key``); the other machines follow with
+    ``--init URL --key -``.  The remote's history before it stays sealed with the old key."""
+    with sync_lock(home) as fd:
+        for _ in range(PUSH_ATTEMPTS):
+            job = _run(home, None, False, None, asks, fd)
+            made = Key.generate()
+            branch, roster_commit = members.resealed(job, made)
+            if _push(job.git, job.url, branch, roster_commit):
+                keys.store(home, made)
+                job.state.sealed.clear()
+                job.state.roster_commit = roster_commit or ""
+                job.outcome.key_made = True
+                job.outcome.notes.insert(0, members.rotated_note(job))
+                return _finish(job, space)
+    raise SyncError(f"the remote kept moving; {PUSH_ATTEMPTS} pushes were refused")
+
+
+def _run(
+    home: Path, remote: str | None, init: bool, key: str | None, asks: Asks, fd: int
+) -> Exchange:
+    """One sync's exchange with the remote, under the sync lock: set up, roster, take back,
+    offer, join, write and push; the views are left to ``_finish``."""
+    log = EventLog(home, command="sync")
+    said: list[str] = []
+    own = devices.device_id(log.events_dir, said.append)
+    git = Git(home, own, fd)
+    swept = git.sweep_stale_locks()
+    ready = setup.ready(git, home, remote, init, key)  # before the layout changes: a
+    migrated = _to_devices(log)  # home never set up for sync is left as it was
+    outcome = Outcome(remote=ready.url, device=own, migrated=len(migrated), swept=swept)
+    outcome.key_made, outcome.notes = ready.made, [*said, *ready.notes]
+    state = load_state(git.git_dir)
+    sealer = Sealer(ready.key, git, state.sealed, own)
+    before = git.ref(REMOTE_REF)
+    fetched = ready.fetched or setup.fetch(git, ready.url)
+    setup.check_remote(git, sealer, ready.url, fetched.branch)
+    job = Exchange(git, log, local.Files(log.events_dir, state.cache), sealer, own, ready.url,
+                   state, outcome, asks)  # fmt: skip
+    members.take_roster(job, fetched)
+    members.check_asks(job)
+    members.take_back(job, fetched.branch)  # before it offers
+    job.signer = members.signer_of(job)
+    members.check_not_evicted(job)
+    previous = job.trust.heads.get(job.own)
+    job.offered = local.offer(git, job.files, job.own, sealer, job.signer, previous)
+    outcome.held = job.offered.problems
+    _exchange(job, fetched, before)
+    state.pins = job.team.roster
+    return job
+
+
+def _finish(job: Exchange, space: Space) -> Outcome:
+    """Raise the clock floor, tidy the repository, bring the views up to date, keep the
+    state."""
+    outcome, state = job.outcome, job.state
+    home = job.log.home
+    outcome.notes += writing.raise_floor(job.log.events_dir, job.own)
+    job.git.tidy()
+    began = time.perf_counter()
+    outcome.views = views.settle(home, space)  # a failure there is a note
+    outcome.views_seconds = round(time.perf_counter() - began, 3)
+    outcome.devices = len(devices.device_dirs(job.log.events_dir))
+    outcome.finished = utc_now()
+    state.last = outcome
+    save_state(job.git.git_dir, state)
     return outcome
 
 
@@ -112,42 +155,41 @@ def _to_devices(log: EventLog) -> list[str]:
         return devices.to_devices(log.events_dir)
 
 
-class Exchange(NamedTuple):
-    """Everything one exchange with the remote works with."""
-
-    git: Git
-    log: EventLog
-    files: local.Files
-    sealer: Sealer
-    own: str
-    url: str
-    state: SyncState
-    outcome: Outcome
-
-
-def _exchange(job: Exchange, fetched: tuple[str | None], before: str | None) -> None:
+def _exchange(job: Exchange, fetched: Fetched, before: str | None) -> None:
     """Fetch, join, write, push; again while someone else's push got in first.
-    ``fetched``: the remote's commit fetched a moment ago (not fetched again), and
+    ``fetched``: the remote's branches fetched a moment ago (not fetched again), and
     ``before``: where the remote stood when this home last looked."""
     git, files = job.git, job.files
     seen = {rel: files.blob_id(rel) for rel in files.paths()}
     for attempt in range(PUSH_ATTEMPTS):
-        before = before if not attempt else git.ref(REMOTE_REF)
-        theirs = fetched[0] if not attempt else setup.fetch(git, job.url)
-        setup.check_remote(git, job.sealer, job.url, theirs)
+        if attempt:
+            before, fetched = git.ref(REMOTE_REF), setup.fetch(git, job.url)
+            setup.check_remote(git, job.sealer, job.url, fetched.branch)
+            members.take_roster(job, fetched)
+        theirs = fetched.branch
         job.outcome.refused += _went_back(git, before, theirs)
         ours = git.ref(LOCAL_REF)
         joined = _join(job, ours, theirs)
-        _write(job, ours, joined, seen)
+        writing.write(job, ours, joined, seen)
         head = git.ref(LOCAL_REF)
-        if head is None or head == theirs:
+        roster_commit = members.roster_to_push(job, head, fetched.roster, theirs)
+        if attempt == 0:
+            job.outcome.notes += writing.lost(job, before, theirs, head)
+        if head == theirs and roster_commit == fetched.roster:
+            job.state.roster_commit = roster_commit or ""
             return
-        sent = _sent(job, head, theirs)
-        keeps_theirs(job, theirs, {p: e.oid for p, e in git.tree(head).items()})
-        if _push(git, job.url, head):
+        sent = _sent(job, head, theirs) if head is not None else 0
+        if head is not None:
+            keeps_theirs(job, theirs, {p: e.oid for p, e in git.tree(head).items()})
+        if _push(git, job.url, head if head != theirs else None,
+                 roster_commit if roster_commit != fetched.roster else None):  # fmt: skip
             job.outcome.sent += sent
+            job.state.roster_commit = roster_commit or ""
             return
     raise SyncError(f"the remote kept moving; {PUSH_ATTEMPTS} pushes were refused")
+
+
+# -- the roster --------------------------------------------------------------------------
 
 
 def _went_back(git: Git, before: str | None, theirs: str | None) -> list[str]:
@@ -178,7 +220,7 @@ def _join(job: Exchange, ours: str | None, theirs: str | None) -> Merged | None:
                     f"from the remote: {refusal.reason} (object {refusal.blob})")  # fmt: skip
     theirs_tree = {path: entry.oid for path, entry in git.tree(theirs).items()}
     tree = dict(joined.tree)
-    job.sealer.finish(tree, job.own)
+    job.sealer.finish(tree)
     keeps_theirs(job, theirs, tree)
     if tree == theirs_tree and not joined.refused:
         new = theirs
@@ -235,86 +277,6 @@ def _bytes_of(git: Git, oid: str) -> bytes:
         return b""
 
 
-def _write(
-    job: Exchange, ours: str | None, joined: Merged | None, seen: dict[str, str | None]
-) -> None:
-    """Make ``events/`` hold the local branch's segments (this device's: only rewrites)."""
-    git, log, files, sealer, outcome = job.git, job.log, job.files, job.sealer, job.outcome
-    tree = {p: e.oid for p, e in git.tree(git.ref(LOCAL_REF)).items() if p.endswith(SUFFIX)}
-    joined_from = {path: entry.oid for path, entry in git.tree(ours).items()}
-    changed = joined.changed if joined is not None else {}
-    infos = sealer.infos(tree)
-    with log._locked():
-        for path, oid in sorted(tree.items()):
-            rel = event_path(path)
-            if path.startswith(job.own + "/"):
-                if path in changed:
-                    _rewrite_own(job, joined_from.get(path), path, changed[path])
-                elif not (log.events_dir / rel).exists():
-                    atomic_write(log.events_dir / rel, sealer.plain(path, oid), log.home)  # deleted
-                continue
-            current = files.blob_id(rel)
-            if current == infos[path].plain_id:
-                continue
-            if current != seen.get(rel):
-                outcome.held.append(f"{rel} changed here during sync; the next sync takes it")
-                continue
-            data = changed.get(path)
-            if data is None:
-                data = sealer.plain(path, oid)
-            if not data or not _grows(files.read(rel) or b"", data):
-                continue  # this home holds lines the remote's version lacks: kept, not offered
-            was = joined_from.get(path)
-            joined_in = current is None or (
-                was is not None and current == _plain_id(job, path, was)
-            )
-            outcome.received += _replace_foreign(log, files, rel, data, keep_old=not joined_in)
-            seen[rel] = files.blob_id(rel)  # written here: not a change made meanwhile
-
-
-def _grows(old: bytes, new: bytes) -> bool:
-    """Whether ``new`` holds every event of the copy ``old`` of another device's segment
-    under its sequence (a damaged line of ``old`` counts for nothing): a copy is replaced
-    only by one that loses none of its events."""
-    return versions.covers(versions.plain_ids(new), versions.plain_ids(old))
-
-
-def _plain_id(job: Exchange, path: str, oid: str) -> str:
-    return job.sealer.info(path, oid).plain_id
-
-
-def _rewrite_own(job: Exchange, was: str | None, path: str, data: bytes) -> None:
-    """Another home took text out of lines of this device's segment (a redaction,
-    checked as one by the join): take them."""
-    offered = job.sealer.plain(path, was) if was is not None else b""
-    target = job.log.events_dir / event_path(path)
-    current = target.read_bytes()
-    if not current.startswith(offered):
-        job.outcome.held.append(
-            f"{event_path(path)} changed here during sync; the next sync takes it"
-        )
-        return
-    atomic_write(target, data + current[len(offered) :], job.log.home)
-
-
-def _replace_foreign(
-    log: EventLog, files: local.Files, path: str, data: bytes, keep_old: bool
-) -> int:
-    """Write another device's segment; with ``keep_old``, a local copy that took no part
-    in the join (a damaged one) goes to the quarantine file, unless the new one extends
-    it.  Returns how many events the file gained."""
-    old = files.read(path) or b""
-    if keep_old and old and not data.startswith(old):
-        seg.quarantine(log.home, path, 0, old, "this home's copy, replaced by the synced one")
-    target = log.events_dir / path
-    if not target.parent.is_dir():
-        ensure_dir(target.parent)
-        seg.fsync_dir(log.events_dir)
-    atomic_write(target, data, log.home)
-    clock.raise_floor(log.events_dir, clock.last_stamp([target]))  # before anything appends
-    return max(0, data.count(b"\n") - old.count(b"\n"))
-
-
 def _sent(job: Exchange, head: str, theirs: str | None) -> int:
     """Events of this device that ``head`` has and ``theirs`` lacks."""
     mine = {p: e for p, e in job.git.tree(head).items() if p.startswith(job.own + "/")}
@@ -323,12 +285,24 @@ def _sent(job: Exchange, head: str, theirs: str | None) -> int:
     return max(0, have - job.sealer.count_lines(remote))
 
 
-def _push(git: Git, url: str, head: str) -> bool:
-    """Push the local branch; False when the remote moved on first."""
-    refspec = f"{LOCAL_REF}:refs/heads/{BRANCH}"
-    done = git.call("push", "--porcelain", url, refspec, timeout=NETWORK_TIMEOUT)
+def _push(git: Git, url: str, head: str | None, roster: str | None) -> bool:
+    """Push the local branch and the roster's (those that moved), at once; False when the
+    remote moved on first."""
+    refs = [
+        (LOCAL_REF, BRANCH, REMOTE_REF, head),
+        (team.LOCAL, ROSTER_BRANCH, team.REMOTE, roster),
+    ]
+    moving = [(local_ref, name, remote_ref, c) for local_ref, name, remote_ref, c in refs if c]
+    if not moving:
+        return True
+    refspecs = [f"{c}:refs/heads/{name}" for _, name, _, c in moving]
+    atomic = ["--atomic"] if len(refspecs) > 1 else []
+    done = git.call("push", "--porcelain", *atomic, url, *refspecs, timeout=NETWORK_TIMEOUT)
+    if done.returncode != 0 and atomic and b"atomic" in done.stderr and b"support" in done.stderr:
+        done = git.call("push", "--porcelain", url, *refspecs, timeout=NETWORK_TIMEOUT)
     if done.returncode == 0:
-        git.run("update-ref", REMOTE_REF, head)
+        for _, _, remote_ref, commit in moving:
+            git.run("update-ref", remote_ref, commit)
         return True
     if _moved_on(done.stdout + done.stderr):
         return False
@@ -342,27 +316,3 @@ def _moved_on(said: bytes) -> bool:
         for sign in (b"[rejected]", b"fetch first", b"non-fast-forward", b"cannot lock ref",
                      b"failed to update ref", b"incorrect old value")
     )  # fmt: skip
-
-
-def _raise_floor(events_dir: Path, own: str) -> list[str]:
-    """Events appended from now on sort after every event received; a note when that
-    puts this machine's events ahead of its own clock (another clock runs fast)."""
-    stamps = {
-        device: clock.last_stamp(seg.list_segments(events_dir / device))
-        for device in devices.device_dirs(events_dir)
-        if device != own
-    }
-    if not stamps:
-        return []
-    newest = max(stamps.values())
-    clock.raise_floor(events_dir, newest)
-    ahead = (newest - clock.now_micros()) / 3.6e9
-    if ahead < 1:
-        return []
-    device = max(stamps, key=lambda d: stamps[d])
-    far = f"{ahead / 24:.0f} days" if ahead >= 48 else f"{ahead:.0f} h"
-    return [
-        f"device {device} stamps its events {far} ahead of this machine's clock (one of the "
-        "two clocks is wrong: check both); its events are taken, and those written here are "
-        "stamped after them"
-    ]

@@ -2,7 +2,7 @@
 
 For every sealed segment the remote changed since the last version both
 sides shared, the remote's version is opened line by line
-(``versions.open_sealed``) and joined with this home's by sequence number
+(``opening.open_sealed``) and joined with this home's by sequence number
 (``versions.join``).  A line that fails is refused (reported, kept in the
 quarantine file, never applied) with the lines after it; the lines before
 it are taken.  A version that diverges from this home's is refused whole:
@@ -11,12 +11,21 @@ segments must also follow each other (each first line names the last line
 of the segment before as ``prev``), or the remote's changes to that device
 are refused as a whole.
 
-Heads (``<device>/head``) keep the remote honest about what it dropped: a
-device's head says how far it offered its own lines and had received every
-other device's, so a remote holding less of a device than some head vouches
-for (lines removed from its end, a segment or a whole device deleted), or a
-head older than one this home saw before (a remote rolled back), is refused
-and named.  This home only keeps a head the joined tree lives up to.
+The remote's lines are opened under the roster (``trust.Trust``): a line
+of a device that signs is taken only as far as its device's signature
+vouches for it, and a device's segments must follow each other in its chain
+as well (each first signed line carries the digest of the lines before it),
+its old, unsigned lines included.  A line of another device changes only to
+the version its device signed last, and only by text taken out.
+
+Heads keep the remote honest about what it dropped: a device's head says how
+far it offered its own lines and had received every other device's, so a
+remote holding less of a device than some head vouches for (lines removed
+from its end, a segment or a whole device deleted, the branch forced back),
+is named.  The second format keeps heads in the roster (``check_heads``); the
+first format's heads (``<device>/head``) are still read: a head older than
+one this home saw before (a remote rolled back) is refused and named, and
+this home only keeps a head the joined tree lives up to.
 """
 
 from __future__ import annotations
@@ -24,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from memlog.sync import sealing, versions
+from memlog.sync import opening, sealing, signing, versions
 from memlog.sync.repo import Git, TreeEntry
 from memlog.sync.sealed import FORMAT_FILE, SUFFIX, Head, Unopenable, sealed_seq
 from memlog.sync.sealing import Sealer, device_of, head_path, is_head
@@ -158,14 +167,16 @@ def _joined(job: Join, path: str) -> tuple[list[versions.Line] | None, Refusal |
     theirs, ours, base = job.other[path], job.mine.get(path), job.common.get(path)
     if not _is_segment(path) or theirs.kind != "blob" or theirs.mode not in ("100644", "100755"):
         raise versions.Refused(f"{path}: not a segment of a device")
-    opened = versions.open_sealed(job.sealer.key, path, job.blobs[theirs.oid], job.now)
+    trust = job.sealer.trust
+    opened = opening.open_sealed(job.sealer.key, path, job.blobs[theirs.oid], job.now, trust)
     fault = None
     if opened.fault:
         fault = Refusal(path, theirs.oid, opened.fault, opened.bad, opened.lasting)
     mine = job.sealer.open(path, job.blobs[ours.oid]) if ours is not None else []
     common = _lines_or_none(job, path, base)
     own = path.startswith(job.own + "/")
-    joined = versions.join(path, common, mine, opened.lines, own=own)
+    signs = not own and trust.of(device_of(path)) is not None
+    joined = versions.join(path, common, mine, opened.lines, own=own, signs=signs)
     data = versions.joined_bytes(joined)
     if not joined or (ours is not None and data == versions.joined_bytes(mine)):
         return None, fault  # nothing taken, or nothing new
@@ -177,7 +188,7 @@ def _joined(job: Join, path: str) -> tuple[list[versions.Line] | None, Refusal |
 def _lines_or_none(job: Join, path: str, entry: TreeEntry | None) -> list[versions.Line]:
     if entry is None:
         return []
-    opened = versions.open_sealed(job.sealer.key, path, job.blobs[entry.oid], job.now)
+    opened = opening.open_sealed(job.sealer.key, path, job.blobs[entry.oid], job.now)
     return opened.lines  # a damaged common version only means: no side is known to have changed
 
 
@@ -214,34 +225,85 @@ def _chain_fault(job: Join, tree: dict[str, str], joined: dict[str, list[version
             p for p in set(tree) | set(joined) if p.startswith(device + "/") and _is_segment(p)
         )
         spans = [_span(job, tree, joined, path) for path in names]
-        last, before = 0, ""
-        for path, (first_prev, first_seq, last_seq) in zip(names, spans, strict=True):
-            if last_seq is None:
+        last, before, tail = 0, "", ""
+        for path, span in zip(names, spans, strict=True):
+            if span.last is None:
                 continue
-            if path in joined and first_seq is not None and first_seq <= last:
-                return f"{path} starts at seq {first_seq}, inside {before} (seq {last})"
-            if first_prev != last and (path in joined or before in joined):
+            touched = path in joined or before in joined
+            if path in joined and span.first is not None and span.first <= last:
+                return f"{path} starts at seq {span.first}, inside {before} (seq {last})"
+            if span.prev != last and touched:
                 after = f"{before} (seq {last})" if before else "nothing"
                 return (
-                    f"{path} starts after seq {first_prev}, but follows {after}: lines were removed"
+                    f"{path} starts after seq {span.prev}, but follows {after}: lines were removed"
                 )
-            last, before = last_seq, path
+            if span.link and tail and span.link != tail and touched:
+                return (f"{path} does not follow {before} in its device's chain (lines signed "
+                        "after other lines than these)")  # fmt: skip
+            last, before, tail = span.last, path, span.tail
+        fault = _old_lines_fault(job, device, names, tree, joined)
+        if fault:
+            return fault
     return ""
+
+
+class _Span(NamedTuple):
+    """A segment's first line's ``prev``, its first (when joined here) and last sequence
+    (None: no lines), and the chain digests before and after it (hex; "": not known)."""
+
+    prev: int
+    first: int | None
+    last: int | None
+    link: str
+    tail: str
 
 
 def _span(
     job: Join, tree: dict[str, str], joined: dict[str, list[versions.Line]], path: str
-) -> tuple[int, int | None, int | None]:
-    """A segment's first line's ``prev``, first and last sequence (None: no lines)."""
+) -> _Span:
     lines = joined.get(path)
     if lines is not None:
         if not lines:
-            return 0, None, None
-        return lines[0].prev, lines[0].seq, lines[-1].seq
+            return _Span(0, None, None, "", "")
+        link, tail = sealing._digests(lines)
+        return _Span(lines[0].prev, lines[0].seq, lines[-1].seq, link, tail)
     info = job.sealer.info(path, tree[path])
     if not info.lines:
-        return 0, None, None
-    return info.first_prev, None, info.last_seq
+        return _Span(0, None, None, "", "")
+    return _Span(info.first_prev, None, info.last_seq, info.link, info.tail)
+
+
+def _old_lines_fault(
+    job: Join, device: str, names: list[str], tree: dict[str, str],
+    joined: dict[str, list[versions.Line]],
+) -> str:  # fmt: skip
+    """The old, unsigned lines of a device that signs must be the ones its first signed
+    line chains to (a holder of the team key could otherwise change them): checked when
+    a segment holding them changed."""
+    found = job.sealer.trust.of(device)
+    if found is None or found.first <= 1 or device == job.own:
+        return ""
+    holding = [p for p in names if _first_seq(p) < found.first]
+    if not any(p in joined for p in holding):
+        return ""
+    digest, last = signing.chain_start(device), 0
+    for path in holding:
+        lines = joined.get(path)
+        if lines is None:
+            lines = job.sealer.open(path, job.git.blobs([tree[path]])[tree[path]])
+        for line in lines:
+            if line.signature is not None:
+                if line.before and line.before != digest:
+                    return (f"{path} seq {line.seq}: the old lines of device {device} before it "
+                            "are not the ones it signed after (changed since)")  # fmt: skip
+                return ""
+            digest = signing.chain_next(digest, None, last, line.seq, line.data[:-1])
+            last = line.seq
+    return ""
+
+
+def _first_seq(path: str) -> int:
+    return int(path.rsplit("/", 1)[1].split(".", 1)[0])
 
 
 def _settle(
@@ -251,7 +313,7 @@ def _settle(
     changed = {}
     for path, lines in joined.items():
         oid = job.whole.get(path) or job.git.write_blob(job.sealer.sealed_lines(path, lines))
-        job.sealer.remember(oid, lines)
+        job.sealer.remember(path, oid, lines)
         tree[path] = oid
         changed[path] = versions.joined_bytes(lines)
     return changed

@@ -81,6 +81,8 @@ class Git:
         self.env = _environment(os.environ, self.git_dir, self.work_tree, device)
         self._trees: dict[str, dict[str, TreeEntry]] = {}
         self._small: dict[str, bytes] = {}
+        #: refs read since anything last moved one (a sync reads the same few often)
+        self._refs: dict[str, str | None] = {}
 
     def run(
         self,
@@ -102,6 +104,8 @@ class Git:
         timeout: float = LOCAL_TIMEOUT,
         env: Mapping[str, str] | None = None,
     ) -> subprocess.CompletedProcess[bytes]:
+        if args and args[0] in _MOVES_REFS:
+            self._refs.clear()
         command = [*_bounded(timeout), "git", *args]
         try:
             child = subprocess.Popen(
@@ -171,11 +175,14 @@ class Git:
         return swept
 
     def ref(self, name: str) -> str | None:
-        done = self.call("rev-parse", "--verify", "--quiet", f"{name}^{{commit}}")
-        return done.stdout.decode("ascii").strip() if done.returncode == 0 else None
+        if name not in self._refs:
+            done = self.call("rev-parse", "--verify", "--quiet", f"{name}^{{commit}}")
+            self._refs[name] = done.stdout.decode("ascii").strip() if done.returncode == 0 else None
+        return self._refs[name]
 
     def update_ref(self, name: str, new: str, old: str | None) -> None:
-        self.run("update-ref", name, new, old or "0" * 40)
+        if new != old:
+            self.run("update-ref", name, new, old or "0" * 40)
 
     def tree(self, commit: str | None) -> dict[str, TreeEntry]:
         """Every file of ``commit`` (none for no commit): path → mode, kind, id, size
@@ -257,6 +264,10 @@ class Git:
 
     def is_ancestor(self, older: str, newer: str) -> bool:
         return self.call("merge-base", "--is-ancestor", older, newer).returncode == 0
+
+
+#: git commands after which a ref read before may have moved
+_MOVES_REFS = frozenset({"update-ref", "fetch", "push", "init", "gc", "repack", "pack-refs"})
 
 
 def _bounded(timeout: float) -> list[str]:

@@ -39,8 +39,8 @@ from memlog.eventlog.events import Event
 from memlog.eventlog.log import EventLog
 from memlog.eventlog.reader import Record, read_segment
 from memlog.home import ensure_dir
-from memlog.sync import versions
-from memlog.sync.repo import Git
+from memlog.sync import opening, versions
+from memlog.sync.repo import LOCAL_REF, Git
 from memlog.sync.sealed import SUFFIX
 from memlog.sync.sealing import Sealer, event_path
 
@@ -60,16 +60,26 @@ class TakenBack(NamedTuple):
     own: str
 
 
-def take_back(git: Git, log: EventLog, own: str, theirs: str | None, sealer: Sealer) -> TakenBack:
-    """Take this device's events the remote holds back (see the module)."""
+def take_back(
+    git: Git, log: EventLog, own: str, theirs: str | None, sealer: Sealer, keyless: bool = False
+) -> TakenBack:
+    """Take this device's events the remote holds back (see the module): only lines its
+    signature vouches for (``sealer.trust``), never a line a holder of the team key made.
+    ``keyless``: the roster holds another signing key of this device than this home's (a
+    copy or a restore of the home joined first, or the key was lost): this home cannot
+    sign as it, and becomes a new device."""
+    if not keyless and _as_offered(git, log, own, theirs, sealer):
+        return TakenBack(None, own)  # nothing of this device there that this home lacks
     remote = _theirs(git, own, theirs, sealer)
-    if remote is None or not remote.lines:
+    if remote is None or (not remote.lines and not keyless):
         return TakenBack(None, own)
     with log._locked():
         mine = [r.event for r in _mine(log, own)]
         by_id = {line.id: line for line in remote.lines}
         held = {e.id for e in mine}
         missing = [line for line in remote.lines if line.id not in held]
+        if keyless:
+            return TakenBack(*_become_new_device(log, own, remote, mine, missing))
         if not missing:
             return TakenBack(None, own)
         if _elsewhere(mine, remote.lines, log.written()):
@@ -155,12 +165,33 @@ def _become_new_device(
     if renumbered:
         seg.raise_high_water_file(new_folder, renumbered[-1].seq)
     moved = f"; the {_events(len(extra))} written here since went with it" if extra else ""
+    took = f"took {_events(len(missing))} of it back from the remote, and " if missing else ""
     return (
-        f"device {old} also writes elsewhere (this home is a copy or a restore of it): took "
-        f"{_events(len(missing))} of it back from the remote, and this home writes as device "
-        f"{new} from now on{moved}",
+        f"device {old} also writes elsewhere, or signs with a key this home lacks (this home "
+        f"is a copy or a restore of it): {took}this home writes as device {new} from now "
+        f"on{moved}",
         new,
     )
+
+
+def _as_offered(git: Git, log: EventLog, own: str, theirs: str | None, sealer: Sealer) -> bool:
+    """Whether every file of this device in the remote's commit ``theirs`` is the one this
+    home committed, and ``events/`` still holds at least as much of each (nothing of this
+    device there that this home lacks: what a sync finds almost always)."""
+    mine = git.tree(git.ref(LOCAL_REF))
+    for path, entry in git.tree(theirs).items():
+        if not (path.startswith(own + "/") and path.endswith(SUFFIX)):
+            continue
+        if mine.get(path) != entry:
+            return False
+        committed = sealer.info(path, entry.oid)
+        try:
+            data = (log.events_dir / event_path(path)).read_bytes()
+        except FileNotFoundError:
+            return False
+        if versions.blob_id(data[: committed.plain_size]) != committed.plain_id:
+            return False
+    return True
 
 
 def _theirs(git: Git, own: str, commit: str | None, sealer: Sealer) -> _Theirs | None:
@@ -174,7 +205,7 @@ def _theirs(git: Git, own: str, commit: str | None, sealer: Sealer) -> _Theirs |
     blobs = git.blobs([e.oid for e in entries.values()])
     files, lines = {}, []
     for path in sorted(entries):
-        opened = versions.open_sealed(sealer.key, path, blobs[entries[path].oid])
+        opened = opening.open_sealed(sealer.key, path, blobs[entries[path].oid], None, sealer.trust)
         if opened.fault:
             return None
         lines += opened.lines

@@ -15,7 +15,7 @@ import shutil
 from pathlib import Path
 from typing import NamedTuple
 
-from memlog.sync import keys
+from memlog.sync import keys, roster
 from memlog.sync.repo import (
     BRANCH,
     GIT_DIR,
@@ -27,8 +27,16 @@ from memlog.sync.repo import (
     TreeEntry,
     first_line,
 )
-from memlog.sync.sealed import FORMAT, FORMAT_FILE, Key, read_format
+from memlog.sync.sealed import FORMAT, FORMAT_FILE, FORMATS, Key, read_format
 from memlog.sync.sealing import PLAIN_SUFFIX, Sealer
+from memlog.sync.state import load_state, save_state
+
+
+class Fetched(NamedTuple):
+    """The remote's branches as fetched: ``memlog``, and its roster (None: not there)."""
+
+    branch: str | None
+    roster: str | None
 
 
 class Ready(NamedTuple):
@@ -39,7 +47,7 @@ class Ready(NamedTuple):
     url: str
     made: bool = False
     notes: tuple[str, ...] = ()
-    fetched: tuple[str | None] | None = None
+    fetched: Fetched | None = None
 
 
 def plain_remote(url: str) -> str:
@@ -89,7 +97,8 @@ def _init(git: Git, home: Path, url: str, given: Key | None) -> Ready:
     if made_now:
         git.init()
     try:
-        theirs = fetch(git, url, PROBE_REF)
+        probed = fetch(git, url, PROBE)
+        theirs = probed.branch
         sealed = classify(git, url, theirs)
         key, made = _key_for(git, home, url, theirs if sealed else None, given)
     except BaseException:
@@ -98,16 +107,19 @@ def _init(git: Git, home: Path, url: str, given: Key | None) -> Ready:
         raise
     finally:
         if git.exists():
-            git.call("update-ref", "-d", PROBE_REF)
+            for ref in (PROBE_REF, PROBE_ROSTER):
+                git.call("update-ref", "-d", ref)
     stored = keys.stored(home)
-    fetched: tuple[str | None] | None = (theirs,)
+    fetched: Fetched | None = probed
     if stored is None or stored.text() != key.text() or _local_problem(git, key):
         if _start_over(git):
             fetched = None  # its objects went with the old repository
         keys.store(home, key)
     git.set_remote(url)
-    if fetched is not None and theirs is not None:
-        git.update_ref(REMOTE_REF, theirs, git.ref(REMOTE_REF))
+    if fetched is not None:
+        for ref, commit in ((REMOTE_REF, fetched.branch), (REMOTE_ROSTER, fetched.roster)):
+            if commit is not None:
+                git.update_ref(ref, commit, git.ref(ref))
     return Ready(key, url, made, _joined_note(url, made, sealed), fetched)
 
 
@@ -124,13 +136,14 @@ def _key_for(
         raise SyncError(
             f"{url} holds memlog data sealed with a key this home does not have: run "
             "`memlog sync --print-key` on a machine that syncs with it, then "
-            f"`memlog sync --init {url} --key KEY` here (or set {keys.ENV})"
+            f"`memlog sync --init {url} --key -` here and paste it (or set {keys.ENV})"
         )
     if _format_check(git, sealed_at, key):
         which = "given" if given is not None else "kept in this home"
         raise SyncError(
-            f"the key {which} does not open {url}'s data: run `memlog sync --print-key` on "
-            f"a machine that syncs with it, then `memlog sync --init {url} --key KEY` here"
+            f"the key {which} does not open {url}'s data{_rotated(git, sealed_at)}: run "
+            f"`memlog sync --print-key` on a machine that syncs with it, then "
+            f"`memlog sync --init {url} --key -` here and paste it"
         )
     return key, False
 
@@ -140,8 +153,9 @@ def _joined_note(url: str, made: bool, sealed: bool) -> tuple[str, ...]:
         return (
             f"made a sync key, kept in this home ({keys.KEY_FILE}, readable by you only) and "
             f"never sent: {url} holds only what it seals.  To join another machine, run "
-            f"`memlog sync --init {url} --key KEY` there, with KEY from `memlog sync "
-            "--print-key` here; whoever has the key can read and write this memory",
+            f"`memlog sync --init {url} --key -` there and paste the key `memlog sync "
+            "--print-key` prints here (or set MEMLOG_SYNC_KEY); whoever has the key can read "
+            "this memory, and each machine signs what it writes",
         )
     if sealed:
         return (f"joined {url} with its key",)
@@ -150,19 +164,20 @@ def _joined_note(url: str, made: bool, sealed: bool) -> tuple[str, ...]:
 
 def classify(git: Git, url: str, commit: str | None) -> bool:
     """Whether commit ``commit`` of the remote holds sealed memlog data (False: nothing
-    yet); SyncError for the plain format, a format unknown here, or foreign files."""
+    yet); SyncError for the plain format, a format unknown here, or foreign files.  A file
+    of a sealed remote that is no segment (a stray ``.jsonl`` among them) is refused alone
+    by the join, never the remote."""
     tree = git.tree(commit)
-    plain = any(path.endswith(PLAIN_SUFFIX) for path in tree)
-    if plain:
-        raise SyncError(plain_remote(url))
     if not tree:
         return False
     entry = tree.get(FORMAT_FILE)
     if entry is None:
+        if any(path.endswith(PLAIN_SUFFIX) for path in tree):
+            raise SyncError(plain_remote(url))
         raise SyncError(f"{url}'s branch {BRANCH} holds files memlog did not write; give "
                         "memlog sync a repository of its own")  # fmt: skip
     found = read_format(git.blobs([entry.oid])[entry.oid]) if entry.kind == "blob" else None
-    if found is None or found.format != FORMAT:
+    if found is None or found.format not in FORMATS:
         named = found.format[:40] if found is not None else "unreadable"
         raise SyncError(f"{url} holds memlog data in a format this memlog does not know "
                         f"({named!r}): upgrade memlog")  # fmt: skip
@@ -173,9 +188,32 @@ def check_remote(git: Git, sealer: Sealer, url: str, commit: str | None) -> None
     """SyncError unless the remote's ``commit`` is empty or sealed with this home's key."""
     if classify(git, url, commit) and commit is not None and _format_check(git, commit, sealer.key):
         raise SyncError(
-            f"{url}'s data is sealed with another key than this home's (was it set up again "
-            f"with a new key?): `memlog sync --init {url} --key KEY` joins it with its key"
+            f"{url}'s data is sealed with another key than this home's{_rotated(git, commit)}: "
+            f"`memlog sync --init {url} --key -` joins it with its key (from `memlog sync "
+            "--print-key` on a machine that has it)"
         )
+
+
+def _rotated(git: Git, commit: str) -> str:
+    """Who made the remote's key, when its format file says (a key rotated)."""
+    entry: TreeEntry | None = git.tree(commit).get(FORMAT_FILE)
+    found = read_format(git.blobs([entry.oid])[entry.oid]) if entry is not None else None
+    if found is None or not found.rotated_by:
+        return " (was it set up again with a new key?)"
+    return f" (device {found.rotated_by} made a new team key on {found.rotated_at[:10]})"
+
+
+def format_bytes(git: Git, commit: str | None, key: Key) -> bytes | None:
+    """The remote's format file when it is this format's and names ``key`` (kept as it is,
+    who rotated the key included); None: a new one is written."""
+    entry: TreeEntry | None = git.tree(commit).get(FORMAT_FILE) if commit is not None else None
+    if entry is None or entry.kind != "blob":
+        return None
+    data = git.blobs([entry.oid])[entry.oid]
+    found = read_format(data)
+    if found is None or found.format != FORMAT or found.key_check != key.check():
+        return None
+    return data
 
 
 def _format_check(git: Git, commit: str, key: Key) -> str:
@@ -208,32 +246,41 @@ def _local_problem(git: Git, key: Key) -> str:
 
 
 def _start_over(git: Git) -> bool:
-    """A fresh repository for this home (its events stay in ``events/``): the old one
-    holds what another key (or none) sealed, which nothing here may mix or push.  False
-    when the repository holds nothing yet (it is kept)."""
+    """A fresh repository for this home (its events stay in ``events/``, and its pins of
+    the roster with them): the old one holds what another key (or none) sealed, which
+    nothing here may mix or push.  False when the repository holds nothing yet (it is
+    kept)."""
     if git.ref(LOCAL_REF) is None and git.ref(REMOTE_REF) is None:
         return False
+    kept = load_state(git.git_dir)
     aside = git.git_dir.with_name(f".{GIT_DIR}.old.{os.getpid()}")
     os.rename(git.git_dir, aside)
     shutil.rmtree(aside, ignore_errors=True)
     git.init()
+    fresh = load_state(git.git_dir)
+    fresh.pins, fresh.answers, fresh.told = kept.pins, kept.answers, kept.told
+    save_state(git.git_dir, fresh)
     return True
 
 
 #: where ``--init`` looks at a remote before it is taken as this home's
-PROBE_REF = "refs/memlog/probe"
+PROBE = "refs/memlog/probe/"
+PROBE_REF = f"{PROBE}{BRANCH}"
+PROBE_ROSTER = f"{PROBE}{roster.BRANCH}"
+#: where the remote's branches are kept (``REMOTE_REF``, and the roster's)
+REMOTE = REMOTE_REF.rsplit("/", 1)[0] + "/"
+REMOTE_ROSTER = f"{REMOTE}{roster.BRANCH}"
 
 
-def fetch(git: Git, url: str, ref: str = REMOTE_REF) -> str | None:
-    """Fetch the remote's branch into ``ref``; its commit (None when nothing was pushed
-    there yet)."""
-    refspec = f"+refs/heads/{BRANCH}:{ref}"
-    done = git.call("fetch", "--no-tags", "--quiet", url, refspec, timeout=NETWORK_TIMEOUT)
-    if done.returncode == 0:
-        return git.ref(ref)
-    if b"couldn't find remote ref" in done.stderr:
-        return None
-    raise SyncError(f"cannot fetch from {url}: {first_line(done.stderr, done.returncode)}")
+def fetch(git: Git, url: str, into: str = REMOTE) -> Fetched:
+    """Fetch the remote's branch and its roster's into ``into``; their commits (None for
+    a branch that is not there: nothing was pushed yet, or it was deleted)."""
+    refspec = f"+refs/heads/{BRANCH}*:{into}{BRANCH}*"
+    done = git.call("fetch", "--no-tags", "--quiet", "--prune", url, refspec,
+                    timeout=NETWORK_TIMEOUT)  # fmt: skip
+    if done.returncode != 0:
+        raise SyncError(f"cannot fetch from {url}: {first_line(done.stderr, done.returncode)}")
+    return Fetched(git.ref(f"{into}{BRANCH}"), git.ref(f"{into}{roster.BRANCH}"))
 
 
 def print_key(home: Path) -> str:

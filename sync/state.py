@@ -1,7 +1,9 @@
 """What sync remembers between runs, beside its repository (``sync.git/memlog-sync.json``).
 
-Nothing here is needed for correctness: losing the file costs a re-read of
-the segments and reports of refused versions again.
+Losing the file costs a re-read of the segments and reports of refused
+versions again, and the pins: the roster as this machine first saw it (each
+device's signing key, evictions, the newest heads), which then are taken
+again from the remote on first sight.
 """
 
 from __future__ import annotations
@@ -11,8 +13,22 @@ from pathlib import Path
 import msgspec
 
 from memlog.files import atomic_write
+from memlog.sync.roster import Roster
 
 STATE_NAME = "memlog-sync.json"
+
+
+class Asking(msgspec.Struct, kw_only=True):
+    """A redaction another device asks of one of this device's lines."""
+
+    id: str
+    by: str
+    seq: int
+    event: str
+    #: the line as asked for (text replaced by ``[REDACTED]``)
+    line: str
+    #: whether the team's policy applies it without asking (``any``)
+    applied_without_asking: bool = False
 
 
 class Outcome(msgspec.Struct, kw_only=True):
@@ -35,6 +51,8 @@ class Outcome(msgspec.Struct, kw_only=True):
     swept: list[str] = msgspec.field(default_factory=list)
     #: anything else worth knowing (a fast clock elsewhere, a key made)
     notes: list[str] = msgspec.field(default_factory=list)
+    #: redactions other devices ask of this one's lines, waiting for its owner
+    asked: list[Asking] = msgspec.field(default_factory=list)
     #: whether this sync made the sync key (``--init`` on a remote without memlog data)
     key_made: bool = False
     views: str = ""
@@ -52,6 +70,16 @@ class SyncState(msgspec.Struct, kw_only=True):
     sealed: dict[str, list[int | str]] = msgspec.field(default_factory=dict)
     #: the highest head seen of every other device (a remote going back is told)
     heads: dict[str, int] = msgspec.field(default_factory=dict)
+    #: the roster as this machine took it: keys, evictions and heads never go back
+    pins: Roster = msgspec.field(default_factory=Roster)
+    #: this device's answers to requests of other devices: id → "done" or "declined"
+    answers: dict[str, str] = msgspec.field(default_factory=dict)
+    #: requests this device's owner confirmed, to apply at the next sync
+    confirmed: list[str] = msgspec.field(default_factory=list)
+    #: the remote's roster commit as this machine last left it (merged into the pins)
+    roster_commit: str = ""
+    #: problems told once (a remote missing lines is told at the sync that finds it)
+    told: list[str] = msgspec.field(default_factory=list)
     last: Outcome | None = None
 
 

@@ -8,9 +8,10 @@ import msgspec
 
 from memlog.eventlog import devices
 from memlog.eventlog import segments as seg
-from memlog.sync import keys
+from memlog.sync import keys, team
 from memlog.sync.local import last_seq
 from memlog.sync.repo import LOCAL_REF, REMOTE_REF, Git, set_up
+from memlog.sync.roster import fingerprint
 from memlog.sync.sealing import Sealer
 from memlog.sync.state import Outcome, load_state
 
@@ -33,6 +34,12 @@ class Status(msgspec.Struct, kw_only=True):
     refused: int = 0
     #: set up by an earlier memlog that sent plain text (no key): ``--init`` again
     plain: bool = False
+    #: the team's roster as pinned here: each device and its signing key's fingerprint
+    roster: dict[str, str] = msgspec.field(default_factory=dict)
+    #: devices evicted from the team (their later lines are refused)
+    evicted: list[str] = msgspec.field(default_factory=list)
+    #: who confirms a redaction of another device's text: "owner" or "any"
+    redactions: str = "owner"
     last: Outcome | None = None
 
 
@@ -45,6 +52,9 @@ def status(home: Path) -> Status:
     state = load_state(git.git_dir)
     found = Status(set_up=True, remote=git.remote_url(), device=own, last=state.last)
     found.refused = len(state.refused)
+    trust = team.take(state.pins, None, own).trust
+    found.roster = {d: fingerprint(m.key) for d, m in sorted(state.pins.devices.items())}
+    found.evicted, found.redactions = sorted(trust.evictions), trust.redactions
     for name in devices.device_dirs(events_dir):
         paths = seg.list_segments(events_dir / name)
         found.devices.append(DeviceStatus(name, len(paths), last_seq(paths), name == own))

@@ -1,21 +1,17 @@
-"""Versions of one segment: checking them, opening sealed ones, and joining two.
+"""Versions of one segment: checking them, and joining two (``opening`` opens sealed ones).
 
-A segment is owned by one device and only ever grows, except when a
-redaction rewrites lines in place (same sequence numbers, same ids, text
-replaced by ``[REDACTED]``).  So two versions of it join line by line, by
-sequence number: a line only one side has is kept, a line both have must be
-the same event, and where the two differ the side that changed it since
-their common version wins (both changed it: the more redacted line, then the
-smaller bytes, a rule both machines apply alike).  Two different events
-under one sequence number mean the versions diverged: the other side's is
-refused.  This device's own lines are never changed by another side except
-by a redaction: the other line must be this one with text taken out
-(``is_redaction``), nothing added.
-
-A sealed version (``open_sealed``) is opened line by line: a line that fails
-(authentication, decoding, sequence, size) is refused and named, with the rest
-of its batch; the lines after it are taken when they follow the last one
-taken.  A line's time never refuses it: the hybrid logical clock orders it.
+A segment is owned by one device and only ever grows, except when its
+device rewrites lines in place by a redaction (same sequence numbers, same
+ids, text replaced by ``[REDACTED]``, signed again).  So two versions of it
+join line by line, by sequence number: a line only one side has is kept, a
+line both have must be the same event.  Where the two differ: a line of a
+device that signs changes only to the version its device signed last, and
+only by text taken out; of a device that never signed, the side that
+changed it since their common version wins (both changed it: the more
+redacted line, then the smaller bytes, a rule both machines apply alike).
+Two different events under one sequence number mean the versions diverged:
+the other side's is refused.  This device's own lines never change from the
+remote: only this device writes and signs them.
 """
 
 from __future__ import annotations
@@ -23,14 +19,16 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Iterator
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from memlog.eventlog.codec import BadLine, decode_line
 from memlog.eventlog.events import Event, Observed
 from memlog.eventlog.redaction import REDACTED
 from memlog.eventlog.secrets import redact_event
-from memlog.sync import sealed
-from memlog.sync.sealed import Key, Unopenable
+from memlog.sync.sealed import Signature
+
+if TYPE_CHECKING:
+    pass
 
 
 class Refused(Exception):
@@ -46,6 +44,10 @@ class Line(NamedTuple):
     end: int = 0
     #: the sequence of the device's line before it (0: none, or not known)
     prev: int = 0
+    #: what its device signed (None: an old, unsigned line, or a plain one)
+    signature: Signature | None = None
+    #: the chain digest of the device's lines before it (b"": not known)
+    before: bytes = b""
 
 
 def blob_id(data: bytes) -> str:
@@ -127,13 +129,18 @@ def secret_in(lines: list[Line]) -> Line | None:
 
 
 def join(
-    name: str, base: list[Line], ours: list[Line], theirs: list[Line], own: bool
-) -> list[Line]:
+    name: str, base: list[Line], ours: list[Line], theirs: list[Line], own: bool,
+    signs: bool = False,
+) -> list[Line]:  # fmt: skip
     """``ours`` and ``theirs`` joined (see the module); ``Refused`` when they diverged.
 
-    ``own``: the segment is this device's: the other side may take text out
-    of its lines (a redaction made elsewhere), never add a line or change one
-    otherwise (that would be another home writing as this one, or a forgery).
+    ``own``: the segment is this device's: the other side may add no line and change
+    none (only this device writes and signs its lines; another home's copy of them with
+    text taken out is a request, ``requests``).  ``signs``: the segment is of another
+    device that signs its lines: a line of it changes only to a version its device
+    signed, with text taken out (``theirs`` holds only lines its signatures vouch for).
+    A device that never signed keeps the first format's rule: the side that took text
+    out wins.
     """
     mine, other, common = _by_seq(ours), _by_seq(theirs), _by_seq(base)
     extra = sorted(other.keys() - mine.keys())
@@ -147,12 +154,27 @@ def join(
         a, b = mine.get(seq), other.get(seq)
         if a is not None and b is not None and a.id != b.id:
             raise Refused(f"{name}: seq {seq} is event {b.id} in the remote, {a.id} here")
-        picked = _pick(a, b, common.get(seq))
-        if own and a is not None and picked is not a and not is_redaction(picked.event, a.event):
-            raise Refused(f"{name}: the remote changes seq {seq} of this device otherwise than "
-                          "by taking text out; this home's line stands")  # fmt: skip
-        joined.append(picked)
+        if own and a is not None and b is not None and a.data != b.data:
+            raise Refused(f"{name}: the remote holds another version of seq {seq} of this "
+                          "device (an older one, or a change no one here made); this home's "
+                          "line stands")  # fmt: skip
+        joined.append(_signed_pick(name, a, b) if signs else _pick(a, b, common.get(seq)))
     return joined
+
+
+def _signed_pick(name: str, ours: Line | None, theirs: Line | None) -> Line:
+    """Of two versions of a line of a device that signs, the one its device rewrote last
+    (``theirs`` is vouched for by the device's newest head): only ever text taken out."""
+    if ours is None or theirs is None:
+        found = ours or theirs
+        assert found is not None
+        return found
+    if ours.data == theirs.data:
+        return ours
+    if is_redaction(theirs.event, ours.event):
+        return theirs
+    raise Refused(f"{name}: the device's new version of seq {theirs.seq} changes it otherwise "
+                  "than by taking text out; this home's line stands")  # fmt: skip
 
 
 def _by_seq(lines: list[Line]) -> dict[int, Line]:
@@ -222,6 +244,44 @@ def _text_cut(now: str, was: str) -> bool:
     return re.fullmatch(pattern, was, re.DOTALL) is not None
 
 
+def removed_texts(new: Event, old: Event) -> list[str]:
+    """The texts ``new`` took out of ``old`` (``is_redaction(new, old)`` holds): what each
+    ``[REDACTED]`` stands for, and the items of a tuple dropped whole."""
+    found: list[str] = []
+    for field in new.redacted:
+        now, was = getattr(new, field, None), getattr(old, field, None)
+        if isinstance(now, str) and isinstance(was, str):
+            found += _cut_out(now, was)
+        elif isinstance(now, tuple) and isinstance(was, tuple):
+            found += _dropped(now, was)
+    return [text for text in found if text]
+
+
+def _dropped(now: tuple[Any, ...], was: tuple[Any, ...]) -> list[str]:
+    """The texts of the items of ``was`` that ``now`` dropped or cut (in order)."""
+    found: list[str] = []
+    left = list(was)
+    for item in now:
+        while left and not (
+            isinstance(item, str) and isinstance(left[0], str) and _text_cut(item, left[0])
+        ):
+            dropped = left.pop(0)
+            found += [dropped] if isinstance(dropped, str) else []
+        if left:
+            was_item = left.pop(0)
+            found += _cut_out(item, was_item) if isinstance(item, str) else []
+    return found + [item for item in left if isinstance(item, str)]
+
+
+def _cut_out(now: str, was: str) -> list[str]:
+    parts = now.split(REDACTED)
+    if len(parts) == 1:
+        return []
+    pattern = "(.+?)".join(re.escape(part) for part in parts)
+    match = re.fullmatch(pattern, was, re.DOTALL)
+    return list(match.groups()) if match is not None else []
+
+
 def joined_bytes(lines: list[Line]) -> bytes:
     return b"".join(line.data for line in lines)
 
@@ -239,68 +299,6 @@ def in_order(named: list[tuple[str, list[Line]]]) -> str | None:
 
 
 # -- sealed versions ---------------------------------------------------------------------
-
-
-class Opened(NamedTuple):
-    """What a sealed version gave: its lines that open and follow each other, whole
-    batches only; why the first line refused was ("" when none was) and its sealed
-    bytes, how many were refused, and the sequence and event id of every line that
-    opened, taken or not (what the remote holds of the device: ``covers``)."""
-
-    lines: list[Line]
-    fault: str = ""
-    bad: bytes = b""
-    #: whether the fault stays (every refusal does: kept for the callers that ask)
-    lasting: bool = True
-    refused: int = 0
-    authentic: dict[int, str] = {}
-
-
-def open_sealed(key: Key, name: str, data: bytes, now: int | None = None) -> Opened:
-    """The lines of the sealed version ``data`` of segment ``name`` (a tree path,
-    ``<device>/<first seq>.sealed``), checked as ``open_line`` and ``walk`` do, each
-    line's ``prev`` the line before it.  A line that fails is refused alone, with the
-    rest of its batch: the lines after it are taken when they follow the last one taken
-    (a line slipped in between is refused, never the others with it).  Whatever a line's
-    time, it is taken: the clock orders it (``clock``), ``now`` is not looked at."""
-    device, segment = name.split("/", 1)[0], _stem(name)
-    taken: list[Line] = []
-    whole = 0  # how many lines of ``taken`` end a batch
-    at, previous, batch_end = 0, 0, 0
-    first = int(segment)
-    fault, bad, refused = "", b"", 0
-    authentic: dict[int, str] = {}
-    while at < len(data):
-        cut = data.find(b"\n", at)
-        raw = data[at:] if cut < 0 else data[at:cut]
-        try:
-            if cut < 0:
-                raise Refused("torn last line")
-            line = _open_one(key, device, segment, raw)
-            authentic[line.seq] = line.id
-            _follows(line, first, previous, batch_end, taken)
-        except Refused as exc:
-            refused += 1
-            if not fault:
-                seq = sealed.sealed_seq(raw)
-                number = data.count(b"\n", 0, at) + 1
-                where = f"line {number} (seq {seq})" if seq is not None else f"line {number}"
-                fault, bad = f"{name} {where}: {exc}", raw
-            del taken[whole:]  # the batch it was in goes with it
-            previous, batch_end = (taken[-1].seq if taken else 0), 0
-            at = cut + 1 if cut >= 0 else len(data)
-            continue
-        taken.append(line._replace(end=cut + 1))
-        previous = line.seq
-        batch_end = line.event.batch_end if line.event.batch_end > line.seq else 0
-        whole = len(taken) if batch_end == 0 else whole
-        at = cut + 1
-    if whole < len(taken):
-        last = taken[-1]
-        fault = fault or f"{name} seq {last.seq}: batch ending at {last.event.batch_end} cut short"
-        del taken[whole:]
-    more = f" (and {refused - 1} more lines)" if refused > 1 else ""
-    return Opened(taken, fault + more if fault else "", bad, True, refused, authentic)
 
 
 def covers(held: dict[int, str], wanted: dict[int, str]) -> bool:
@@ -325,52 +323,6 @@ def plain_ids(data: bytes) -> dict[int, str]:
                 continue
             found[event.seq] = event.id
     return found
-
-
-def _open_one(key: Key, device: str, segment: str, raw: bytes) -> Line:
-    try:
-        opened = sealed.open_line(key, device, segment, raw)
-        event = decode_line(opened.line)
-    except Unopenable as exc:
-        raise Refused(str(exc)) from None
-    except BadLine as exc:
-        raise Refused(f"does not decode ({exc.reason})") from None
-    if event.seq != opened.seq:
-        raise Refused(f"sealed as seq {opened.seq} but holds seq {event.seq}")
-    return Line(event.seq, event.id, opened.line, event, 0, opened.prev)
-
-
-def _follows(line: Line, first: int, previous: int, batch_end: int, taken: list[Line]) -> None:
-    """Refused unless ``line`` may follow the lines ``taken`` of its segment."""
-    if line.seq < first:
-        raise Refused(f"before its segment's first seq {first}")
-    if taken and line.seq <= previous:
-        raise Refused(f"after seq {previous} (reordered or repeated)")
-    if taken and line.prev != previous:
-        raise Refused(f"follows seq {line.prev}, yet comes after seq {previous} here "
-                      "(lines were removed or moved)")  # fmt: skip
-    if not taken and line.prev >= line.seq:
-        raise Refused(f"follows seq {line.prev}, not before it")
-    if batch_end and (line.event.batch_end != batch_end or line.seq != previous + 1):
-        raise Refused(f"batch ending at {batch_end} cut short")
-
-
-def _stem(name: str) -> str:
-    stem = name.rsplit("/", 1)[-1].split(".", 1)[0]
-    if not stem.isdigit():
-        raise Refused(f"{name}: not a segment name")
-    return stem
-
-
-def seal_lines(key: Key, name: str, lines: list[Line], prev: int) -> bytes:
-    """The sealed version of ``lines`` of segment ``name`` (a tree path), the first of
-    them following seq ``prev``."""
-    device, segment = name.split("/", 1)[0], _stem(name)
-    out = []
-    for line in lines:
-        out.append(sealed.seal_line(key, device, segment, line.seq, prev, line.data))
-        prev = line.seq
-    return b"".join(out)
 
 
 def chained(named: list[tuple[str, list[Line]]]) -> str | None:

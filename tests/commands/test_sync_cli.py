@@ -79,7 +79,7 @@ def test_init_on_an_empty_remote_makes_the_key_and_says_how_to_join(tmp_path: Pa
     key = memlog_ok(home, "sync", "--print-key").output
     assert key.count("\n") == 1 and key.startswith("memlog-key-1.")
     assert key.strip() not in done.output  # no message prints the key itself
-    assert f"memlog sync --init {remote} --key KEY" in done.output
+    assert f"memlog sync --init {remote} --key -" in done.output
     assert "memlog sync --print-key" in done.output
     assert not list((home / "events").rglob("*.key"))
     assert key.strip().encode() not in remote_objects(remote)

@@ -57,6 +57,8 @@ def strategy_for(kind: mi.Type) -> st.SearchStrategy[Any]:
             return st.from_regex(pattern, fullmatch=True)
         case mi.StrType(min_length=low):
             return st.text(st.characters(exclude_categories=("Cs",)), min_size=low or 0)
+        case mi.IntType(ge=int(low), le=int(high)):
+            return st.integers(min_value=low, max_value=high)
         case mi.IntType(gt=None):
             return INT64
         case mi.IntType(gt=int(low)):

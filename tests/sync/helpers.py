@@ -34,7 +34,11 @@ def bare_remote(where: Path) -> Path:
 
 
 def memlog(
-    home: Path, *args: str, cwd: Path | None = None, env: dict[str, str] | None = None
+    home: Path,
+    *args: str,
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    input: str | None = None,
 ) -> Result:
     """Run the real command line against ``home`` (in-process)."""
     env = {"MEMLOG_HOME": str(home), **(env or {})}
@@ -42,7 +46,7 @@ def memlog(
     try:
         if cwd is not None:
             os.chdir(cwd)
-        return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False)
+        return CliRunner().invoke(cli, list(args), env=env, catch_exceptions=False, input=input)
     finally:
         os.chdir(here)
 
@@ -108,7 +112,7 @@ def views_of(home: Path) -> dict[str, bytes]:
 
 #: what a home keeps of where its files stand (not content: a catch-up and a replay each
 #: record their own path to the same files)
-BOOKKEEPING = {".markdown-state.json", "sync.key"}
+BOOKKEEPING = {".markdown-state.json", "sync.key", "sync.device.key"}
 
 
 def logical_views(home: Path) -> dict[str, bytes]:

@@ -229,21 +229,47 @@ def test_a_fast_clock_elsewhere_is_followed_and_noted(
     assert clock.micros(last["ts"]) > future
 
 
-@pytest.mark.parametrize("where", [0, 1])
-def test_memlog_redact_on_any_machine_reaches_every_home(tmp_path: Path, where: int) -> None:
-    """``memlog redact`` rewrites every device's lines it holds; sync carries the redacted
-    copies to the other homes and to the remote's tip, and no home keeps the text."""
+def test_memlog_redact_of_this_devices_lines_reaches_every_home(tmp_path: Path) -> None:
+    """``memlog redact`` on the device that wrote the line: it signs the line again (a new
+    generation), and every home takes it; no home keeps the text."""
     homes, remote = start(tmp_path, 2)
     sync_all(homes, (0, 1))
     assert LEAK in str(entry(homes[1], PIN)["reasoning"])  # it travelled before it was found
-    said = memlog_ok(homes[where], "redact", "--match", LEAK, "--reason", "a password").output
+    said = memlog_ok(homes[0], "redact", "--match", LEAK, "--reason", "a password").output
     assert "the old text stays in the history of sync.git" in said
-    assert "[REDACTED]" in str(entry(homes[where], PIN)["reasoning"])
-    sync_all(homes, (where, 1 - where))
+    sync_all(homes, (0, 1))
     check_converged(homes, remote)
     for home in homes:
         assert "[REDACTED]" in str(entry(home, PIN)["reasoning"])
         assert memlog_ok(home, "log", "--type", "entry.redacted").output.strip()
+
+
+@pytest.mark.parametrize("policy", ["owner", "any"])
+def test_memlog_redact_of_another_devices_lines_is_a_request(tmp_path: Path, policy: str) -> None:
+    """On another machine, ``memlog redact`` takes the text out of that home at once, and
+    asks the device that wrote the line: its owner confirms (or, when the team chose it,
+    every machine takes the request as it comes); then no home keeps the text."""
+    homes, remote = start(tmp_path, 2)
+    sync_all(homes, (0, 1))
+    if policy == "any":
+        memlog_ok(homes[1], "sync", "--redactions", "any")
+    memlog_ok(homes[1], "redact", "--match", LEAK, "--reason", "a password")
+    assert "[REDACTED]" in str(entry(homes[1], PIN)["reasoning"])
+    memlog_ok(homes[1], "sync")
+    said = memlog_ok(homes[0], "sync").output
+    if policy == "owner":
+        assert "asks to take text out of 2 of this device's events" in said  # it, its label
+        assert LEAK in str(entry(homes[0], PIN)["reasoning"])  # never without its owner
+        waiting = json.loads(memlog_ok(homes[0], "sync", "--requests", "--json").output)
+        assert [w["seq"] for w in waiting] and LEAK not in json.dumps(waiting)
+        memlog_ok(homes[1], "sync")
+        assert "[REDACTED]" in str(entry(homes[1], PIN)["reasoning"])  # kept so meanwhile
+        said = memlog_ok(homes[0], "sync", *(f"--confirm={w['id']}" for w in waiting)).output
+    assert "as device" in said and "asked" in said
+    sync_all(homes, (0, 1))
+    check_converged(homes, remote)
+    for home in homes:
+        assert "[REDACTED]" in str(entry(home, PIN)["reasoning"])
 
 
 def test_a_clock_years_ahead_is_taken_and_followed(

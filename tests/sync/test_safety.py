@@ -268,8 +268,8 @@ def test_lines_cut_from_a_devices_end_are_caught_by_its_head(tmp_path: Path) -> 
     key = memlog_ok(a, "sync", "--print-key").output.strip()
     joined = memlog(c, "sync", "--init", remote, "--key", key)
     assert joined.exit_code == 1
-    assert f"{device_of(a)}: its head says seq" in joined.output
-    assert "lines were removed" in joined.output
+    assert f"{device_of(a)}: its head (signed " in joined.output
+    assert "the remote holds its lines to seq 3: lines were removed" in joined.output
 
 
 def test_a_device_deleted_whole_is_caught_by_the_others_heads(tmp_path: Path) -> None:
@@ -281,7 +281,8 @@ def test_a_device_deleted_whole_is_caught_by_the_others_heads(tmp_path: Path) ->
     key = memlog_ok(a, "sync", "--print-key").output.strip()
     joined = memlog(c, "sync", "--init", remote, "--key", key)
     assert joined.exit_code == 1
-    assert f"{device_of(a)}: device {device_of(b)} had received its lines" in joined.output
+    assert f"{device_of(a)}: its head (signed " in joined.output
+    assert "the remote holds its lines to seq 0: lines were removed" in joined.output
 
 
 def test_a_remote_rolled_back_is_told_and_loses_nothing_here(tmp_path: Path) -> None:
@@ -312,15 +313,62 @@ def test_another_format_file_or_key_stops_the_sync_in_one_line(tmp_path: Path) -
     assert result.exit_code == 1 and "files memlog did not write" in result.output
 
 
-def test_a_plain_line_mixed_in_is_refused_and_nothing_is_mixed(tmp_path: Path) -> None:
+def test_a_stray_plain_file_is_named_and_every_sync_goes_on(tmp_path: Path) -> None:
+    """One ``<device>/x.jsonl`` on a sealed remote stopped every machine's sync, calling
+    the remote plain-format: now it is named once, left alone, and the rest is taken."""
     a, b, remote = two_homes(tmp_path)
+    for stray in (f"{device_of(a)}/x.jsonl", f"{device_of(a)}/{SEGMENT}.jsonl"):
+        observe(a, f"Written after {stray} appeared.")
+        memlog_ok(a, "sync")
+        push_tree(remote, {stray: (a / "events" / device_of(a) / f"{SEGMENT}.jsonl").read_bytes()})
+        result = memlog(b, "sync")
+        assert result.exit_code == 1, result.output
+        said = [line for line in result.output.splitlines() if "refused" in line]
+        assert said == [f"refused and quarantined: {stray}: not a segment of a device"]
+        assert "plain format" not in result.output
+        assert memlog_ok(b, "show", content_hash(f"Written after {stray} appeared.")[:10])
+        assert memlog(b, "sync").exit_code == 0  # told once
+        assert memlog(b, "verify").exit_code == 0
+
+
+def test_a_stray_file_in_a_devices_own_folder_stops_no_machine(tmp_path: Path) -> None:
+    """The device whose folder holds the stray names it, goes on, and pushes its folder as
+    it writes it (its segments only); every other machine, and one joining, takes every
+    device's lines."""
+    a, b, remote = two_homes(tmp_path)
+    stray = f"{device_of(a)}/x.jsonl"
+    push_tree(remote, {stray: b'{"seq": 1}\n'})
+    observe(a, "Written after the stray appeared.")
+    told = memlog(a, "sync")
+    assert told.exit_code == 1 and "plain format" not in told.output
+    assert [line for line in told.output.splitlines() if "refused" in line] == [
+        f"refused and quarantined: {stray}: not a segment of a device"
+    ]
+    assert memlog(a, "sync").exit_code == 0
+    for home in (b, tmp_path / "c"):
+        if home == b:
+            result = memlog(b, "sync")
+        else:
+            key = memlog_ok(a, "sync", "--print-key").output.strip()
+            result = memlog(home, "sync", "--init", remote, "--key", key)
+        assert result.exit_code in (0, 1) and "plain format" not in result.output
+        for text in (PIN, SMALL, "Written after the stray appeared."):
+            assert memlog_ok(home, "show", content_hash(text)[:10])
+        assert memlog(home, "sync").exit_code == 0
+    assert stray not in git("--git-dir", remote, "ls-tree", "-r", "--name-only", "memlog").stdout
+
+
+def test_a_remote_of_plain_files_only_is_still_the_earlier_format(tmp_path: Path) -> None:
+    remote = str(bare_remote(tmp_path / "remote.git"))
+    a = tmp_path / "a"
+    observe(a, PIN)
+    init(a, remote)
+    files = git("--git-dir", remote, "ls-tree", "-r", "--name-only", "memlog").stdout.split()
     plain = f"{device_of(a)}/{SEGMENT}.jsonl"
-    push_tree(remote, {plain: (a / "events" / plain).read_bytes()})
-    result = memlog(b, "sync")
+    push_tree(remote, {**{f: None for f in files}, plain: b"{}\n"})
+    result = memlog(a, "sync")
     assert result.exit_code == 1 and "earlier plain format" in result.output
-    tip = git("--git-dir", remote, "rev-parse", "memlog").stdout
-    memlog(a, "sync")
-    assert git("--git-dir", remote, "rev-parse", "memlog").stdout == tip  # nothing pushed
+    assert len(result.output.strip().splitlines()) == 1
 
 
 def test_the_remote_never_holds_memory_text(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import pytest
 
 from memlog.eventlog.codec import encode_line
 from memlog.eventlog.events import Observed
-from memlog.sync import versions
+from memlog.sync import opening, versions
 from memlog.sync.sealed import Key
 
 NAME = "aa/00000000000000000001.jsonl"
@@ -63,17 +63,21 @@ def test_the_longer_version_wins_either_way() -> None:
 
 
 def test_a_rewritten_line_wins_over_the_old_one() -> None:
+    """Of a device that never signed (the first format's rule): the side that took text
+    out wins, whichever side joins; of one that signs, its newest version (what the remote
+    offers, vouched for by the device) wins when it only takes text out."""
     old = lines(event(1, reasoning="hunter2"), event(2))
     redacted = msgspec.structs.replace(event(1), reasoning="[REDACTED]", redacted=("reasoning",))
     new = lines(redacted, event(2))
     grown = lines(event(1, reasoning="hunter2"), event(2), event(3))
-    # the remote redacted, this home grew: both changes are kept, whichever side joins
-    assert versions.joined_bytes(versions.join(NAME, old, grown, new, own=True)) == data(
-        redacted, event(2), event(3)
-    )
     one_way = versions.join(NAME, old, new, grown, own=False)
     other_way = versions.join(NAME, old, grown, new, own=False)
     assert versions.joined_bytes(one_way) == versions.joined_bytes(other_way)
+    assert versions.joined_bytes(one_way) == data(redacted, event(2), event(3))
+    signed = versions.join(NAME, old, grown, new, own=False, signs=True)
+    assert versions.joined_bytes(signed) == data(redacted, event(2), event(3))
+    with pytest.raises(versions.Refused, match="otherwise than by taking text out"):
+        versions.join(NAME, new, new, grown, own=False, signs=True)  # text put back
 
 
 def test_two_rewrites_of_one_line_resolve_alike_on_both_sides() -> None:
@@ -148,14 +152,18 @@ def test_a_redaction_takes_text_out_and_adds_nothing() -> None:
     assert not versions.is_redaction(added, keywords)
 
 
-def test_this_devices_line_changes_only_by_a_redaction() -> None:
+def test_this_devices_line_never_changes_from_the_remote() -> None:
+    """Only this device writes and signs its lines: another version of one (an old one put
+    back, a forgery, even a redaction made elsewhere, which is a request) is refused."""
     mine = lines(event(1, reasoning="hunter2 here"), event(2))
     other = msgspec.structs.replace(event(1), reasoning="rewritten", redacted=("reasoning",))
-    with pytest.raises(versions.Refused, match="otherwise than by taking text out"):
-        versions.join(NAME, mine, mine, lines(other, event(2)), own=True)
     cut = msgspec.structs.replace(event(1), reasoning="[REDACTED] here", redacted=("reasoning",))
-    joined = versions.join(NAME, mine, mine, lines(cut, event(2)), own=True)
-    assert versions.joined_bytes(joined) == data(cut, event(2))
+    for theirs in (other, cut):
+        with pytest.raises(versions.Refused, match="another version of seq 1 of this device"):
+            versions.join(NAME, mine, mine, lines(theirs, event(2)), own=True)
+    assert versions.joined_bytes(versions.join(NAME, mine, mine, mine[:1], own=True)) == data(
+        event(1, reasoning="hunter2 here"), event(2)
+    )
 
 
 KEY = Key.generate()
@@ -163,11 +171,11 @@ SEALED = "aa/00000000000000000001.sealed"
 
 
 def sealed_version(*events: Observed, prev: int = 0) -> bytes:
-    return versions.seal_lines(KEY, SEALED, lines(*events), prev)
+    return opening.seal_lines(KEY, SEALED, lines(*events), prev)
 
 
 def test_a_sealed_version_opens_to_its_lines() -> None:
-    opened = versions.open_sealed(KEY, SEALED, sealed_version(event(1), event(2, 3), event(3, 3)))
+    opened = opening.open_sealed(KEY, SEALED, sealed_version(event(1), event(2, 3), event(3, 3)))
     assert opened.fault == "" and [(x.seq, x.prev) for x in opened.lines] == [
         (1, 0),
         (2, 1),
@@ -178,21 +186,21 @@ def test_a_sealed_version_opens_to_its_lines() -> None:
 
 def test_a_sealed_version_is_taken_up_to_its_first_bad_line_whole_batches_only() -> None:
     good = sealed_version(event(1), event(2, 3), event(3, 3))
-    opened = versions.open_sealed(KEY, SEALED, good + b"4 3 AAAA\n")
+    opened = opening.open_sealed(KEY, SEALED, good + b"4 3 AAAA\n")
     assert [x.seq for x in opened.lines] == [1, 2, 3] and "line 4 (seq 4)" in opened.fault
     cut = good[: good.index(b"\n3 2 ") + 1]  # a batch without its end
-    opened = versions.open_sealed(KEY, SEALED, cut)
+    opened = opening.open_sealed(KEY, SEALED, cut)
     assert [x.seq for x in opened.lines] == [1] and "cut short" in opened.fault
-    other = versions.seal_lines(Key.generate(), SEALED, lines(event(1)), 0)
-    assert "fails authentication" in versions.open_sealed(KEY, SEALED, other).fault
-    assert "torn last line" in versions.open_sealed(KEY, SEALED, good[:-1]).fault
+    other = opening.seal_lines(Key.generate(), SEALED, lines(event(1)), 0)
+    assert "fails authentication" in opening.open_sealed(KEY, SEALED, other).fault
+    assert "torn last line" in opening.open_sealed(KEY, SEALED, good[:-1]).fault
 
 
 def test_a_line_from_far_ahead_is_taken_whatever_this_clock_says() -> None:
     """The hybrid logical clock orders it: refusing it lost it for as long as this clock
     lagged (a machine a year behind took nothing for a year)."""
     late = msgspec.structs.replace(event(1), ts="2040-01-01T00:00:00.000000Z")
-    opened = versions.open_sealed(KEY, SEALED, sealed_version(late))
+    opened = opening.open_sealed(KEY, SEALED, sealed_version(late))
     assert [x.seq for x in opened.lines] == [1] and not opened.fault
 
 
@@ -202,22 +210,22 @@ def test_a_line_slipped_in_is_refused_alone() -> None:
     good = sealed_version(event(1), event(2), event(3))
     rows = good.splitlines(keepends=True)
     forged = rows[0] + b"2 1 AAAA\n" + rows[1] + rows[2]
-    opened = versions.open_sealed(KEY, SEALED, forged)
+    opened = opening.open_sealed(KEY, SEALED, forged)
     assert [x.seq for x in opened.lines] == [1, 2, 3]
     assert opened.refused == 1 and "line 2 (seq 2)" in opened.fault
     assert sorted(opened.authentic) == [1, 2, 3]
     gone = rows[0] + rows[2]  # a line taken out: what follows no longer follows
-    opened = versions.open_sealed(KEY, SEALED, gone)
+    opened = opening.open_sealed(KEY, SEALED, gone)
     assert [x.seq for x in opened.lines] == [1] and "follows seq 2" in opened.fault
     assert sorted(opened.authentic) == [1, 3]
 
 
 def test_segments_that_do_not_follow_each_other_are_found() -> None:
-    first = versions.open_sealed(KEY, SEALED, sealed_version(event(1), event(2))).lines
+    first = opening.open_sealed(KEY, SEALED, sealed_version(event(1), event(2))).lines
     second_name = "aa/00000000000000000003.sealed"
-    good = versions.seal_lines(KEY, second_name, lines(event(3)), 2)
-    gap = versions.seal_lines(KEY, second_name, lines(event(3)), 1)
-    ok = versions.open_sealed(KEY, second_name, good).lines
-    bad = versions.open_sealed(KEY, second_name, gap).lines
+    good = opening.seal_lines(KEY, second_name, lines(event(3)), 2)
+    gap = opening.seal_lines(KEY, second_name, lines(event(3)), 1)
+    ok = opening.open_sealed(KEY, second_name, good).lines
+    bad = opening.open_sealed(KEY, second_name, gap).lines
     assert versions.chained([(SEALED, first), (second_name, ok)]) is None
     assert "lines were removed" in str(versions.chained([(SEALED, first), (second_name, bad)]))
