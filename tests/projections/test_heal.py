@@ -171,7 +171,8 @@ def test_a_prompt_on_a_malformed_database_says_so_and_the_next_one_recalls(
 ) -> None:
     """The prompt hook exits 0 and recalls (from views rebuilt in its time, or the markdown
     files), or says on stderr and in hook-errors.log that the views are being rebuilt; a
-    later prompt recalls from them."""
+    later prompt (of another session: a session is never given a lesson twice) recalls from
+    them."""
     import subprocess
     import sys
     import time
@@ -194,6 +195,7 @@ def test_a_prompt_on_a_malformed_database_says_so_and_the_next_one_recalls(
         if damage.marked(memlog_home) is None:
             break
         time.sleep(0.1)
+    asked = prompt_payload(root, "how should the parser keep each step small and tested?")
     again = subprocess.run(hook, input=asked, capture_output=True, cwd=root,
                            env=hook_env(memlog_home), timeout=60)  # fmt: skip
     assert again.returncode == 0 and b"Lesson " in again.stdout, again.stderr
