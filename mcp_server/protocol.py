@@ -7,7 +7,8 @@ server never dies on one:
 * a notification (``method``, no ``id``) gets none, whatever its method;
 * a response (``result`` or ``error`` with an ``id``: the server sends no
   requests, so it is a stray one) gets none either;
-* a line that is not JSON gets ``-32700`` (parse error), and JSON that is no
+* a line that is not JSON (invalid UTF-8 inside a string among it) gets ``-32700``
+  (parse error), and JSON that is no
   JSON-RPC 2.0 message (a batch, a number, an object without ``"jsonrpc":
   "2.0"`` or ``method``, an ``id`` that is neither a string nor an integer)
   gets ``-32600`` (invalid request); both with ``"id": null`` unless the
@@ -97,6 +98,8 @@ def parse(line: bytes) -> Request | None:
         message = msgspec.json.decode(line)
     except msgspec.DecodeError as exc:
         raise Refused(PARSE_ERROR, f"Parse error: {_one_line(str(exc))}") from None
+    except UnicodeDecodeError as exc:  # msgspec checks a string's UTF-8 only when it reads it
+        raise Refused(PARSE_ERROR, f"Parse error: not UTF-8 at byte {exc.start}") from None
     except RecursionError:
         raise Refused(INVALID_REQUEST, _too_deep()) from None
     if isinstance(message, list):
