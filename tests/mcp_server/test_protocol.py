@@ -30,8 +30,11 @@ REFUSED: list[tuple[bytes, int, Any]] = [
     (b'{"jsonrpc": "2.0", "id": 1, "method": "ping"', protocol.PARSE_ERROR, None),
     (b"\xff\xfe{}", protocol.PARSE_ERROR, None),
     # invalid UTF-8 inside a string of otherwise good JSON: still a parse error
-    (b'{"jsonrpc": "2.0", "id": 11, "method": "ping", "params": {"a": "\xff\xfe"}}',
-     protocol.PARSE_ERROR, None),
+    (
+        b'{"jsonrpc": "2.0", "id": 11, "method": "ping", "params": {"a": "\xff\xfe"}}',
+        protocol.PARSE_ERROR,
+        None,
+    ),
     (b"42", protocol.INVALID_REQUEST, None),
     (b'"ping"', protocol.INVALID_REQUEST, None),
     (b"[]", protocol.INVALID_REQUEST, None),
