@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from memlog.errors import InvalidInput, MemlogError
+from memlog.untrusted import Refused, read_bytes, shown
 
 MAX_CHANGED = 20
 CONTEXT_TIMEOUT = 0.6
@@ -74,7 +75,7 @@ def _read_until(fd: int, deadline: float) -> str | None:
 def changed_since(base: str, cwd: Path) -> list[str]:
     """Files changed on this branch: ``git diff --name-only BASE...HEAD`` (deletions left out)."""
     if not base.strip() or base.startswith("-"):
-        raise InvalidInput(f"--references-from-git: {base!r} is not a git revision")
+        raise InvalidInput(f"--references-from-git: {shown(base)} is not a git revision")
     import subprocess
 
     command = ["git", "-C", str(cwd), "diff", "--name-only", "--diff-filter=d", f"{base}...HEAD"]
@@ -92,18 +93,27 @@ def changed_since(base: str, cwd: Path) -> list[str]:
     return [line for line in done.stdout.splitlines() if line.strip()]
 
 
+#: the most of a git pointer file (``.git``, ``HEAD``) read: one line naming a path or a ref
+MAX_POINTER_BYTES = 4096
+
+
+def _small(path: Path) -> str:
+    """A git pointer file's line, read within bounds (a repository is anyone's)."""
+    return read_bytes(path, MAX_POINTER_BYTES).decode("utf-8").strip()
+
+
 def current_branch(root: Path) -> str:
     """The branch checked out at ``root``, read from ``.git/HEAD`` (no subprocess):
     ``HEAD`` when detached, empty when there is no repository or it cannot be read."""
     git = root / ".git"
     try:
         if git.is_file():  # a worktree or submodule: ``gitdir: <path>``
-            pointer = git.read_text(encoding="utf-8").strip()
+            pointer = _small(git)
             if not pointer.startswith("gitdir:"):
                 return ""
             git = (root / pointer.split(":", 1)[1].strip()).resolve()
-        head = (git / "HEAD").read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
+        head = _small(git / "HEAD")
+    except (OSError, UnicodeDecodeError, Refused):
         return ""
     if head.startswith("ref:"):
         return head.split(":", 1)[1].strip().removeprefix("refs/heads/")

@@ -26,6 +26,7 @@ from memlog.projections import branch_memory
 from memlog.projections.fold import Entry, branch_key
 from memlog.projections.markdown_view.branch import puffin_time, splice_claude_md, split_key
 from memlog.projections.sqlite_view import queries
+from memlog.untrusted import shown
 from memlog.vocabulary import SECTIONS
 from memlog.workspace import Workspace
 
@@ -85,7 +86,7 @@ def show(ws: Workspace, name: str, project: str | None = None) -> BranchView:
     owner = ws.project if project is None else project
     text = branch_memory.file_text(ws.home, owner, name)
     if text is None:
-        raise InvalidInput(f"no branch memory for {name!r} in project {owner!r}")
+        raise InvalidInput(f"no branch memory for {shown(name)} in project {shown(owner)}")
     audits = [e for e in _events_of(ws, owner, name) if isinstance(e, MemoryEvolved)]
     audits.sort(key=lambda e: e.seq)
     entries = branch_memory.live_entries(ws.home, owner, name)
@@ -102,7 +103,7 @@ def clear(
     owner = ws.project if project is None else project
     entries = branch_memory.live_entries(ws.home, owner, name)
     if not entries:
-        raise InvalidInput(f"the branch memory of {name!r} in project {owner!r} is empty")
+        raise InvalidInput(f"the branch memory of {shown(name)} in project {shown(owner)} is empty")
     key, why = branch_key(owner, name), reason.strip()
     retired = [Retired(entry_id=e.id, reason=why, branch=key) for e in entries]
     ops = [Operation(op="remove", entry_id=e.id, reason=why) for e in entries]

@@ -223,7 +223,8 @@ def import_claude_memory(
     folders = claude_memory.every_folder(str(cwd) if cwd is not None else None)
     if dry_run:
         ws.catch_up()
-        return NativeImported(claude_memory.read(ws, folders), [])
+        found = claude_memory.read(ws, folders)
+        return NativeImported(found, list(found.skipped))
     found, notes = claude_memory.record(ws, folders, meter)
     return NativeImported(found, notes)
 

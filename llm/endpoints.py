@@ -14,6 +14,8 @@ import shutil
 from collections.abc import Mapping
 from typing import NamedTuple
 
+from memlog.untrusted import shown
+
 ANTHROPIC_URL = "https://api.anthropic.com"
 ANTHROPIC_KEY = "ANTHROPIC_API_KEY"
 #: memlog's own override first, then the variable Claude Code and the SDKs read
@@ -71,4 +73,4 @@ def _one(name: str, env: Mapping[str, str]) -> Destination:
         return Destination(name, f"the Messages API at {anthropic_url(env)} (Claude Haiku)", True)
     if name == "ollama":
         return Destination(name, f"the Ollama server at {ollama_url(env)}, if one answers", False)
-    return Destination(name, "", False, missing=f"unknown provider {name!r}")
+    return Destination(name, "", False, missing=f"unknown provider {shown(name)}")

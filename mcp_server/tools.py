@@ -21,6 +21,7 @@ from memlog.eventlog.events import Observed
 from memlog.mcp_server.catalog import LIST_LIMIT_MAX, SEARCH_LIMIT_MAX
 from memlog.mcp_server.results import SOURCE, Found, Hit, Listed, Memory, Stored
 from memlog.projections.fold import Entry, space_key
+from memlog.untrusted import shown
 from memlog.vocabulary import CATEGORIES, KB_CATEGORIES
 from memlog.workspace import Workspace
 
@@ -158,9 +159,9 @@ def _check_category(category: str | None) -> None:
 
 
 def _bad_category(category: object, allowed: Sequence[str]) -> str:
-    return f"category must be one of {', '.join(allowed)}, not {category!r}"
+    return f"category must be one of {', '.join(allowed)}, not {shown(category)}"
 
 
 def _check_limit(limit: int, most: int) -> None:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= most:
-        raise InvalidInput(f"limit must be a whole number from 1 to {most}, not {limit!r}")
+        raise InvalidInput(f"limit must be a whole number from 1 to {most}, not {shown(limit)}")

@@ -29,6 +29,7 @@ from memlog.sync.repo import (
 )
 from memlog.sync.sealed import FORMAT, FORMAT_FILE, Key, read_format
 from memlog.sync.sealing import PLAIN_SUFFIX, Sealer
+from memlog.untrusted import shown
 
 
 class Ready(NamedTuple):
@@ -165,7 +166,7 @@ def classify(git: Git, url: str, commit: str | None) -> bool:
     if found is None or found.format != FORMAT:
         named = found.format[:40] if found is not None else "unreadable"
         raise SyncError(f"{url} holds memlog data in a format this memlog does not know "
-                        f"({named!r}): upgrade memlog")  # fmt: skip
+                        f"({shown(named)}): upgrade memlog")  # fmt: skip
     return True
 
 

@@ -28,6 +28,7 @@ from memlog.eventlog.events import TYPE_NAMES
 from memlog.ui import tables
 from memlog.ui.guard import Guard
 from memlog.ui.render import page
+from memlog.untrusted import shown
 from memlog.vocabulary import CATEGORIES, SOURCES
 from memlog.workspace import Workspace
 
@@ -108,7 +109,7 @@ def _number(request: Request, name: str, default: int, low: int = 1) -> int:
     if not text:
         return default
     if not text.isdigit() or int(text) < low:
-        raise InvalidInput(f"{name} must be a whole number of at least {low}, not {text!r}")
+        raise InvalidInput(f"{name} must be a whole number of at least {low}, not {shown(text)}")
     return int(text)
 
 
@@ -189,7 +190,7 @@ def log_page(site: Site, request: Request) -> Response:
     view, notes = _view(site, request)
     kind = request.query_params.get("type", "").strip()
     if kind and kind not in TYPE_NAMES:
-        raise InvalidInput(f"unknown event type {kind!r}")
+        raise InvalidInput(f"unknown event type {shown(kind)}")
     before = _number(request, "before", 0, low=0) or None
     found = browsing.events(view, (kind,) if kind else (), LOG_PAGE, before)
     return _render(
