@@ -47,13 +47,13 @@ def keyword_notes(given: Sequence[str], where: str = "") -> list[str]:
     secrets = sum(redact_text(k) != k for k, _ in renamed)  # kept by --no-redact: not shown
     renamed = [(k, n) for k, n in renamed if redact_text(k) == k]
     if renamed or secrets:
-        shown = ", ".join(
+        listed = ", ".join(
             f"{shown(k)} as {shown(n)}" if n else f"{shown(k)} dropped" for k, n in renamed
         )
         if secrets:
             held = f"{secrets} holding a secret, lower-cased"
-            shown = f"{shown}, {held}" if shown else held
-        notes.append(f"{prefix}keywords are lowercase a-z, 0-9 and -: recorded {shown}")
+            listed = f"{listed}, {held}" if listed else held
+        notes.append(f"{prefix}keywords are lowercase a-z, 0-9 and -: recorded {listed}")
     kept = _unique(normalise_keyword(k) for k in given)
     if len(kept) > MAX_KEYWORDS:
         notes.append(

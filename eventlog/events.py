@@ -131,16 +131,26 @@ class Promoted(EventBase, frozen=True, kw_only=True, tag="entry.promoted"):
 
 
 class Recalled(EventBase, frozen=True, kw_only=True, tag="entry.recalled"):
-    """Entries were injected into a context; never changes ``updated_at``."""
+    """Entries were injected into a context; never changes ``updated_at``.
+
+    What was ranked (a prompt's words, a start's context) stays on the machine: the
+    event holds only ``digest``, keyed by this home's own key (``devices.local_digest``).
+    """
 
     ids: tuple[EntryId, ...]
     session_id: str = ""
     project: str = ""
+    #: the text ranked, as lines written before it was kept local carry it; never written now
     query: str = ""
     mode: str = ""
     #: what the entries were injected at: a session start's source (``startup``,
     #: ``resume``, ``clear``, ``compact``) or ``prompt``; empty: a start, or written before
     trigger: str = ""
+    #: the keyed digest of the text ranked: the same text gives the same digest on this
+    #: machine only ("" when nothing was ranked, or written before)
+    digest: str = ""
+    #: each entry's final score, in the order of ``ids`` (empty: written before)
+    scores: tuple[float, ...] = ()
 
     @property
     def entry_ids(self) -> tuple[str, ...]:
