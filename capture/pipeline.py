@@ -20,8 +20,9 @@ from typing import Generic, NamedTuple, TypeVar
 from memlog.capture.embed import embed_entries
 from memlog.capture.label import label_entries, needs_labels
 from memlog.errors import MemlogError
-from memlog.eventlog.events import EventBase, Observed
+from memlog.eventlog.events import EventBase, Held, Observed
 from memlog.projections.sqlite_view import queries
+from memlog.untrusted import shown
 from memlog.workspace import Workspace
 
 E = TypeVar("E", bound=EventBase)
@@ -30,10 +31,12 @@ Meter = Callable[[str, int], Callable[[int], None]]
 
 
 class Captured(NamedTuple, Generic[E]):
-    """The events as stored, and what could not be done after appending them."""
+    """The events as stored, and what could not be done after appending them; the
+    ``entry.held`` events the scan of lessons added (``eventlog.screening``)."""
 
     stored: list[E]
     notes: list[str]
+    held: list[Held] = []
 
 
 def capture(
@@ -47,10 +50,22 @@ def capture(
 
     ``meter`` reports the long part (embedding) to a progress display.
     """
-    stored = ws.log(command, redact=redact).append(events)
+    log = ws.log(command, redact=redact)
+    stored = log.append(events)
     observed = [e for e in stored if isinstance(e, Observed)]
     supplied = {e.entry_id: e.keywords for e in observed}
-    return Captured(stored, settle(ws, supplied.keys(), supplied, meter))
+    notes = held_notes(log.held, observed)
+    return Captured(stored, notes + settle(ws, supplied.keys(), supplied, meter), log.held)
+
+
+def held_notes(held: Sequence[Held], observed: Sequence[Observed]) -> list[str]:
+    """A line for each entry held for review: what held it, and how to let it in."""
+    names = {e.entry_id: e.name for e in observed}
+    return [
+        f"entry {h.entry_id} {shown(names.get(h.entry_id, ''), 60)}: held for review "
+        f"({', '.join(h.rules)}); it is not injected until `memlog review accept {h.entry_id}`"
+        for h in held
+    ]
 
 
 def settle(

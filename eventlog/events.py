@@ -106,6 +106,10 @@ class Observed(EventBase, frozen=True, kw_only=True, tag="entry.observed"):
     #: whether observing a retired or superseded entry brings it back; None (lines
     #: written before the choice existed) brings it back, as those versions did
     revive: bool | None = None
+    #: the way in: ``observe``, ``promote``, ``mcp``, ``import``, ``extraction``,
+    #: ``auto-memory``, ``adopt`` ("" before doors were named); with ``origin`` (the file,
+    #: the session) and the device whose folder holds the line, where a lesson came from
+    door: str = ""
 
     @property
     def entry_id(self) -> str:
@@ -224,6 +228,37 @@ class Superseded(EventBase, frozen=True, kw_only=True, tag="entry.superseded"):
     @property
     def entry_ids(self) -> tuple[str, ...]:
         return (self.entry_id, self.by)
+
+
+class Held(EventBase, frozen=True, kw_only=True, tag="entry.held"):
+    """The scan found text in an observation that tries to steer the agent (``rules``, in
+    ``fields``): the entry is kept out of every injection until its user accepts it.
+
+    ``digest`` names the text held: once accepted, the same text held again is not."""
+
+    entry_id: EntryId
+    rules: tuple[str, ...]
+    fields: tuple[str, ...] = ()
+    digest: str = ""
+    #: the door the text came through (``sync`` for another device's line)
+    door: str = ""
+
+    @property
+    def entry_ids(self) -> tuple[str, ...]:
+        return (self.entry_id,)
+
+
+class Reviewed(EventBase, frozen=True, kw_only=True, tag="entry.reviewed"):
+    """The user judged a held entry: ``accepted`` lets it be injected (the text held so far),
+    ``rejected`` keeps it out for good (until accepted)."""
+
+    entry_id: EntryId
+    verdict: Literal["accepted", "rejected"]
+    reason: str = ""
+
+    @property
+    def entry_ids(self) -> tuple[str, ...]:
+        return (self.entry_id,)
 
 
 class Removal(msgspec.Struct, frozen=True):
@@ -350,6 +385,8 @@ Event = (
     | MemoryEvolved
     | MaintenanceRan
     | Redacted
+    | Held
+    | Reviewed
 )
 EVENT_TYPES: tuple[type[EventBase], ...] = (
     Observed,
@@ -364,5 +401,7 @@ EVENT_TYPES: tuple[type[EventBase], ...] = (
     MemoryEvolved,
     MaintenanceRan,
     Redacted,
+    Held,
+    Reviewed,
 )
 TYPE_NAMES: tuple[str, ...] = tuple(str(t.__struct_config__.tag) for t in EVENT_TYPES)

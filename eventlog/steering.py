@@ -77,17 +77,18 @@ class Hit(NamedTuple):
 # -- hidden characters ---------------------------------------------------------------------------
 
 _TAGS = range(0xE0000, 0xE0080)
-_BIDI = frozenset("\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069\u200e\u200f\u061c")
+#: every format (Cf) and control (Cc) character but tab, newline and carriage return, as
+#: Unicode 15 lists them (``tests/eventlog/test_steering.py`` holds it to ``unicodedata``):
+#: zero-width characters, bidirectional controls, tag characters, the soft hyphen …
+_INVISIBLE_RANGES = (
+    (0x0, 0x8), (0xB, 0xC), (0xE, 0x1F), (0x7F, 0x9F), (0xAD, 0xAD), (0x600, 0x605),
+    (0x61C, 0x61C), (0x6DD, 0x6DD), (0x70F, 0x70F), (0x890, 0x891), (0x8E2, 0x8E2),
+    (0x180E, 0x180E), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x2064), (0x2066, 0x206F),
+    (0xFEFF, 0xFEFF), (0xFFF9, 0xFFFB), (0x110BD, 0x110BD), (0x110CD, 0x110CD),
+    (0x13430, 0x1343F), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0000, 0xE007F),
+)  # fmt: skip
+_INVISIBLE = re.compile("[" + "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in _INVISIBLE_RANGES) + "]")
 _ZWJ = "\u200d"
-
-
-def _invisible(char: str) -> bool:
-    """Whether ``char`` shows nothing (or reorders what is shown) where a lesson is read."""
-    if char in "\n\t\r":
-        return False
-    if ord(char) in _TAGS or char in _BIDI:
-        return True
-    return unicodedata.category(char) in ("Cf", "Cc")
 
 
 def _emoji_joiner(text: str, at: int) -> bool:
@@ -100,17 +101,17 @@ def _emoji_joiner(text: str, at: int) -> bool:
 
 def hidden(text: str) -> str | None:
     """What the first invisible character of ``text`` is (None when it has none)."""
-    for at, char in enumerate(text):
-        if _invisible(char) and not (char == _ZWJ and _emoji_joiner(text, at)):
-            name = unicodedata.name(char, "") or f"U+{ord(char):04X}"
+    for match in _INVISIBLE.finditer(text):
+        char = match.group()
+        if not (char == _ZWJ and _emoji_joiner(text, match.start())):
+            name = unicodedata.name(char, "")
             return f"U+{ord(char):04X} {name}".strip()
     return None
 
 
 def visible(text: str) -> str:
     """``text`` without its invisible characters, width folded (NFKC): what a rule reads."""
-    kept = "".join(c for c in text if not _invisible(c) or c in "\n\t")
-    return unicodedata.normalize("NFKC", kept)
+    return unicodedata.normalize("NFKC", _INVISIBLE.sub("", text))
 
 
 # -- frame markup --------------------------------------------------------------------------------
@@ -266,6 +267,8 @@ def _exfiltration(text: str) -> tuple[int, int] | None:
         return match.span()
     for verb in _SEND_RE.finditer(text):
         start, end = verb.span()
+        if _NEGATED.search(text, max(0, start - 24), start):
+            continue  # "never log tokens": advice against it
         if _SECRET_RE.search(text, max(0, start - 60), end + 60) and _WHERE_RE.search(
             text, max(0, start - 120), end + 200
         ):
@@ -301,6 +304,10 @@ def _searching(pattern: re.Pattern[str]) -> Finder:
 
 
 _SEND_RE, _SECRET_RE, _WHERE_RE = (re.compile(p) for p in (_SEND, _SECRET, _WHERE))
+#: a negation right before a verb (an adverb between at most): the lesson advises against it
+_NEGATED = re.compile(
+    r"\b(?:never|don't|do not|must not|mustn't|avoid|no longer|stop)\s+(?:\w+ly\s+)?$"
+)
 _EXFIL_COMMAND = _compiled(_EXFIL)
 #: each rule about what the text says, and what finds the span it holds in lower-cased text
 TEXT_RULES: tuple[tuple[str, Finder], ...] = (

@@ -14,6 +14,7 @@ import msgspec
 
 from memlog.eventlog.events import (
     Event,
+    Held,
     Labelled,
     MaintenanceRan,
     MemoryEvolved,
@@ -23,6 +24,7 @@ from memlog.eventlog.events import (
     Redacted,
     Reembedded,
     Retired,
+    Reviewed,
     SessionPending,
     SessionProgress,
     Superseded,
@@ -85,6 +87,19 @@ class Entry(msgspec.Struct, kw_only=True):
     #: ``key<TAB>time`` for every branch memory the entry ever joined: when it last
     #: joined, left or came back to it (what that memory's ``Last updated`` comes from)
     branch_stamps: list[str] = msgspec.field(default_factory=list)
+    # where it came from, and whether its text may be injected
+    #: the doors it came through (``Observed.door``)
+    doors: list[str] = msgspec.field(default_factory=list)
+    #: the device folders holding its observations (none for a log kept flat: this machine)
+    devices: list[str] = msgspec.field(default_factory=list)
+    #: the scan's rules that held it (``entry.held``), kept after a review for the record
+    held: list[str] = msgspec.field(default_factory=list)
+    #: digests of the text held and not yet reviewed: while any is left, status ``held``
+    holds: list[str] = msgspec.field(default_factory=list)
+    #: digests of the text its user accepted (held again, that text changes nothing)
+    accepted: list[str] = msgspec.field(default_factory=list)
+    #: the last review: ``accepted``, ``rejected`` or ""
+    review: str = ""
 
     @property
     def live(self) -> bool:
@@ -153,7 +168,7 @@ def _union(current: list[str], more: Iterable[str]) -> None:
             current.append(item)
 
 
-def _create(event: Observed, entry_id: str) -> Entry:
+def _create(event: Observed, entry_id: str, device: str = "") -> Entry:
     entry = Entry(
         id=entry_id,
         name=event.name,
@@ -172,7 +187,7 @@ def _create(event: Observed, entry_id: str) -> Entry:
         last_observed=event.last_observed,
         section=event.section,
     )
-    _add_provenance(entry, event)
+    _add_provenance(entry, event, device)
     return entry
 
 
@@ -185,7 +200,7 @@ def provenance_label(project: str, feature: str) -> str:
     return ", ".join(p for p in (project, feature) if p)
 
 
-def _add_provenance(entry: Entry, event: Observed | Promoted) -> None:
+def _add_provenance(entry: Entry, event: Observed | Promoted, device: str = "") -> None:
     _union(entry.projects, [event.project])
     _union(entry.features, [event.feature])
     _union(entry.provenance, [provenance_label(event.project, event.feature)])
@@ -193,10 +208,12 @@ def _add_provenance(entry: Entry, event: Observed | Promoted) -> None:
         _union(entry.sources, [event.source])
         _union(entry.origins, [event.origin])
         _union(entry.details, event.details)
+        _union(entry.doors, [event.door])
+        _union(entry.devices, [device])
         entry.layout = list(event.layout) or entry.layout  # as the store file last read had it
 
 
-def _observe_again(entry: Entry, event: Observed) -> None:
+def _observe_again(entry: Entry, event: Observed, device: str = "") -> None:
     if event.count is None:
         entry.observation_count += 1
     else:  # an imported file states an absolute count: reflected, never summed
@@ -210,21 +227,28 @@ def _observe_again(entry: Entry, event: Observed) -> None:
     _union(entry.keywords, event.keywords)
     del entry.keywords[MAX_KEYWORDS:]
     entry.last_observed = max(entry.last_observed, event.last_observed)
-    if event.revive is not False:  # None: written before revival was asked for
+    if event.revive is not False and entry.status != "rejected":  # None: written before
         entry.status, entry.status_reason, entry.superseded_by = "live", "", ""
-    _add_provenance(entry, event)
+        _settle(entry)
+    _add_provenance(entry, event, device)
 
 
-def _observed(state: State, event: Observed) -> str:
+def _settle(entry: Entry) -> None:
+    """An entry brought back while text of it waits for review is held, not live."""
+    if entry.live and entry.holds:
+        entry.status = "held"
+
+
+def _observed(state: State, event: Observed, device: str = "") -> str:
     entry = state.entries.get(entry_id := event.entry_id)  # (a hash of the description)
     if entry is None:
-        entry = state.entries[entry_id] = _create(event, entry_id)
+        entry = state.entries[entry_id] = _create(event, entry_id, device)
         state.created.append(entry_id)
     else:
         if not entry.live and event.revive is not False:  # back in every branch memory
             for key in entry.branches:
                 _stamp(entry, key, event.ts)
-        _observe_again(entry, event)
+        _observe_again(entry, event, device)
     if event.section:
         entry.section = entry.section or event.section
         key = branch_key(event.project, event.branch)
@@ -283,6 +307,26 @@ def _superseded(entry: Entry, event: Superseded) -> None:
         entry.superseded_by = event.by
 
 
+def _held(entry: Entry, event: Held) -> None:
+    if event.digest and event.digest in entry.accepted:
+        return  # text its user accepted already
+    _union(entry.held, event.rules)
+    _union(entry.holds, [event.digest or event.id])
+    if entry.live:
+        entry.status, entry.status_reason = "held", ", ".join(event.rules)
+
+
+def _reviewed(entry: Entry, event: Reviewed) -> None:
+    entry.review = event.verdict
+    if event.verdict == "accepted":
+        _union(entry.accepted, entry.holds)
+        entry.holds.clear()
+        if entry.status in ("held", "rejected"):
+            entry.status, entry.status_reason = "live", ""
+    elif entry.status in ("live", "held"):
+        entry.status, entry.status_reason = "rejected", event.reason
+
+
 def _update(entry: Entry, event: Event) -> None:
     match event:
         case Promoted():
@@ -299,12 +343,17 @@ def _update(entry: Entry, event: Event) -> None:
             _superseded(entry, event)
         case Redacted():  # embedded from text that is gone: embedded again after
             entry.vectors.clear()
+        case Held():
+            _held(entry, event)
+        case Reviewed():
+            _reviewed(entry, event)
 
 
-def apply(state: State, event: Event) -> State:
-    """Fold one event into ``state``; events about unknown entries change nothing."""
+def apply(state: State, event: Event, device: str = "") -> State:
+    """Fold one event into ``state``; events about unknown entries change nothing.
+    ``device``: the device folder the event's line is in ("" for a log kept flat)."""
     if isinstance(event, Observed):
-        state.touched.add(_observed(state, event))
+        state.touched.add(_observed(state, event, device))
         return state
     if isinstance(event, SessionPending | SessionProgress | MemoryEvolved | MaintenanceRan):
         _ledger(state, event)
@@ -398,3 +447,8 @@ def fold(events: Iterable[Event], state: State | None = None) -> State:
     for event in events:
         apply(current, event)
     return current
+
+
+def device_of(segment: str) -> str:
+    """The device folder of a segment's name in the log (``<device>/<file>``; "" when flat)."""
+    return segment.split("/", 1)[0] if "/" in segment else ""

@@ -29,7 +29,7 @@ from memlog.eventlog.log import START, DamageHandler, EventLog, Record
 from memlog.eventlog.merged import Late, Unfollowable, unread_bytes
 from memlog.files import open_private
 from memlog.projections import late, leftovers, markdown_sync, writes
-from memlog.projections.fold import State, apply
+from memlog.projections.fold import State, apply, device_of
 from memlog.projections.freshness import current_seq, db_path, stored_seq
 from memlog.projections.markdown_view import render
 from memlog.projections.markdown_view.writer import load_state, remove_unplanned
@@ -195,7 +195,7 @@ def _apply(
     before = writes.Snapshot.of(state.entries, space)
     slots, count = store.slots_of(db, state.entries), store.slot_count(db)
     for record in records:
-        apply(state, record.event)
+        apply(state, record.event, device_of(record.segment))
     for n, entry_id in enumerate(state.created):
         slots[entry_id] = count + n
     total = count + len(state.created)
@@ -240,7 +240,7 @@ def fold_log(
         event = record.event
         if until is not None and not within(record.ordinal, event.ts, None, until):
             break
-        apply(state, event)
+        apply(state, event, device_of(record.segment))
         if indexed is not None:
             indexed += lines.rows_of(record)
         last, applied = record, applied + 1

@@ -30,7 +30,7 @@ BUSY_TIMEOUT_MS = 5000
 
 _LIST_COLUMNS = (
     "keywords", "references", "projects", "features", "sources", "origins", "provenance", "details",
-    "branches", "branch_stamps", "layout",
+    "branches", "branch_stamps", "layout", "doors", "devices", "held", "holds", "accepted",
 )  # fmt: skip
 ENTRY_COLUMNS = (
     "id", "name", "description", "reasoning", "category", "keywords", "references",
@@ -38,7 +38,7 @@ ENTRY_COLUMNS = (
     "updated_at", "created_seq", "source", "source_project", "projects", "features",
     "sources", "origins", "provenance", "details", "last_observed", "promoted",
     "promotion_reason", "status", "status_reason", "superseded_by", "section", "branches",
-    "branch_stamps", "layout",
+    "branch_stamps", "layout", "doors", "devices", "held", "holds", "accepted", "review",
 )  # fmt: skip
 QUOTED_COLUMNS = _QUOTED = ", ".join(f'"{c}"' for c in ENTRY_COLUMNS)
 _UPSERT = (

@@ -1,0 +1,80 @@
+"""Every door's scan of lessons: each observation appended is named by the door it came
+through and, when the scan of lessons (``steering``) finds text in it that steers the agent,
+followed in its batch by an ``entry.held`` event.
+
+The log's append calls ``screened`` for every batch holding an observation, so no door
+(``memlog observe`` and ``promote``, the MCP server, ``memlog import``, extraction, Claude
+Code's auto memory, an adopted iflow store) can store a lesson unscanned; sync scans
+what another device sends with ``held_event`` (door ``sync``), as it arrives.  An entry
+held stays out of every injection until its user accepts it (``memlog review``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, TypeVar
+
+import msgspec
+
+from memlog import digests
+from memlog.eventlog.events import EventBase, Held, Observed
+from memlog.eventlog.steering import Hit, observed_fields, scan
+
+E = TypeVar("E", bound=EventBase)
+
+#: the door of each command that appends observations (the command itself otherwise)
+DOORS = {
+    "observe": "observe",
+    "promote": "promote",
+    "serve-mcp": "mcp",
+    "import": "import",
+    "import --claude-memory": "auto-memory",
+    "memorize": "extraction",
+    "maintenance": "extraction",
+    "adopt": "adopt",
+}
+
+
+def door_of(command: str) -> str:
+    """The door an observation appended by ``command`` came through."""
+    return DOORS.get(command, command.split(" ", 1)[0])
+
+
+def digest_of(event: Observed, hits: Sequence[Hit]) -> str:
+    """What names the text held: the fields the hits are in (all of them for a hit in the
+    fields read together), so the same text held again is known as accepted."""
+    named = {h.field for h in hits}
+    fields = [(n, t) for n, t in observed_fields(event) if "entry" in named or n in named]
+    data = msgspec.json.encode(fields)
+    return digests.sha256(data).hexdigest()[:16]
+
+
+def held_event(event: Observed, door: str) -> Held | None:
+    """The ``entry.held`` event for ``event`` when the scan holds it (None when it passes)."""
+    hits = scan(observed_fields(event))
+    if not hits:
+        return None
+    return Held(
+        entry_id=event.entry_id, rules=tuple(h.rule for h in hits),
+        fields=tuple(dict.fromkeys(h.field for h in hits)), digest=digest_of(event, hits),
+        door=door,
+    )  # fmt: skip
+
+
+def screened(events: Sequence[E], command: str) -> tuple[list[E], set[int]]:
+    """``events`` with each observation's door named (when it names none) and each one the
+    scan holds followed by its ``entry.held`` event; the places of the events added."""
+    found: list[Any] = []
+    added: set[int] = set()
+    for event in events:
+        if isinstance(event, Observed):
+            if not event.door:
+                event = msgspec.structs.replace(event, door=door_of(command))
+            found.append(event)
+            held = held_event(event, event.door)
+            if held is not None:
+                added.add(len(found))
+                found.append(held)
+        else:
+            found.append(event)
+    return found, added
