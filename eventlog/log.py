@@ -94,7 +94,7 @@ class EventLog:
         prepared, added = self._prepared(events)
         with self._locked():
             stored = self._append_locked(prepared)
-        self.held = [e for i, e in enumerate(stored) if i in added]
+        self.held = [e for i, e in enumerate(stored) if i in added and isinstance(e, Held)]
         return [e for i, e in enumerate(stored) if i not in added]
 
     def append_or_spool(self, events: Sequence[E]) -> bool:

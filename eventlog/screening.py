@@ -67,14 +67,15 @@ def screened(events: Sequence[E], command: str) -> tuple[list[E], set[int]]:
     found: list[Any] = []
     added: set[int] = set()
     for event in events:
-        if isinstance(event, Observed):
-            if not event.door:
-                event = msgspec.structs.replace(event, door=door_of(command))
+        if not isinstance(event, Observed):
             found.append(event)
-            held = held_event(event, event.door)
-            if held is not None:
-                added.add(len(found))
-                found.append(held)
-        else:
-            found.append(event)
+            continue
+        observed: Observed = event
+        if not observed.door:
+            observed = msgspec.structs.replace(observed, door=door_of(command))
+        found.append(observed)
+        held = held_event(observed, observed.door)
+        if held is not None:
+            added.add(len(found))
+            found.append(held)
     return found, added
