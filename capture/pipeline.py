@@ -54,17 +54,26 @@ def capture(
     stored = log.append(events)
     observed = [e for e in stored if isinstance(e, Observed)]
     supplied = {e.entry_id: e.keywords for e in observed}
-    notes = held_notes(log.held, observed)
-    return Captured(stored, notes + settle(ws, supplied.keys(), supplied, meter), log.held)
+    notes = settle(ws, supplied.keys(), supplied, meter)
+    return Captured(stored, held_notes(ws, log.held, observed) + notes, log.held)
 
 
-def held_notes(held: Sequence[Held], observed: Sequence[Observed]) -> list[str]:
-    """A line for each entry held for review: what held it, and how to let it in."""
+def held_notes(ws: Workspace, held: Sequence[Held], observed: Sequence[Observed]) -> list[str]:
+    """A line for each entry held for review (as the views have it: text accepted before
+    is not held again): what held it, and how to let it in."""
+    if not held:
+        return []
+    try:
+        still = {e.id for e in queries.entries(ws.home, [h.entry_id for h in held], False)
+                 if e.status == "held"}  # fmt: skip
+    except (MemlogError, sqlite3.Error):
+        still = {h.entry_id for h in held}  # the views cannot tell: say all of them
     names = {e.entry_id: e.name for e in observed}
     return [
         f"entry {h.entry_id} {shown(names.get(h.entry_id, ''), 60)}: held for review "
         f"({', '.join(h.rules)}); it is not injected until `memlog review accept {h.entry_id}`"
         for h in held
+        if h.entry_id in still
     ]
 
 

@@ -40,23 +40,23 @@ def door_of(command: str) -> str:
     return DOORS.get(command, command.split(" ", 1)[0])
 
 
-def digest_of(event: Observed, hits: Sequence[Hit]) -> str:
-    """What names the text held: the fields the hits are in (all of them for a hit in the
-    fields read together), so the same text held again is known as accepted."""
-    named = {h.field for h in hits}
-    fields = [(n, t) for n, t in observed_fields(event) if "entry" in named or n in named]
-    data = msgspec.json.encode(fields)
-    return digests.sha256(data).hexdigest()[:16]
+def digest_hits(hits: Sequence[Hit]) -> str:
+    """What names the text held: each rule with the text it matched (whatever field it is
+    in, and whatever else the entry says), so the same text held again, in an observation
+    or in the entry, is known as accepted, and new text is not."""
+    named = sorted({(h.rule, h.matched) for h in hits})
+    return digests.sha256(msgspec.json.encode(named)).hexdigest()[:16]
 
 
 def held_event(event: Observed, door: str) -> Held | None:
     """The ``entry.held`` event for ``event`` when the scan holds it (None when it passes)."""
-    hits = scan(observed_fields(event))
+    fields = observed_fields(event)
+    hits = scan(fields)
     if not hits:
         return None
     return Held(
         entry_id=event.entry_id, rules=tuple(h.rule for h in hits),
-        fields=tuple(dict.fromkeys(h.field for h in hits)), digest=digest_of(event, hits),
+        fields=tuple(dict.fromkeys(h.field for h in hits)), digest=digest_hits(hits),
         door=door,
     )  # fmt: skip
 

@@ -62,16 +62,19 @@ RULES = (
     "exfiltration",
     "encoded-instruction",
 )
-#: the characters of text a hit shows
+#: the characters of text a hit shows, and of the text matched it keeps
 EXCERPT_CHARS = 80
+MATCHED_CHARS = 200
 
 
 class Hit(NamedTuple):
-    """One rule that matched: in which field (``entry``: the fields together), and what."""
+    """One rule that matched: in which field (``entry``: the fields together), the text
+    around the match (to show), and the text matched, lower-cased (what names it)."""
 
     rule: str
     field: str
     excerpt: str
+    matched: str = ""
 
 
 # -- hidden characters ---------------------------------------------------------------------------
@@ -320,8 +323,10 @@ _DECODE_RULE = _compiled(_DECODE)
 
 
 def _excerpt(text: str, span: tuple[int, int] | None = None) -> str:
-    if span is not None:
-        start = max(0, span[0] - 10)
+    if span is not None:  # from the start of the word a few before the match
+        start = max(0, span[0] - 12)
+        space = text.find(" ", start, span[0])
+        start = space + 1 if space >= 0 else start
         text = text[start : start + EXCERPT_CHARS]
     folded = " ".join(text.split())
     return folded if len(folded) <= EXCERPT_CHARS else folded[: EXCERPT_CHARS - 1] + "…"
@@ -333,8 +338,13 @@ def _text_hits(text: str, field: str) -> list[Hit]:
     for rule, find in TEXT_RULES:
         span = find(lowered)
         if span is not None:
-            found.append(Hit(rule, field, _excerpt(_shown_as(text, lowered), span)))
+            shown = _excerpt(_shown_as(text, lowered), span)
+            found.append(Hit(rule, field, shown, _matched(lowered, span)))
     return found
+
+
+def _matched(lowered: str, span: tuple[int, int]) -> str:
+    return " ".join(lowered[span[0] : span[1]].split())[:MATCHED_CHARS]
 
 
 def _lowered(text: str) -> str:
@@ -421,19 +431,22 @@ def _encoded_hits(text: str, field: str) -> list[Hit]:
     lowered = _lowered(text)
     match = _DECODE_RULE.search(lowered)
     if match is not None:
-        return [Hit("encoded-instruction", field, _excerpt(_shown_as(text, lowered), match.span()))]
+        shown = _excerpt(_shown_as(text, lowered), match.span())
+        return [Hit("encoded-instruction", field, shown, _matched(lowered, match.span()))]
     for how, decoded in decodings(text):
         readable = visible(decoded)
-        if how in _OBFUSCATIONS and re.search(_URL, readable) and not re.search(_URL, text):
-            return [Hit("encoded-instruction", field, f"{how}: a URL: {_excerpt(readable)}")]
+        url = re.search(_URL, readable)
+        if how in _OBFUSCATIONS and url is not None and not re.search(_URL, text):
+            shown = f"{how}: a URL: {_excerpt(readable)}"
+            return [Hit("encoded-instruction", field, shown, f"{how}: {url.group().lower()}")]
         inner = _text_hits(" ".join(readable.split()), field)
         if not inner and how in _OBFUSCATIONS:  # (frame markup in the plain text is its own)
-            inner = [Hit("frame-markup", field, _excerpt(readable, m.span()))
+            inner = [Hit("frame-markup", field, _excerpt(readable, m.span()), m.group().lower())
                      for m in [_FRAME.search(readable)] if m]  # fmt: skip
         if inner:
-            return [
-                Hit("encoded-instruction", field, f"{how}: {inner[0].rule}: {inner[0].excerpt}")
-            ]
+            first = inner[0]
+            shown = f"{how}: {first.rule}: {first.excerpt}"
+            return [Hit("encoded-instruction", field, shown, f"{how}: {first.matched}")]
     return []
 
 
@@ -455,11 +468,13 @@ def scan(fields: Sequence[tuple[str, str]]) -> list[Hit]:
             continue
         what = hidden(text)
         if what is not None:
-            found.setdefault("hidden-characters", Hit("hidden-characters", field, what))
+            found.setdefault("hidden-characters", Hit("hidden-characters", field, what, what))
         readable = visible(text)
         match = _FRAME.search(readable)
         if match is not None:
-            hit = Hit("frame-markup", field, _excerpt(readable, match.span()))
+            hit = Hit(
+                "frame-markup", field, _excerpt(readable, match.span()), match.group().lower()
+            )
             found.setdefault("frame-markup", hit)
         folded = " ".join(readable.split())
         kept.append(readable)
@@ -472,7 +487,8 @@ def scan(fields: Sequence[tuple[str, str]]) -> list[Hit]:
         span = find(lowered)
         if span is not None:
             field = next(f for start, f in reversed(parts) if start <= span[0])
-            found.setdefault(rule, Hit(rule, field, _excerpt(_shown_as(whole, lowered), span)))
+            shown = _excerpt(_shown_as(whole, lowered), span)
+            found.setdefault(rule, Hit(rule, field, shown, _matched(lowered, span)))
     if not found.keys() & _SAYS:
         for hit in _encoded_hits("\n".join(kept), "entry"):
             found.setdefault(hit.rule, hit)

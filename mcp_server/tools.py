@@ -68,6 +68,8 @@ def store_memory(
         notes = [f"secrets replaced by [REDACTED]: {secrets.describe(stored.redactions)}", *notes]
     result = _stored_result(ws, stored, existed, notes)
     result.redacted = [f"{f.field}: {f.kind}" for f in stored.redactions]
+    if not result.observation_count:  # no view to tell: what the scan held it for
+        result.held = list(dict.fromkeys(r for h in done.held for r in h.rules))
     return result
 
 
@@ -93,6 +95,7 @@ def _stored_result(ws: Workspace, stored: Observed, existed: bool, notes: list[s
         observation_count=entry.observation_count, name=entry.name, category=entry.category,
         project=ws.project, embedded=vector is not None and vector.dimensions == space.dimensions,
         keywords=entry.keywords, notes=notes,
+        held=entry.held if entry.status == "held" else [],
     )  # fmt: skip
 
 

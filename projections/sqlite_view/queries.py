@@ -275,3 +275,9 @@ def of_source(folder: Path, source: str) -> list[Entry]:
         return []
     with store.opened(path, readonly=True) as db:
         return store.load_where(db, "source = ?", [source], vectors=False)
+
+
+def all_live(folder: Path) -> list[Entry]:
+    """Every live entry (without vectors), in id order."""
+    with store.opened(folder / store.DB_NAME, readonly=True) as db:
+        return store.load_where(db, "status = 'live'", [], vectors=False)
