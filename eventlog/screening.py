@@ -79,3 +79,29 @@ def screened(events: Sequence[E], command: str) -> tuple[list[E], set[int]]:
             added.add(len(found))
             found.append(held)
     return found, added
+
+
+def received_holds(received: Sequence[bytes]) -> tuple[list[Held], int]:
+    """The ``entry.held`` events (door ``sync``) for the observations in another device's new
+    lines (``received``: whole lines) that the scan holds, less those that device held itself
+    with the same text; and the latest stamp among the lines (0 for none)."""
+    from memlog.eventlog.clock import micros
+    from memlog.eventlog.codec import BadLine, decode_line
+
+    events = []
+    for chunk in received:
+        for line in chunk.splitlines(keepends=True):
+            try:
+                events.append(decode_line(line))
+            except BadLine:
+                continue  # damage is the reader's to report
+    theirs = {(e.entry_id, e.digest) for e in events if isinstance(e, Held)}
+    held = [
+        found
+        for e in events
+        if isinstance(e, Observed)
+        and (found := held_event(e, "sync")) is not None
+        and (found.entry_id, found.digest) not in theirs
+    ]
+    newest = max((micros(e.ts) for e in events), default=0)
+    return list({h.entry_id + h.digest: h for h in held}.values()), newest
