@@ -51,6 +51,7 @@ import urllib.parse
 from collections.abc import Callable, Iterable, Sequence
 from typing import NamedTuple
 
+from memlog.eventlog import markup
 from memlog.eventlog.events import Observed
 
 RULES = (
@@ -80,17 +81,7 @@ class Hit(NamedTuple):
 # -- hidden characters ---------------------------------------------------------------------------
 
 _TAGS = range(0xE0000, 0xE0080)
-#: every format (Cf) and control (Cc) character but tab, newline and carriage return, as
-#: Unicode 15 lists them (``tests/eventlog/test_steering.py`` holds it to ``unicodedata``):
-#: zero-width characters, bidirectional controls, tag characters, the soft hyphen …
-_INVISIBLE_RANGES = (
-    (0x0, 0x8), (0xB, 0xC), (0xE, 0x1F), (0x7F, 0x9F), (0xAD, 0xAD), (0x600, 0x605),
-    (0x61C, 0x61C), (0x6DD, 0x6DD), (0x70F, 0x70F), (0x890, 0x891), (0x8E2, 0x8E2),
-    (0x180E, 0x180E), (0x200B, 0x200F), (0x202A, 0x202E), (0x2060, 0x2064), (0x2066, 0x206F),
-    (0xFEFF, 0xFEFF), (0xFFF9, 0xFFFB), (0x110BD, 0x110BD), (0x110CD, 0x110CD),
-    (0x13430, 0x1343F), (0x1BCA0, 0x1BCA3), (0x1D173, 0x1D17A), (0xE0000, 0xE007F),
-)  # fmt: skip
-_INVISIBLE = re.compile("[" + "".join(f"\\U{a:08x}-\\U{b:08x}" for a, b in _INVISIBLE_RANGES) + "]")
+_INVISIBLE = markup.INVISIBLE
 _ZWJ = "\u200d"
 
 
@@ -119,22 +110,7 @@ def visible(text: str) -> str:
 
 # -- frame markup --------------------------------------------------------------------------------
 
-_ROLES = "system|user|human|assistant|developer|claude|ai|model|tool|operator|admin"
-_TAG_NAMES = (
-    r"system(?:[-_ ]?(?:reminder|prompt|message))?|instructions?|memory|memories|"
-    r"engineering[-_]memory|user|assistant|human|function_calls|function_results|invoke|"
-    r"parameter|tool_use|tool_result|antml:[a-z_]+|im_start|im_end|context|prompt"
-)
-_FRAME = re.compile(
-    r"^[ \t]{0,3}(?:```|~~~)"  # a code fence
-    r"|^[ \t]{0,3}#{1,6}(?:[ \t]|$)"  # a heading
-    r"|^[ \t]{0,3}(?:-{3,}|\*{3,}|_{3,}|={3,})[ \t]*$"  # a rule, front matter
-    rf"|^[ \t]*\**(?:{_ROLES})\**[ \t]*:"  # a line that plays a role
-    r"|^[ \t]*\*memory: \d+ entries"  # the block's own last line
-    rf"|</?[ \t]*(?:{_TAG_NAMES})(?=[\s/>])[^<>\n]{{0,60}}>"  # a role or control tag
-    r"|<\|[a-z_]+\|>|\[/?inst\]|<</?sys>>",
-    re.IGNORECASE | re.MULTILINE,
-)
+_FRAME = re.compile(rf"{markup.LINE_START}|{markup.CONTROL_TAG}", re.IGNORECASE | re.MULTILINE)
 
 
 # -- what an instruction says --------------------------------------------------------------------

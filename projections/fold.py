@@ -449,6 +449,17 @@ def fold(events: Iterable[Event], state: State | None = None) -> State:
     return current
 
 
+def from_elsewhere(entry: Entry, own_device: str) -> bool:
+    """Whether ``entry`` came from another device: its observations are all in other
+    devices' folders (an entry of a log kept flat, or seen here too, is this machine's)."""
+    return bool(entry.devices) and own_device not in entry.devices
+
+
+def foreign(entries: Iterable[Entry], own_device: str) -> set[str]:
+    """The ids of ``entries`` another device recorded (``from_elsewhere``)."""
+    return {e.id for e in entries if from_elsewhere(e, own_device)}
+
+
 def device_of(segment: str) -> str:
     """The device folder of a segment's name in the log (``<device>/<file>``; "" when flat)."""
     return segment.split("/", 1)[0] if "/" in segment else ""

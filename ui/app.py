@@ -33,6 +33,8 @@ from memlog.vocabulary import CATEGORIES, SOURCES
 from memlog.workspace import Workspace
 
 PAGE = 50
+#: the lessons held for review listed above the entries (all of them: ``status=held``)
+HELD_SHOWN = 10
 LOG_PAGE = 100
 AUDITS_PAGE = 20
 #: event types that record an extraction's audit
@@ -122,10 +124,12 @@ def entries_page(site: Site, request: Request) -> Response:
     params["status"] = params["status"] or "live"
     number = _number(request, "page", 1)
     found = _ranked(view, params) if params["q"] else _listed(view, params, number)
+    held = browsing.entries(view, reading.Filters(status="held"), HELD_SHOWN)
     return _render(
         "entries.html", view, notes, "entries", params=params, page_number=number,
         facets=browsing.facets(view), categories=CATEGORIES, sources=SOURCES,
-        statuses=(*reading.STATUSES, "any"), empty=not view.has_view, page_size=PAGE, **found,
+        statuses=(*reading.STATUSES, "any"), empty=not view.has_view, page_size=PAGE,
+        held=held, **found,
     )  # fmt: skip
 
 
