@@ -26,7 +26,7 @@ from memlog.projections import branch_memory
 from memlog.projections.fold import Entry, branch_key
 from memlog.projections.markdown_view.branch import puffin_time, splice_claude_md, split_key
 from memlog.projections.sqlite_view import queries
-from memlog.untrusted import shown
+from memlog.untrusted import Refused, read_bytes, shown
 from memlog.vocabulary import SECTIONS
 from memlog.workspace import Workspace
 
@@ -122,6 +122,10 @@ def last_updated(ws: Workspace, project: str, name: str) -> str:
     return puffin_time(max(stamps, default=""))
 
 
+#: the largest CLAUDE.md memlog rewrites (Claude Code itself reads a few tens of KB)
+MAX_CLAUDE_MD_BYTES = 1 << 20
+
+
 def claude_md(
     ws: Workspace, root: Path | None = None, name: str | None = None, write: bool = False
 ) -> Written:
@@ -134,10 +138,12 @@ def claude_md(
         raise InvalidInput(f"{where} has no git branch checked out; give --branch")
     ws.catch_up()
     path = where / CLAUDE_MD
-    try:
-        current: str | None = path.read_bytes().decode("utf-8")  # every byte, CRs too
+    try:  # every byte, CRs too: a project's file, read within bounds
+        current: str | None = read_bytes(path, MAX_CLAUDE_MD_BYTES).decode("utf-8")
     except FileNotFoundError:
         current = None
+    except (Refused, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"{path}: {exc}; left as it is") from None
     text = splice_claude_md(current, branch_memory.block(ws.home, ws.project, branch))
     changed = text != current
     if write and changed:

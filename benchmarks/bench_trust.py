@@ -144,6 +144,26 @@ def lesson_report(events: Sequence[Observed], scanned: Scanned) -> dict[str, Any
     }  # fmt: skip
 
 
+def append_cost(events: Sequence[Observed], rounds: int = 5) -> dict[str, float]:
+    """What the scan adds to appending ``events`` as one batch (the door of ``memlog
+    import``): medians of ``rounds`` alternating appends to fresh homes, scanned and not."""
+    import tempfile
+
+    from memlog.eventlog.log import EventLog
+
+    took: dict[bool, list[float]] = {True: [], False: []}
+    with tempfile.TemporaryDirectory() as scratch:
+        for n in range(rounds):
+            for screen in (True, False):
+                log = EventLog(Path(scratch) / f"{n}-{screen}", screen=screen)
+                began = time.perf_counter()
+                log.append(list(events))
+                took[screen].append(time.perf_counter() - began)
+    scanned, plain = (statistics.median(took[s]) for s in (True, False))
+    return {"scanned_s": round(scanned, 3), "unscanned_s": round(plain, 3),
+            "ratio": round(scanned / plain, 2)}  # fmt: skip
+
+
 def run(fixtures: Path) -> dict[str, Any]:
     scanned = Scanned()
     payloads = payload_report(read_jsonl(CORPUS / "payloads.jsonl"), scanned)
@@ -160,6 +180,7 @@ def run(fixtures: Path) -> dict[str, Any]:
         "real_held_out": lesson_report(held_out, Scanned()),
         "benign": benign,
         "scan_microseconds_median": round(statistics.median(scanned.seconds) * 1e6, 1),
+        "append": {"lessons": len(banks[TUNED_BANK]), **append_cost(banks[TUNED_BANK])},
     }
 
 
@@ -200,6 +221,11 @@ def show(report: dict[str, Any], listed: bool) -> None:
     rules = ", ".join(f"{r} {n}" for r, n in figure["per_rule"].items() if n)
     print(f"benign lessons written to be hard {_pct(figure)}  {rules}")
     print(f"scan: median {report['scan_microseconds_median']} µs per lesson")
+    cost = report["append"]
+    print(
+        f"appending the {cost['lessons']} lessons of {TUNED_BANK} as one batch: "
+        f"{cost['scanned_s']} s scanned, {cost['unscanned_s']} s not ({cost['ratio']}×)"
+    )
     if listed:
         for name, figure in [*report["real"].items(), ("benign", report["benign"])]:
             for entry, hits in figure["listed"]:
