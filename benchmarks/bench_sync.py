@@ -156,7 +156,7 @@ def more_events(home: Path, count: int, round_no: int) -> None:
         )  # fmt: skip
         for i in range(count)
     ]
-    EventLog(home, redact=False).append(events)
+    EventLog(home, redact=False, screen=False).append(events)  # generated lessons
 
 
 def join(a: Path, b: Path, remote: str) -> None:

@@ -52,6 +52,7 @@ def test_a_steering_lesson_is_held_until_accepted(
     assert STEER not in injected(tmp_path) and PLAIN in injected(tmp_path)
     code, listed, _ = run("review")
     assert code == 0 and "1 lesson held for review" in listed and "[remote-exec]" in listed
+    assert "1 held for review (memlog review)" in run("doctor")[1]
     entry_id = content_hash(STEER)
     code, shown, _ = run("review", "show", entry_id[:8])
     assert "remote-exec (in description)" in shown and "observe  on this machine" in shown
