@@ -19,7 +19,7 @@ import msgspec
 
 from memlog.eventlog.devices import known_device_id
 from memlog.git import current_branch
-from memlog.projections.fold import foreign
+from memlog.projections.holds import foreign
 from memlog.projections.markdown_view.branch import injected
 from memlog.projections.sqlite_view import queries
 from memlog.retrieval import in_context, received

@@ -106,9 +106,8 @@ class Observed(EventBase, frozen=True, kw_only=True, tag="entry.observed"):
     #: whether observing a retired or superseded entry brings it back; None (lines
     #: written before the choice existed) brings it back, as those versions did
     revive: bool | None = None
-    #: the way in: ``observe``, ``promote``, ``mcp``, ``import``, ``extraction``,
-    #: ``auto-memory``, ``adopt`` ("" before doors were named); with ``origin`` (the file,
-    #: the session) and the device whose folder holds the line, where a lesson came from
+    #: the way in (``observe``, ``mcp``, ``import``, ``extraction``, ``auto-memory`` …; ""
+    #: before doors were named): with ``origin`` and the line's device, where it came from
     door: str = ""
 
     @property
@@ -135,23 +134,18 @@ class Promoted(EventBase, frozen=True, kw_only=True, tag="entry.promoted"):
 
 
 class Recalled(EventBase, frozen=True, kw_only=True, tag="entry.recalled"):
-    """Entries were injected into a context; never changes ``updated_at``.
-
-    What was ranked (a prompt's words, a start's context) stays on the machine: the
-    event holds only ``digest``, keyed by this home's own key (``devices.local_digest``).
-    """
+    """Entries were injected into a context; never changes ``updated_at``.  What was ranked
+    stays on the machine: the event keeps a digest of it (``devices.local_digest``)."""
 
     ids: tuple[EntryId, ...]
     session_id: str = ""
     project: str = ""
-    #: the text ranked, as lines written before it was kept local carry it; never written now
-    query: str = ""
+    query: str = ""  # the text ranked: only in lines written before it was kept local
     mode: str = ""
     #: what the entries were injected at: a session start's source (``startup``,
     #: ``resume``, ``clear``, ``compact``) or ``prompt``; empty: a start, or written before
     trigger: str = ""
-    #: the keyed digest of the text ranked: the same text gives the same digest on this
-    #: machine only ("" when nothing was ranked, or written before)
+    #: the text ranked, digested with this home's own key ("" before, or with no text)
     digest: str = ""
     #: each entry's final score, in the order of ``ids`` (empty: written before)
     scores: tuple[float, ...] = ()
@@ -232,9 +226,8 @@ class Superseded(EventBase, frozen=True, kw_only=True, tag="entry.superseded"):
 
 class Held(EventBase, frozen=True, kw_only=True, tag="entry.held"):
     """The scan found text in an observation that tries to steer the agent (``rules``, in
-    ``fields``): the entry is kept out of every injection until its user accepts it.
-
-    ``digest`` names the text held: once accepted, the same text held again is not."""
+    ``fields``): the entry is injected nowhere until its user accepts it.  ``digest`` names
+    the text held: once accepted, the same text held again is not."""
 
     entry_id: EntryId
     rules: tuple[str, ...]

@@ -10,7 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from memlog.eventlog.devices import known_device_id
-from memlog.projections.fold import Entry, branch_key, foreign
+from memlog.projections.fold import Entry, branch_key
+from memlog.projections.holds import foreign
 from memlog.projections.markdown_view import branch, render
 from memlog.projections.sqlite_view import queries
 

@@ -28,8 +28,11 @@ from memlog.eventlog.events import (
     SessionPending,
     SessionProgress,
     Superseded,
-    Usage,
 )
+from memlog.projections.holds import hold, review, settle
+from memlog.projections.ledger_fold import Session as Session
+from memlog.projections.ledger_fold import Spend as Spend
+from memlog.projections.ledger_fold import ledger
 from memlog.vocabulary import CONFIDENCE_RANK, MAX_KEYWORDS
 
 
@@ -87,61 +90,17 @@ class Entry(msgspec.Struct, kw_only=True):
     #: ``key<TAB>time`` for every branch memory the entry ever joined: when it last
     #: joined, left or came back to it (what that memory's ``Last updated`` comes from)
     branch_stamps: list[str] = msgspec.field(default_factory=list)
-    # where it came from, and whether its text may be injected
-    #: the doors it came through (``Observed.door``)
+    # where it came from (doors, device folders) and its review (``holds``: the fields)
     doors: list[str] = msgspec.field(default_factory=list)
-    #: the device folders holding its observations (none for a log kept flat: this machine)
     devices: list[str] = msgspec.field(default_factory=list)
-    #: the scan's rules that held it (``entry.held``), kept after a review for the record
     held: list[str] = msgspec.field(default_factory=list)
-    #: digests of the text held and not yet reviewed: while any is left, status ``held``
     holds: list[str] = msgspec.field(default_factory=list)
-    #: digests of the text its user accepted (held again, that text changes nothing)
     accepted: list[str] = msgspec.field(default_factory=list)
-    #: the last review: ``accepted``, ``rejected`` or ""
     review: str = ""
 
     @property
     def live(self) -> bool:
         return self.status == "live"
-
-
-class Session(msgspec.Struct, kw_only=True):
-    """A Claude Code session as the log knows it: where its transcript is, how far read."""
-
-    id: str
-    project: str = ""
-    branch: str = ""
-    cwd: str = ""
-    transcript: str = ""
-    #: open (started, not ended), pending, extracted, skipped, error
-    status: str = "open"
-    #: the outcome of the last extraction run ("" before the first)
-    done: str = ""
-    trigger: str = ""
-    reason: str = ""
-    #: transcript bytes when last reported, and bytes read so far
-    size: int = 0
-    offset: int = 0
-    #: extraction attempts that failed for a passing reason since the last success
-    attempts: int = 0
-    turns: int = 0
-    calls: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost_micros: int = 0
-    first_seen: str = ""
-    updated_at: str = ""
-
-
-class Spend(msgspec.Struct, kw_only=True):
-    """Model calls of one UTC day, for the daily budget."""
-
-    day: str
-    calls: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost_micros: int = 0
 
 
 class State(msgspec.Struct):
@@ -229,14 +188,8 @@ def _observe_again(entry: Entry, event: Observed, device: str = "") -> None:
     entry.last_observed = max(entry.last_observed, event.last_observed)
     if event.revive is not False and entry.status != "rejected":  # None: written before
         entry.status, entry.status_reason, entry.superseded_by = "live", "", ""
-        _settle(entry)
+        settle(entry)
     _add_provenance(entry, event, device)
-
-
-def _settle(entry: Entry) -> None:
-    """An entry brought back while text of it waits for review is held, not live."""
-    if entry.live and entry.holds:
-        entry.status = "held"
 
 
 def _observed(state: State, event: Observed, device: str = "") -> str:
@@ -307,26 +260,6 @@ def _superseded(entry: Entry, event: Superseded) -> None:
         entry.superseded_by = event.by
 
 
-def _held(entry: Entry, event: Held) -> None:
-    if event.digest and event.digest in entry.accepted:
-        return  # text its user accepted already
-    _union(entry.held, event.rules)
-    _union(entry.holds, [event.digest or event.id])
-    if entry.live:
-        entry.status, entry.status_reason = "held", ", ".join(event.rules)
-
-
-def _reviewed(entry: Entry, event: Reviewed) -> None:
-    entry.review = event.verdict
-    if event.verdict == "accepted":
-        _union(entry.accepted, entry.holds)
-        entry.holds.clear()
-        if entry.status in ("held", "rejected"):
-            entry.status, entry.status_reason = "live", ""
-    elif entry.status in ("live", "held"):
-        entry.status, entry.status_reason = "rejected", event.reason
-
-
 def _update(entry: Entry, event: Event) -> None:
     match event:
         case Promoted():
@@ -344,9 +277,9 @@ def _update(entry: Entry, event: Event) -> None:
         case Redacted():  # embedded from text that is gone: embedded again after
             entry.vectors.clear()
         case Held():
-            _held(entry, event)
+            hold(entry, event)
         case Reviewed():
-            _reviewed(entry, event)
+            review(entry, event)
 
 
 def apply(state: State, event: Event, device: str = "") -> State:
@@ -356,7 +289,7 @@ def apply(state: State, event: Event, device: str = "") -> State:
         state.touched.add(_observed(state, event, device))
         return state
     if isinstance(event, SessionPending | SessionProgress | MemoryEvolved | MaintenanceRan):
-        _ledger(state, event)
+        ledger(state, event)
         return state
     ids = event.ids if isinstance(event, Recalled | Redacted) else (event.entry_ids[0],)
     for entry_id in dict.fromkeys(ids):
@@ -375,91 +308,9 @@ def branch_key(project: str, branch: str) -> str:
     return f"{project}/{branch}"
 
 
-def _session(state: State, session_id: str, ts: str) -> Session:
-    session = state.sessions.get(session_id)
-    if session is None:
-        session = state.sessions[session_id] = Session(id=session_id, first_seen=ts)
-    session.updated_at = ts
-    state.touched_ledger.add(f"session:{session_id}")
-    return session
-
-
-def _pending(state: State, event: SessionPending) -> None:
-    session = _session(state, event.session_id, event.ts)
-    for field in ("transcript", "cwd", "project", "branch"):
-        if getattr(event, field):
-            setattr(session, field, getattr(event, field))
-    session.trigger, session.reason = event.trigger, event.reason
-    session.size = max(session.size, event.size)
-    if event.trigger == "SessionStart":
-        session.status = "pending" if session.status == "pending" else "open"
-    elif event.size > session.offset or not session.done:
-        session.status = "pending"
-    elif session.status == "open":  # ended with nothing new since the last run
-        session.status = session.done
-
-
-def _progress(state: State, event: SessionProgress) -> None:
-    session = _session(state, event.session_id, event.ts)
-    session.offset = max(session.offset, event.offset)
-    session.status, session.reason = event.status, event.reason
-    session.attempts = session.attempts + 1 if event.status == "pending" else 0
-    if event.status != "pending":
-        session.done = event.status
-    session.turns += event.turns
-    _spent(state, event.ts, event.usage, session)
-
-
-def _spent(state: State, ts: str, usage: Usage, session: Session | None) -> None:
-    if not usage.calls:
-        return
-    day = ts[:10]
-    spend = state.spend.setdefault(day, Spend(day=day))
-    state.touched_ledger.add(f"spend:{day}")
-    for total in (spend, session) if session is not None else (spend,):
-        total.calls += usage.calls
-        total.tokens_in += usage.tokens_in
-        total.tokens_out += usage.tokens_out
-        total.cost_micros += usage.cost_micros
-
-
-def _ledger(
-    state: State, event: SessionPending | SessionProgress | MemoryEvolved | MaintenanceRan
-) -> None:
-    match event:
-        case SessionPending():
-            _pending(state, event)
-        case SessionProgress():
-            _progress(state, event)
-        case MemoryEvolved():
-            known = state.sessions.get(event.session_id) if event.session_id else None
-            if known is not None:
-                state.touched_ledger.add(f"session:{known.id}")
-            _spent(state, event.ts, event.usage, known)
-        case MaintenanceRan():
-            state.maintenance[event.task] = event.ts
-            state.touched_ledger.add(f"maintenance:{event.task}")
-
-
 def fold(events: Iterable[Event], state: State | None = None) -> State:
     """Replay ``events`` onto ``state`` (a new empty state by default)."""
     current = State() if state is None else state
     for event in events:
         apply(current, event)
     return current
-
-
-def from_elsewhere(entry: Entry, own_device: str) -> bool:
-    """Whether ``entry`` came from another device: its observations are all in other
-    devices' folders (an entry of a log kept flat, or seen here too, is this machine's)."""
-    return bool(entry.devices) and own_device not in entry.devices
-
-
-def foreign(entries: Iterable[Entry], own_device: str) -> set[str]:
-    """The ids of ``entries`` another device recorded (``from_elsewhere``)."""
-    return {e.id for e in entries if from_elsewhere(e, own_device)}
-
-
-def device_of(segment: str) -> str:
-    """The device folder of a segment's name in the log (``<device>/<file>``; "" when flat)."""
-    return segment.split("/", 1)[0] if "/" in segment else ""

@@ -41,7 +41,8 @@ from memlog.eventlog.events import (
 from memlog.eventlog.log import DamageHandler, EventLog, Position
 from memlog.eventlog.merged import Unfolded, Unfollowable, advanced, decode, encode, unfolded
 from memlog.projections import markdown_sync, writes
-from memlog.projections.fold import Entry, State, apply, device_of
+from memlog.projections.fold import Entry, State, apply
+from memlog.projections.holds import device_of
 from memlog.projections.markdown_view import branch, render
 from memlog.projections.sqlite_view import ledger, lines, store, vectors
 from memlog.vocabulary import Space

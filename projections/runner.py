@@ -29,8 +29,9 @@ from memlog.eventlog.log import START, DamageHandler, EventLog, Record
 from memlog.eventlog.merged import Late, Unfollowable, unread_bytes
 from memlog.files import open_private
 from memlog.projections import late, leftovers, markdown_sync, writes
-from memlog.projections.fold import State, apply, device_of
+from memlog.projections.fold import State, apply
 from memlog.projections.freshness import current_seq, db_path, stored_seq
+from memlog.projections.holds import device_of
 from memlog.projections.markdown_view import render
 from memlog.projections.markdown_view.writer import load_state, remove_unplanned
 from memlog.projections.sqlite_view import index_files, indexes, ledger, lines, store, vectors

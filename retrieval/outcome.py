@@ -8,7 +8,8 @@ from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, NamedTuple
 
 from memlog.eventlog.devices import known_device_id
-from memlog.projections.fold import Entry, foreign
+from memlog.projections.fold import Entry
+from memlog.projections.holds import foreign
 from memlog.retrieval import budget, relevance
 from memlog.retrieval.render import (
     INJECTED_HEADER,
