@@ -66,6 +66,12 @@ class Config(msgspec.Struct, frozen=True):
     memory_fusion_vector_weight: float = 1.0
     memory_fusion_prominence_weight: float = 0.0
     memory_neighbour_weight: float = 1.0
+    #: how much a lesson's record of use (sessions that applied it, of those judged) moves it
+    memory_usefulness_weight: float = 1.0
+    #: mark lessons of this project whose cited files are gone from its working tree
+    memory_stale_check: bool = True
+    #: maintenance proposes retiring a lesson judged in this many sessions and never applied
+    memory_retire_unused_after: int = 10
     #: the least relevance (retrieval/relevance.py, a chance in [0, 1]) an entry recalled
     #: for a prompt must have
     memory_relevance_floor: float = 0.5
@@ -153,6 +159,9 @@ CHECKS: dict[str, tuple[Check, str]] = {
     "memory_fusion_vector_weight": (_is_weight, "a number ≥ 0"),
     "memory_fusion_prominence_weight": (_is_weight, "a number ≥ 0"),
     "memory_neighbour_weight": (_is_weight, "a number ≥ 0"),
+    "memory_usefulness_weight": (_is_weight, "a number ≥ 0"),
+    "memory_stale_check": (_is_bool, "true or false"),
+    "memory_retire_unused_after": (_is_int(1), "a number of sessions ≥ 1"),
     "memory_relevance_floor": (_is_fraction, "a number from 0 to 1"),
     "memory_prompt_recall": (_is_bool, "true or false"),
     "memory_prompt_budget_ms": (_is_int(100), "milliseconds ≥ 100"),

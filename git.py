@@ -21,11 +21,13 @@ DIFF_TIMEOUT = 30.0
 
 
 def recently_changed(root: Path, timeout: float = CONTEXT_TIMEOUT) -> tuple[str, ...]:
-    """Files changed by the last three commits (or one), at most 20; none on any failure."""
+    """Files under ``root`` changed by the last three commits (or one), relative to it, at
+    most 20; none on any failure.  A project that is a folder of a larger repository (an
+    example inside a clone, a package of a monorepo) hears of its own changes only."""
     deadline = time.monotonic() + timeout
     for base in ("HEAD~3", "HEAD~1"):
-        done = quick_output(["git", "-C", str(root), "diff", "--name-only", f"{base}..HEAD"],
-                            deadline)  # fmt: skip
+        argv = ["git", "-C", str(root), "diff", "--name-only", "--relative", f"{base}..HEAD"]
+        done = quick_output(argv, deadline)
         if done is None:
             return ()
         if done[0] == 0:
@@ -100,6 +102,16 @@ MAX_POINTER_BYTES = 4096
 def _small(path: Path) -> str:
     """A git pointer file's line, read within bounds (a repository is anyone's)."""
     return read_bytes(path, MAX_POINTER_BYTES).decode("utf-8").strip()
+
+
+def hooks_folder(root: Path, timeout: float = DIFF_TIMEOUT) -> Path | None:
+    """The folder git runs ``root``'s hooks from (``core.hooksPath`` when set, else the
+    repository's ``hooks``, shared by its worktrees); None outside a repository."""
+    done = quick_output(["git", "-C", str(root), "rev-parse", "--git-path", "hooks"],
+                        time.monotonic() + timeout)  # fmt: skip
+    if done is None or done[0] != 0 or not done[1].strip():
+        return None
+    return (root / done[1].strip()).resolve()
 
 
 def current_branch(root: Path) -> str:

@@ -68,6 +68,16 @@ SECTION_TITLES: dict[str, str] = {
 }
 
 
+#: metadata keys of an entry that say where it came from, not what it teaches (and the
+#: mark an injected block gives a lesson whose files are gone)
+PROVENANCE_KEYS = frozenset(
+    "observed in|used in|source|last observed|promoted|keywords|discovered in|"
+    "observation count|confidence|tags|type|file|modified|evidence|stale".split("|")
+)
+#: the key of the line an injected block adds to a lesson whose cited files are gone
+STALE_KEY = "Stale"
+
+
 class Space(NamedTuple):
     """An embedding space: vectors of two spaces are never compared."""
 
@@ -115,6 +125,12 @@ BRANCH_BLOCK_HEADER = "## Branch Memory (auto-extracted)"
 BRANCH_BLOCK_MAX_CHARS = 4000
 #: how an extracted session ends up
 SessionStatus = Literal["open", "pending", "extracted", "skipped", "error"]
+#: what a session did with a lesson it received (``entry.influenced``)
+Verdict = Literal["applied", "contradicted", "not used"]
+VERDICTS: tuple[Verdict, ...] = ("applied", "contradicted", "not used")
+#: who judged it: the extraction's model, the local estimate, or the agent itself
+InfluenceSource = Literal["extraction", "local", "agent"]
+INFLUENCE_SOURCES: tuple[InfluenceSource, ...] = ("extraction", "local", "agent")
 #: extraction providers, tried in this order by ``auto``
 EXTRACTION_PROVIDERS = ("auto", "claude-cli", "anthropic", "ollama", "off")
 
@@ -130,3 +146,9 @@ NATIVE_CATEGORIES: dict[str, Category] = {
     "project": "facts",
     "reference": "facts",
 }
+
+
+def counted(n: int, one: str, many: str = "") -> str:
+    """``n`` and its noun, plural unless ``n`` is one: "1 folder", "3 folders" ("1 entry",
+    "2 entries" with ``many``), as every line memlog prints for people says it."""
+    return f"{n:,} {one}" if n == 1 else f"{n:,} {many or one + 's'}"

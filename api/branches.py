@@ -5,7 +5,8 @@ in four sections; ``clear`` retires each of them from that branch memory
 only (an entry another branch also holds stays live there), with the
 reason given, and records one ``memory.evolved`` audit.  ``claude_md``
 renders the injected block into a project's ``CLAUDE.md`` between memlog's
-markers and never touches any other byte.
+markers and never touches any other byte; written, the block then follows the
+branch checked out (``checkout``: a post-checkout hook runs ``checked_out``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import NamedTuple
 
 import msgspec
 
+from memlog.api import checkout
 from memlog.capture.pipeline import capture
 from memlog.errors import InvalidInput
 from memlog.eventlog.bounds import slices
@@ -24,7 +26,12 @@ from memlog.files import atomic_write
 from memlog.git import current_branch
 from memlog.projections import branch_memory
 from memlog.projections.fold import Entry, branch_key
-from memlog.projections.markdown_view.branch import puffin_time, splice_claude_md, split_key
+from memlog.projections.markdown_view.branch import (
+    puffin_time,
+    splice_claude_md,
+    split_key,
+    unsplice_claude_md,
+)
 from memlog.projections.sqlite_view import queries
 from memlog.untrusted import Refused, read_bytes, shown
 from memlog.vocabulary import SECTIONS
@@ -56,6 +63,12 @@ class Written(NamedTuple):
     path: Path
     text: str
     changed: bool
+    #: there was no CLAUDE.md before, and now there is one
+    created: bool = False
+    #: the CLAUDE.md held nothing but memlog's block, and the branch has none: it is gone
+    removed: bool = False
+    #: what was done so that the block follows checkouts ("" when nothing was needed)
+    hook: str = ""
 
 
 def branches(ws: Workspace, project: str | None = None) -> list[BranchInfo]:
@@ -129,25 +142,63 @@ MAX_CLAUDE_MD_BYTES = 1 << 20
 def claude_md(
     ws: Workspace, root: Path | None = None, name: str | None = None, write: bool = False
 ) -> Written:
-    """The project's ``CLAUDE.md`` with the branch memory block (written with ``write``)."""
-    where = root or ws.root
-    if where is None:
-        raise InvalidInput("not in a project (no .git or .claude found); give its directory")
+    """The project's ``CLAUDE.md`` with the branch memory block (written with ``write``,
+    and then kept to the branch checked out by a post-checkout hook: ``checkout``)."""
+    where = _project_root(ws, root)
     branch = name if name is not None else current_branch(where)
     if not branch:
         raise InvalidInput(f"{where} has no git branch checked out; give --branch")
+    hook = checkout.follow(where) if write else ""
     ws.catch_up()
     path = where / CLAUDE_MD
-    try:  # every byte, CRs too: a project's file, read within bounds
-        current: str | None = read_bytes(path, MAX_CLAUDE_MD_BYTES).decode("utf-8")
-    except FileNotFoundError:
-        current = None
-    except (Refused, UnicodeDecodeError) as exc:
-        raise InvalidInput(f"{path}: {exc}; left as it is") from None
+    current = _read(path)
     text = splice_claude_md(current, branch_memory.block(ws.home, ws.project, branch))
     changed = text != current
     if write and changed:
-        mode = path.stat().st_mode & 0o777 if current is not None else 0o644
-        atomic_write(path, text.encode("utf-8"))
-        path.chmod(mode)  # a project file: its mode stays, a new one is shared like any other
-    return Written(path, text, changed)
+        _write(path, text, current)
+    return Written(path, text, changed, created=changed and current is None, hook=hook)
+
+
+def checked_out(ws: Workspace, root: Path | None = None) -> Written:
+    """After a checkout (what the post-checkout hook runs): the block of the branch now
+    checked out, none when it has no memory; a CLAUDE.md left holding nothing else is
+    removed, and none is made for a branch without memory."""
+    where = _project_root(ws, root)
+    ws.catch_up()
+    path = where / CLAUDE_MD
+    current = _read(path)
+    block = branch_memory.block(ws.home, ws.project, current_branch(where))
+    if block.strip():
+        text = splice_claude_md(current, block)
+    elif current is None:
+        return Written(path, "", False)  # nothing to write, nowhere to write it
+    else:
+        text = unsplice_claude_md(current)
+        if not text.strip():  # memlog's block was all it held
+            path.unlink()
+            return Written(path, "", True, removed=True)
+    if text != current:
+        _write(path, text, current)
+    return Written(path, text, text != current, created=current is None)
+
+
+def _project_root(ws: Workspace, root: Path | None) -> Path:
+    where = root or ws.root
+    if where is None:
+        raise InvalidInput("not in a project (no .git or .claude found); give its directory")
+    return where
+
+
+def _read(path: Path) -> str | None:
+    try:  # every byte, CRs too: a project's file, read within bounds
+        return read_bytes(path, MAX_CLAUDE_MD_BYTES).decode("utf-8")
+    except FileNotFoundError:
+        return None
+    except (Refused, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"{path}: {exc}; left as it is") from None
+
+
+def _write(path: Path, text: str, current: str | None) -> None:
+    mode = path.stat().st_mode & 0o777 if current is not None else 0o644
+    atomic_write(path, text.encode("utf-8"))
+    path.chmod(mode)  # a project file: its mode stays, a new one is shared like any other

@@ -25,7 +25,8 @@ from typing import NamedTuple
 import msgspec
 
 from memlog.api import recall
-from memlog.api.reading import Filters, tag
+from memlog.api.reading import Filters, cost_said, extraction, tag
+from memlog.citations import Checked
 from memlog.errors import InvalidInput, MemlogError
 from memlog.eventlog import scan
 from memlog.eventlog.bounds import Bound, parse_bound, within
@@ -36,6 +37,7 @@ from memlog.projections.markdown_view.writer import load_state
 from memlog.projections.runner import rebuild
 from memlog.projections.sqlite_view import listing, queries
 from memlog.projections.sqlite_view.queries import Listing
+from memlog.retrieval import stale
 from memlog.retrieval.inject import build
 from memlog.retrieval.request import Chosen, Injection, Request
 from memlog.untrusted import shown
@@ -228,6 +230,20 @@ def next_session(view: View, directory: Path, limit: int | None = None) -> Injec
     return recall.preview(ws, request)
 
 
+def stale_lessons(view: View, directory: Path) -> list[tuple[Entry, Checked]]:
+    """The lessons of the project at ``directory`` whose cited files are gone from its
+    working tree (``memlog stale``), each with what is gone."""
+    ws = view.workspace(directory.resolve(), exact=True)
+    if ws.root is None:
+        return []
+    mine = [e for e in queries.entries(view.folder, vectors=False)
+            if e.live and ws.project in e.projects]  # fmt: skip
+    by_id = {e.id: e for e in mine}
+    found = stale.of_project(ws, mine)
+    return sorted(((by_id[i], c) for i, c in found.items() if c.stale),
+                  key=lambda pair: pair[0].name.lower())  # fmt: skip
+
+
 class Detail(NamedTuple):
     entry: Entry
     timeline: list[Event]
@@ -258,11 +274,27 @@ def events(
     return [e for e in found if not types or tag(e) in types]
 
 
+def costs(view: View) -> list[str]:
+    """What extraction cost today and in all as of the view, as ``memlog stats`` says it:
+    every call counted once, whether an audit carries it or not (a session that learned
+    nothing leaves no audit)."""
+    return cost_said(extraction(view.workspace())) if view.has_view else []
+
+
 def names(view: View, ids: Sequence[str]) -> dict[str, str]:
     """The names of the entries of ``ids`` the view holds."""
+    return {e.id: e.name for e in _entries(view, ids)}
+
+
+def descriptions(view: View, ids: Sequence[str]) -> dict[str, str]:
+    """The whole descriptions of the entries of ``ids`` the view holds."""
+    return {e.id: e.description for e in _entries(view, ids)}
+
+
+def _entries(view: View, ids: Sequence[str]) -> list[Entry]:
     if not view.has_view or not ids:
-        return {}
-    return {e.id: e.name for e in queries.entries(view.folder, sorted(set(ids)), vectors=False)}
+        return []
+    return queries.entries(view.folder, sorted(set(ids)), vectors=False)
 
 
 def files(view: View) -> list[tuple[str, int]]:

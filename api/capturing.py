@@ -22,12 +22,12 @@ from memlog.capture.observe import from_fields, parse_json_lines, with_reference
 from memlog.capture.pipeline import Captured, Meter, capture
 from memlog.errors import InvalidInput, MemlogError
 from memlog.eventlog import secrets
-from memlog.eventlog.events import EventBase, Observed, Retired
+from memlog.eventlog.events import EventBase, Influenced, Observed, Retired
 from memlog.eventlog.secrets import redact_batch
 from memlog.git import changed_since
 from memlog.projections.fold import Entry
 from memlog.projections.sqlite_view import queries
-from memlog.vocabulary import Scope
+from memlog.vocabulary import VERDICTS, InfluenceSource, Scope
 from memlog.workspace import Workspace
 
 __all__ = [
@@ -254,3 +254,41 @@ def retire(ws: Workspace, prefix: str, reason: str) -> tuple[Entry, list[str]]:
         raise InvalidInput("--reason is empty")
     ws.log("retire").append([Retired(entry_id=entry.id, reason=reason.strip())])
     return entry, ws.refresh()
+
+
+def lesson(ws: Workspace, given: str) -> Entry:
+    """The entry ``given`` names: its id, a unique prefix of it, or its exact name."""
+    ws.catch_up()
+    text = given.strip()
+    if text and all(c in "0123456789abcdef" for c in text.lower()):
+        try:
+            return queries.find_entry(ws.home, text)
+        except MemlogError:
+            pass  # a name made of hex letters ("bad"), perhaps
+    found = queries.named(ws.home, text)
+    if len(found) == 1:
+        return found[0]
+    if found:
+        ids = ", ".join(e.id for e in found)
+        raise InvalidInput(f"{len(found)} live entries are called {text!r} ({ids}): give the id")
+    raise InvalidInput(f"no entry has the id or name {text!r}")
+
+
+def record_influence(
+    ws: Workspace, given: str, session_id: str, verdict: str, evidence: str = "",
+    source: InfluenceSource = "agent",
+) -> tuple[Entry, list[str]]:  # fmt: skip
+    """Record what a session did with a lesson (``entry.influenced``), the entry as it
+    stands once the views have it."""
+    if verdict not in VERDICTS:
+        raise InvalidInput(f"verdict must be one of {', '.join(VERDICTS)}, not {verdict!r}")
+    if not session_id.strip():
+        raise InvalidInput("no session: give the session id (Claude Code names it to its tools)")
+    entry = lesson(ws, given)
+    event = Influenced(
+        entry_id=entry.id, session_id=session_id.strip(), verdict=verdict,
+        evidence=" ".join(evidence.split()), source=source,
+    )  # fmt: skip
+    done = capture(ws, [event], "influence")
+    judged = queries.entries(ws.home, [entry.id], vectors=False)
+    return (judged[0] if judged else entry), redaction_notes(done.stored) + done.notes

@@ -22,7 +22,7 @@ from memlog.capture.extraction.prompts import MAX_TRANSCRIPT_CHARS
 from memlog.errors import MemlogError
 from memlog.eventlog.devices import known_device_id
 from memlog.home import hook_errors
-from memlog.llm.endpoints import destination
+from memlog.llm.endpoints import Destination, destination
 from memlog.projections.freshness import current_seq
 from memlog.projections.sqlite_view import queries, store
 from memlog.workspace import Workspace
@@ -99,11 +99,17 @@ def model(ws: Workspace) -> Check:
     return Check("model", "ok", f"{space.key}: {found} (sha256 verified, {dims} dimensions)")
 
 
-def extraction_said(ws: Workspace, env: Mapping[str, str] = os.environ) -> tuple[str, str]:
-    """Which provider extraction uses, and what it sends where with its daily budget."""
+def extraction_said(
+    ws: Workspace, env: Mapping[str, str] = os.environ, reach: bool = True
+) -> tuple[str, str]:
+    """Which provider extraction uses, and what it sends where with its daily budget
+    (``reach``: whether an Ollama server listens is checked, not assumed)."""
+    return _said(ws, destination(ws.config.memory_extraction_provider, env, reach))
+
+
+def _said(ws: Workspace, found: Destination) -> tuple[str, str]:
     config = ws.config
     mode = config.memory_extraction_provider
-    found = destination(mode, env)
     if mode == "off":
         return "off", "no session is sent anywhere (memory_extraction_provider)"
     if found.missing:
@@ -118,17 +124,20 @@ def extraction_said(ws: Workspace, env: Mapping[str, str] = os.environ) -> tuple
     )
 
 
-def extraction_notice(ws: Workspace, env: Mapping[str, str] = os.environ) -> str:
+def extraction_notice(
+    ws: Workspace, env: Mapping[str, str] = os.environ, reach: bool = True
+) -> str:
     """The sentence setup and the first session say: ``memlog extraction (…): …``."""
-    provider, said = extraction_said(ws, env)
+    provider, said = extraction_said(ws, env, reach)
     return f"memlog extraction ({provider}): {said}"
 
 
 def extraction(ws: Workspace, env: Mapping[str, str] = os.environ) -> Check:
-    """Which provider extraction uses, what it sends and the budget (nothing is sent)."""
-    provider, said = extraction_said(ws, env)
-    missing = destination(ws.config.memory_extraction_provider, env).missing
-    status: Status = "warn" if missing and provider != "off" else "ok"
+    """Which provider extraction uses, what it sends and the budget (nothing is sent; an
+    Ollama server's port is connected to, to say whether one listens)."""
+    found = destination(ws.config.memory_extraction_provider, env, reach=True)
+    provider, said = _said(ws, found)
+    status: Status = "warn" if found.missing and provider != "off" else "ok"
     return Check("extraction", status, f"{provider}: {said}")
 
 

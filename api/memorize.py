@@ -19,6 +19,7 @@ from pathlib import Path
 
 import msgspec
 
+from memlog.api import proposals
 from memlog.api.branches import claude_md
 from memlog.capture.extraction import maintenance, prompts, sweep
 from memlog.capture.extraction.session import Request, Run, prepare
@@ -171,7 +172,14 @@ def run_maintenance(
         with sweep.locked(ws.home, wait=30.0):
             ws.catch_up()
             run = Run(models(ws), sweep.budget_for(ws), time.monotonic() + seconds)
-            return maintenance.run_tasks(ws, run, tasks)
+            done = maintenance.run_tasks(ws, run, tasks)
+            for task in done:
+                if task.task == "weekly":  # the lessons that do not earn their place
+                    made, notes = proposals.propose(ws)
+                    task.notes += notes
+                    if made:
+                        task.notes.append(f"proposed retiring {len(made)} lessons")
+            return done
     finally:
         models.close()
 

@@ -9,8 +9,11 @@ from __future__ import annotations
 from collections import Counter, deque
 from collections.abc import Iterator, Sequence
 from datetime import UTC, datetime
+from typing import Any, NamedTuple
 
 from memlog.capture.extraction.whose import split_here
+from memlog.citations import Checked
+from memlog.errors import InvalidInput
 from memlog.eventlog import devices, scan
 from memlog.eventlog.bounds import Bound, parse_bound, within
 from memlog.eventlog.events import Event
@@ -21,6 +24,7 @@ from memlog.projections.sqlite_view import ledger, listing, queries
 from memlog.projections.sqlite_view.listing import STATUSES as STATUSES
 from memlog.projections.sqlite_view.listing import Filters as Filters
 from memlog.projections.sqlite_view.queries import Listing
+from memlog.vocabulary import counted
 from memlog.workspace import Workspace
 
 #: what every reading command says on a home with nothing in it yet
@@ -28,6 +32,41 @@ NO_MEMORIES = (
     "no memories yet: memlog import PATH… or memlog observe --name … --description … "
     "--category … adds some"
 )
+
+
+def use_of(entry: Entry) -> str:
+    """What sessions did with an entry, in words: ``applied in 7 of 30 sessions`` (of those
+    judged; the contradicting ones said too), or that none was judged yet."""
+    if not entry.judged_count:
+        return "not judged in any session yet"
+    sessions = "session" if entry.judged_count == 1 else "sessions"
+    said = f"applied in {entry.applied_count} of {entry.judged_count} {sessions}"
+    if entry.contradicted_count:
+        said += f", contradicted in {entry.contradicted_count}"
+    return said
+
+
+class Stale(NamedTuple):
+    """A lesson of the project whose citations the working tree no longer all has."""
+
+    entry: Entry
+    checked: Checked
+
+
+def stale(ws: Workspace, partly: bool = False) -> list[Stale]:
+    """The live lessons seen in ``ws``'s project whose cited files are all gone from its
+    working tree (and, with ``partly``, those missing some of what they cite), by name."""
+    from memlog.retrieval.stale import of_project
+
+    if ws.root is None:
+        raise InvalidInput("not in a project: run it in one, or give --project PATH")
+    ws.catch_up()
+    every = queries.entries(ws.home, vectors=False)
+    mine = [e for e in every if e.live and ws.project in e.projects]
+    found = of_project(ws, mine)
+    by_id = {e.id: e for e in mine}
+    kept = [Stale(by_id[i], c) for i, c in found.items() if c.stale or (partly and c.partly)]
+    return sorted(kept, key=lambda s: (not s.checked.stale, s.entry.name.lower(), s.entry.id))
 
 
 def tag(event: Event) -> str:
@@ -211,6 +250,24 @@ def extraction(ws: Workspace) -> dict[str, object]:
         "daily_budget_usd": ws.config.memory_extraction_daily_budget_usd,
         "maintenance": ledger.maintenance_times(ws.home),
     }
+
+
+def cost_said(figures: dict[str, Any]) -> list[str]:
+    """What extraction cost today and in all, in the words ``memlog stats`` and the page's
+    audits both show (``figures``: what ``extraction`` returns)."""
+    today, total = figures["today"], figures["total"]
+    return [
+        f"cost today: ${today['cost_usd']:.4f} of ${figures['daily_budget_usd']:.2f} "
+        f"({_calls(today)})",
+        f"cost in total: ${total['cost_usd']:.4f} ({_calls(total)})",
+    ]
+
+
+def _calls(spend: dict[str, Any]) -> str:
+    return (
+        f"{counted(spend['calls'], 'call')}, {spend['tokens_in']:,} tokens in, "
+        f"{spend['tokens_out']:,} out"
+    )
 
 
 def _spend(spend: Spend) -> dict[str, object]:

@@ -2,7 +2,7 @@
 
     python benchmarks/bench_embedding.py [--bank DIR] [--runs 3]
 
-The knowledge bank (default ``../shared/fixtures/knowledge-bank-08a38d02``,
+The knowledge bank (default ``tests/fixtures/knowledge-bank-08a38d02``,
 265 real entries) is embedded with the bundled all-MiniLM-L6-v2 as memlog
 embeds entries (name, description, reasoning and metadata lines):
 
@@ -40,7 +40,7 @@ from memlog.projections.sqlite_view import queries
 from memlog.workspace import Workspace
 
 REPO = Path(__file__).resolve().parents[1]
-DEFAULT_BANK = REPO.parent / "shared" / "fixtures" / "knowledge-bank-08a38d02"
+DEFAULT_BANK = REPO / "tests" / "fixtures" / "knowledge-bank-08a38d02"
 
 
 def cpu() -> float:

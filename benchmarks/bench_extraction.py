@@ -9,8 +9,8 @@
    assistant blocks with thinking, text and tool use, tool results of a few
    hundred to a few thousand characters, some side-chain and meta lines):
    ``prepare`` = read from offset 0 + Puffin's truncation + the prompt.
-3. Tokens and estimated cost of extracting each transcript fixture (shared
-   and our own) and the synthetic one, at Claude Haiku 4.5 prices ($1 / $5
+3. Tokens and estimated cost of extracting each transcript fixture (the
+   public ones and our own) and the synthetic one, at Claude Haiku 4.5 prices ($1 / $5
    per million tokens).  Input tokens are estimated as characters / 3 (the
    estimate the daily budget uses: conservative for English and code); output
    as 300 tokens (an answer of about eight items).  With ``claude-cli`` the
@@ -41,7 +41,7 @@ from memlog.projections.fold import Session
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-SHARED = REPO.parent / "shared" / "fixtures" / "claude-code-transcripts"
+SHARED = REPO / "tests" / "fixtures" / "claude-code-transcripts"
 OURS = REPO / "tests" / "capture" / "extraction" / "fixtures"
 TYPICAL_ANSWER_TOKENS = 300
 WORDS = ("parser importer cache header column encoding retry session branch config schema "

@@ -8,7 +8,7 @@ warm (stamp in place, as on every start after the first).  The 10k entries
 carry synthetic unit vectors in the local space (their content does not
 change the cost).  Then the same starts answered by the home's resident
 ranker (``memlog hook resident``, started by a first start and warmed),
-interleaved with the same baseline.  Then the time to import the larger shared knowledge-bank
+interleaved with the same baseline.  Then the time to import the larger public knowledge-bank
 fixture with write-time embeddings, against the same import with embedding
 unavailable.
 
@@ -33,7 +33,7 @@ from memlog.projections.runner import catch_up
 from memlog.vocabulary import DEFAULT_SPACE
 
 HERE = Path(__file__).resolve().parent
-FIXTURE = HERE.parents[1] / "shared" / "fixtures" / "knowledge-bank-6bb5ea25"
+FIXTURE = HERE.parent / "tests" / "fixtures" / "knowledge-bank-6bb5ea25"
 
 
 def sibling(name: str) -> ModuleType:

@@ -37,7 +37,6 @@ from typing import Any
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-sys.path.insert(0, str(REPO.parent))  # run from a checkout: the package is the repository
 
 from memlog.capture.importer import markdown_files, plan_import  # noqa: E402
 from memlog.capture.observe import ObservationInput, to_event  # noqa: E402

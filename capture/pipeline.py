@@ -17,6 +17,7 @@ import sqlite3
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Generic, NamedTuple, TypeVar
 
+from memlog.capture.contradiction import RESOLVED_SOURCES, resolve
 from memlog.capture.embed import embed_entries
 from memlog.capture.label import label_entries, needs_labels
 from memlog.errors import MemlogError
@@ -55,7 +56,21 @@ def capture(
     observed = [e for e in stored if isinstance(e, Observed)]
     supplied = {e.entry_id: e.keywords for e in observed}
     notes = settle(ws, supplied.keys(), supplied, meter)
-    return Captured(stored, held_notes(ws, log.held, observed) + notes, log.held)
+    return Captured(stored, held_notes(ws, log.held, observed) + notes
+                    + resolve_new(ws, observed), log.held)  # fmt: skip
+
+
+def resolve_new(ws: Workspace, observed: Sequence[Observed]) -> list[str]:
+    """Held lessons the new ones contradict are superseded (``contradiction.resolve``)."""
+    fresh = [e.entry_id for e in observed if e.source in RESOLVED_SOURCES and e.count is None]
+    if not fresh:
+        return []
+    try:
+        found = queries.entries(ws.home, fresh, vectors=False)
+    except (MemlogError, sqlite3.Error) as exc:  # no view (a full disk): the log has them
+        return [f"contradictions not checked ({exc})"]
+    created = {e.id for e in found if e.created_seq in {o.seq for o in observed}}
+    return resolve(ws, created) if created else []
 
 
 def held_notes(ws: Workspace, held: Sequence[Held], observed: Sequence[Observed]) -> list[str]:

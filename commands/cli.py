@@ -51,6 +51,7 @@ COMMANDS = {
     "ui": ("memlog.commands.ui", "ui"),
     "redact": ("memlog.commands.redact", "redact"),
     "sync": ("memlog.commands.sync", "sync"),
+    "stale": ("memlog.commands.stale_cmd", "stale"),
 }
 
 

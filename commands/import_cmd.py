@@ -9,6 +9,7 @@ import click
 from memlog.api import capturing
 from memlog.commands.common import emit, json_option, open_workspace, warn
 from memlog.commands.conventions import metered
+from memlog.vocabulary import counted
 
 
 @click.command(name="import")
@@ -55,8 +56,9 @@ def import_(
         as_json,
         figures,
         lambda: click.echo(
-            f"{plan.parsed} entries in {len(plan.files)} files: {verb} {len(plan.events)} "
-            f"events, {plan.unchanged} unchanged"
+            f"{counted(plan.parsed, 'entry', 'entries')} in "
+            f"{counted(len(plan.files), 'file')}: {verb} "
+            f"{counted(len(plan.events), 'event')}, {plan.unchanged} unchanged"
         ),
     )
 
@@ -77,8 +79,9 @@ def _import_claude_memory(dry_run: bool, as_json: bool) -> None:
         as_json,
         figures,
         lambda: click.echo(
-            f"{plan.files} auto memory files in {len(plan.folders)} folders: {plan.added} new, "
-            f"{plan.edited} edited, {plan.removed} removed, {plan.unchanged} unchanged; "
-            f"{verb} {len(plan.events)} events"
+            f"{counted(plan.files, 'auto memory file')} in "
+            f"{counted(len(plan.folders), 'folder')}: {plan.added} new, {plan.edited} edited, "
+            f"{plan.removed} removed, {plan.unchanged} unchanged; "
+            f"{verb} {counted(len(plan.events), 'event')}"
         ),
     )

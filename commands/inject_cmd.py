@@ -33,9 +33,17 @@ def inject(
     explain: bool,
     as_json: bool,
 ) -> None:
-    """Print the memories the hook would inject for PROJECT_DIR (default: here)."""
+    """Print the memories the hook would inject for the project whose root is PROJECT_DIR.
+
+    PROJECT_DIR and --project-root name the same thing, the project's root, and give the
+    same block; without either, the project the current directory is in, found as the
+    hook finds it from the session's directory.  --project-root also records the recall
+    (the drop-in for iflow's memory.py).
+    """
+    if project_dir is not None and project_root is not None:
+        raise click.UsageError("give the project's root once: PROJECT_DIR or --project-root")
     where = project_root or project_dir
-    ws = open_workspace(where, exact=project_root is not None, home=global_store)
+    ws = open_workspace(where, exact=where is not None, home=global_store)
     remember = record if record is not None else project_root is not None
     result = recall.inject(ws, limit, remember=remember, drop_in=project_root is not None)
     warn(result.notes)

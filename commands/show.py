@@ -8,7 +8,7 @@ from memlog.api import reading
 from memlog.commands.base import printable
 from memlog.commands.common import echo_json, open_workspace, say_empty
 from memlog.eventlog import secrets
-from memlog.eventlog.events import Event, Redacted
+from memlog.eventlog.events import Event, Influenced, Redacted
 from memlog.projections.fold import Entry
 from memlog.projections.markdown_view import layout
 
@@ -57,11 +57,22 @@ def _print_entry(entry: Entry) -> None:
         click.echo(printable(f"vectors: {', '.join(sorted(entry.vectors))}"))
     if entry.status_reason:
         click.echo(printable(f"status reason: {entry.status_reason}"))
+    click.echo(printable(f"use: {reading.use_of(entry)}"))
+    if entry.proposal:
+        click.echo(
+            printable(
+                f"proposed: retire ({entry.proposal}): memlog maintenance "
+                f"--confirm {entry.id} retires it, --dismiss {entry.id} keeps it"
+            )
+        )
 
 
 def _describe(event: Event) -> str:
     tag = reading.tag(event)
     extra = getattr(event, "reason", "") or getattr(event, "source", "") or ""
+    if isinstance(event, Influenced):
+        said = f": {event.evidence}" if event.evidence else ""
+        extra = f"{event.verdict} in session {event.session_id} ({event.source}){said}"
     removed = f" (redacted {secrets.describe(event.redactions)})" if event.redactions else ""
     return f"{tag} {extra}".rstrip() + removed
 

@@ -52,12 +52,5 @@ def _print_extraction(figures: dict[str, Any]) -> None:
     counted = figures["sessions"].items()
     sessions = ", ".join(f"{n} {status}" for status, n in counted if n or status != "elsewhere")
     click.echo(f"sessions ({figures['provider']}): {sessions}")
-    today, total = figures["today"], figures["total"]
-    click.echo(
-        f"  cost today: ${today['cost_usd']:.4f} of ${figures['daily_budget_usd']:.2f} "
-        f"({today['calls']} calls, {today['tokens_in']} tokens in, {today['tokens_out']} out)"
-    )
-    click.echo(
-        f"  cost in total: ${total['cost_usd']:.4f} ({total['calls']} calls, "
-        f"{total['tokens_in']} tokens in, {total['tokens_out']} out)"
-    )
+    for line in reading.cost_said(figures):
+        click.echo(f"  {line}")

@@ -16,7 +16,16 @@ from msgspec import Meta
 
 from memlog import digests
 from memlog.eventlog.vectors import to_q8
-from memlog.vocabulary import Category, Confidence, Scope, Section, SessionStatus, Source
+from memlog.vocabulary import (
+    Category,
+    Confidence,
+    InfluenceSource,
+    Scope,
+    Section,
+    SessionStatus,
+    Source,
+    Verdict,
+)
 
 Text = Annotated[str, Meta(min_length=1)]
 EntryId = Annotated[str, Meta(pattern="^[0-9a-f]{16}$")]
@@ -241,6 +250,21 @@ class Held(EventBase, frozen=True, kw_only=True, tag="entry.held"):
         return (self.entry_id,)
 
 
+class Influenced(EventBase, frozen=True, kw_only=True, tag="entry.influenced"):
+    """What one session did with a lesson it received, a quote of the evidence, and who
+    judged: its ``extraction`` request, a ``local`` estimate, or the ``agent`` itself."""
+
+    entry_id: EntryId
+    session_id: Text
+    verdict: Verdict
+    evidence: str = ""
+    source: InfluenceSource = "extraction"
+
+    @property
+    def entry_ids(self) -> tuple[str, ...]:
+        return (self.entry_id,)
+
+
 class Reviewed(EventBase, frozen=True, kw_only=True, tag="entry.reviewed"):
     """The user judged a held entry: ``accepted`` lets it be injected (the text held so far),
     ``rejected`` keeps it out for good (until accepted)."""
@@ -248,6 +272,20 @@ class Reviewed(EventBase, frozen=True, kw_only=True, tag="entry.reviewed"):
     entry_id: EntryId
     verdict: Literal["accepted", "rejected"]
     reason: str = ""
+
+    @property
+    def entry_ids(self) -> tuple[str, ...]:
+        return (self.entry_id,)
+
+
+class Proposed(EventBase, frozen=True, kw_only=True, tag="entry.proposed"):
+    """A proposal to retire an entry (``unused``: given often, never applied; ``stale``: its
+    cited files gone), until a person confirms (``entry.retired``) or ``dismissed`` it."""
+
+    entry_id: EntryId
+    kind: Literal["unused", "stale"]
+    reason: str = ""
+    dismissed: bool = False
 
     @property
     def entry_ids(self) -> tuple[str, ...]:
@@ -380,6 +418,8 @@ Event = (
     | Redacted
     | Held
     | Reviewed
+    | Influenced
+    | Proposed
 )
 EVENT_TYPES: tuple[type[EventBase], ...] = (
     Observed,
@@ -396,5 +436,7 @@ EVENT_TYPES: tuple[type[EventBase], ...] = (
     Redacted,
     Held,
     Reviewed,
+    Influenced,
+    Proposed,
 )
 TYPE_NAMES: tuple[str, ...] = tuple(str(t.__struct_config__.tag) for t in EVENT_TYPES)

@@ -32,7 +32,7 @@ from memlog.errors import HomeError, LogBusy, LogWriteError
 from memlog.eventlog import clock, devices, snapshot, spool, waiting
 from memlog.eventlog import segments as seg
 from memlog.eventlog.codec import bounded_line
-from memlog.eventlog.events import EventBase, Held, Observed, Writer
+from memlog.eventlog.events import EventBase, Held, Influenced, Observed, Writer
 from memlog.eventlog.ids import uuid7
 from memlog.eventlog.reader import START as START
 from memlog.eventlog.reader import Damage as Damage
@@ -122,15 +122,15 @@ class EventLog:
             pass  # taking the lock folds the spool
 
     def _prepared(self, events: Sequence[E]) -> tuple[list[E], set[int]]:
-        """``events`` with secrets redacted, their door named, and each observation the
-        scan holds followed by its ``entry.held`` event (``screening``); the places of the
-        events added."""
+        """``events`` with secrets redacted, their door named, each observation the scan
+        holds followed by its ``entry.held`` event and evidence it holds withheld
+        (``screening``); the places of the events added."""
         prepared = list(events)
         if self.redact:  # the patterns load with the first append that needs them
             from memlog.eventlog.secrets import redact_batch
 
             prepared = redact_batch(prepared)
-        if not self.screen or not any(isinstance(e, Observed) for e in prepared):
+        if not self.screen or not any(isinstance(e, Observed | Influenced) for e in prepared):
             return prepared, set()
         from memlog.eventlog.screening import screened
 

@@ -7,6 +7,11 @@ The log's append calls ``screened`` for every batch holding an observation, so n
 Code's auto memory, an adopted iflow store) can store a lesson unscanned; sync scans
 what another device sends with ``held_event`` (door ``sync``), as it arrives.  An entry
 held stays out of every injection until its user accepts it (``memlog review``).
+
+A judgment of a lesson (``entry.influenced``) quotes a session's transcript as its
+evidence: data like a lesson, from a door (the MCP ``record_influence``, extraction) an
+attacker's text can reach.  Its invisible characters are dropped, and evidence the scan
+holds is withheld (``EVIDENCE_WITHHELD``, naming the rules); the verdict stands.
 """
 
 from __future__ import annotations
@@ -17,8 +22,8 @@ from typing import Any, TypeVar
 import msgspec
 
 from memlog import digests
-from memlog.eventlog.events import EventBase, Held, Observed
-from memlog.eventlog.steering import Hit, observed_fields, scan
+from memlog.eventlog.events import EventBase, Held, Influenced, Observed
+from memlog.eventlog.steering import Hit, observed_fields, scan, visible
 
 E = TypeVar("E", bound=EventBase)
 
@@ -33,6 +38,10 @@ DOORS = {
     "maintenance": "extraction",
     "adopt": "adopt",
 }
+
+
+#: what replaces evidence the scan holds (the rules follow)
+EVIDENCE_WITHHELD = "withheld: the scan of lessons held it"
 
 
 def door_of(command: str) -> str:
@@ -67,6 +76,9 @@ def screened(events: Sequence[E], command: str) -> tuple[list[E], set[int]]:
     found: list[Any] = []
     added: set[int] = set()
     for event in events:
+        if isinstance(event, Influenced):
+            found.append(screened_evidence(event))
+            continue
         if not isinstance(event, Observed):
             found.append(event)
             continue
@@ -79,6 +91,18 @@ def screened(events: Sequence[E], command: str) -> tuple[list[E], set[int]]:
             added.add(len(found))
             found.append(held)
     return found, added
+
+
+def screened_evidence(event: Influenced) -> Influenced:
+    """``event`` with its evidence visible (invisible characters dropped), or withheld when
+    the scan holds what is left."""
+    if not event.evidence:
+        return event
+    shown = " ".join(visible(event.evidence).split())
+    hits = scan([("evidence", shown)])
+    if hits:
+        shown = f"{EVIDENCE_WITHHELD} ({', '.join(h.rule for h in hits)})"
+    return event if shown == event.evidence else msgspec.structs.replace(event, evidence=shown)
 
 
 def received_holds(received: Sequence[bytes]) -> tuple[list[Held], int]:

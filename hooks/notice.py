@@ -8,6 +8,12 @@ SessionStart says it instead, to the user (Claude Code's ``systemMessage``,
 never the model's context).  What was said is kept in the plugin's own data
 folder (``$CLAUDE_PLUGIN_DATA``, which Claude Code gives a plugin's hooks),
 not in the memlog home; while it is there nothing is said again.
+
+Claude Code shows a hook's message only to a person at a terminal: ``claude -p``
+and the Agent SDK (``CLAUDE_CODE_ENTRYPOINT=sdk-…``; since 2.1.332 also
+``CLAUDE_CODE_SESSION_ATTENDED=0``) print the answer and nothing of it.  So the
+notice waits for the first session someone watches rather than being spent where
+nobody reads it; ``memlog doctor`` says the same at any time.
 """
 
 from __future__ import annotations
@@ -25,17 +31,24 @@ def _told_file(env: Mapping[str, str]) -> Path | None:
     return Path(folder) / TOLD if folder else None
 
 
+def watched(env: Mapping[str, str]) -> bool:
+    """Whether a person sees this session's hook messages (not ``claude -p``, not the SDK)."""
+    entry = env.get("CLAUDE_CODE_ENTRYPOINT", "").strip()
+    return not entry.startswith("sdk") and env.get("CLAUDE_CODE_SESSION_ATTENDED") != "0"
+
+
 def first_time(payload: dict[str, Any], home: Path, env: Mapping[str, str] = os.environ) -> str:
-    """The notice when the plugin runs this hook and has not shown it yet, else ""."""
+    """The notice when the plugin runs this hook in a session someone watches and has not
+    shown it yet, else ""."""
     told = _told_file(env)
-    if told is None or told.exists():
+    if told is None or told.exists() or not watched(env):
         return ""
     from memlog.api.health import extraction_notice
     from memlog.workspace import Workspace
 
     folder = Path(str(payload.get("cwd") or os.getcwd()))
     ws = Workspace.open(folder, home=home) if folder.is_dir() else Workspace.at(None, home=home)
-    return extraction_notice(ws, env)
+    return extraction_notice(ws, env, reach=False)  # the hook connects to nothing
 
 
 def remember(said: str, env: Mapping[str, str] = os.environ) -> None:

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
 from collections.abc import Mapping
 from typing import NamedTuple
+from urllib.parse import urlsplit
 
 from memlog.untrusted import shown
 
@@ -22,6 +24,8 @@ ANTHROPIC_KEY = "ANTHROPIC_API_KEY"
 ANTHROPIC_URL_ENVS = ("MEMLOG_ANTHROPIC_BASE_URL", "ANTHROPIC_BASE_URL")
 OLLAMA_URL = "http://localhost:11434"
 OLLAMA_URL_ENV = "MEMLOG_OLLAMA_BASE_URL"
+#: how long ``memlog doctor`` and ``memlog setup`` wait for an Ollama server's port
+REACH_SECONDS = 0.5
 #: the extraction providers ``auto`` tries, in order
 AUTO = ("claude-cli", "anthropic", "ollama")
 
@@ -47,12 +51,14 @@ class Destination(NamedTuple):
     missing: str = ""
 
 
-def destination(mode: str, env: Mapping[str, str] = os.environ) -> Destination:
-    """The provider ``memory_extraction_provider: mode`` would use now (no network is asked:
-    an Ollama server is named, not reached)."""
+def destination(mode: str, env: Mapping[str, str] = os.environ, reach: bool = False) -> Destination:
+    """The provider ``memory_extraction_provider: mode`` would use now.  Nothing is sent:
+    an Ollama server is named, or with ``reach`` its port is only connected to (and the
+    connection closed) to see whether one listens."""
     if mode == "off":
         return Destination("off", "", paid=False, missing="extraction is off")
-    found = [_one(name, env) for name in (AUTO if mode == "auto" else (mode,))]
+    names = AUTO if mode == "auto" else (mode,)
+    found = [_one(name, env, reach) for name in names]
     usable = [d for d in found if not d.missing]
     if usable:
         return usable[0]
@@ -60,7 +66,7 @@ def destination(mode: str, env: Mapping[str, str] = os.environ) -> Destination:
     return Destination(mode, "", paid=False, missing=why)
 
 
-def _one(name: str, env: Mapping[str, str]) -> Destination:
+def _one(name: str, env: Mapping[str, str], reach: bool) -> Destination:
     if name == "claude-cli":
         if shutil.which("claude", path=env.get("PATH", os.defpath)) is None:
             return Destination(name, "", True, missing="no `claude` on PATH")
@@ -72,5 +78,25 @@ def _one(name: str, env: Mapping[str, str]) -> Destination:
             return Destination(name, "", True, missing=f"no {ANTHROPIC_KEY}")
         return Destination(name, f"the Messages API at {anthropic_url(env)} (Claude Haiku)", True)
     if name == "ollama":
-        return Destination(name, f"the Ollama server at {ollama_url(env)}, if one answers", False)
+        url = ollama_url(env)
+        if not reach:
+            return Destination(name, f"the Ollama server at {url}, if one answers", False)
+        if not listening(url):
+            return Destination(name, "", False, missing=f"no Ollama server answers at {url}")
+        return Destination(name, f"the Ollama server at {url}", False)
     return Destination(name, "", False, missing=f"unknown provider {shown(name)}")
+
+
+def listening(url: str, timeout: float = REACH_SECONDS) -> bool:
+    """Whether something accepts a connection at ``url``'s host and port (nothing is sent:
+    the connection is closed at once)."""
+    parsed = urlsplit(url)
+    try:
+        port = parsed.port or (443 if parsed.scheme == "https" else 80)
+    except ValueError:
+        return False
+    try:
+        with socket.create_connection((parsed.hostname or "localhost", port), timeout=timeout):
+            return True
+    except OSError:
+        return False

@@ -16,7 +16,7 @@ from typing import Any, NamedTuple
 import msgspec
 
 from memlog.mcp_server import results
-from memlog.vocabulary import CATEGORIES, KB_CATEGORIES, MAX_EVENT_BYTES
+from memlog.vocabulary import CATEGORIES, KB_CATEGORIES, MAX_EVENT_BYTES, VERDICTS
 
 SEARCH_LIMIT_MAX = 100
 LIST_LIMIT_MAX = 1000
@@ -89,6 +89,32 @@ LIST_INPUT: dict[str, Any] = {
     },
 }
 
+INFLUENCE_INPUT: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "entry": _text(
+            "The memory: its id (or the first characters of it) or its name, as the "
+            "Engineering Memory block or search_memory shows it (required)."
+        ),
+        "verdict": {
+            "type": "string",
+            "enum": list(VERDICTS),
+            "description": "applied: this session did what the memory says; contradicted: it "
+            "did the opposite, or found the memory wrong here; not used: it did not come up.",
+        },
+        "evidence": {
+            "type": "string",
+            "default": "",
+            "description": "One short quote or sentence saying where (optional, a line at most).",
+        },
+        "session": _optional(
+            {"type": "string"},
+            "The Claude Code session (default: the one that started this server).",
+        ),
+    },
+    "required": ["entry", "verdict"],
+}
+
 
 class Tool(NamedTuple):
     name: str
@@ -153,6 +179,17 @@ TOOLS: dict[str, Tool] = {
             LIST_INPUT,
             results.Listed,
             read_only=True,
+        ),
+        Tool(
+            "record_influence",
+            "Say what a memory did",
+            "Say what this session did with a memory it was given: applied, contradicted or "
+            "not used, with a line of evidence.\n\nmemlog ranks memories that sessions apply "
+            "above those they are given and never use, and proposes retiring the ones never "
+            "applied. Your own word counts over memlog's reading of the transcript.",
+            INFLUENCE_INPUT,
+            results.Influence,
+            read_only=False,
         ),
     )
 }

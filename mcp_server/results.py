@@ -94,7 +94,19 @@ class Listed(msgspec.Struct, kw_only=True):
     notes: list[str] = msgspec.field(default_factory=list)
 
 
-Result = Stored | Found | Listed
+class Influence(msgspec.Struct, kw_only=True):
+    """The outcome of ``record_influence``."""
+
+    id: Annotated[str, Meta(description="The memory's entry id.")]
+    name: str
+    session: str
+    verdict: str
+    applied_in: Annotated[int, Meta(description="Sessions that applied it, this one included.")]
+    judged_in: Annotated[int, Meta(description="Sessions whose use of it was judged.")]
+    notes: list[str] = msgspec.field(default_factory=list)
+
+
+Result = Stored | Found | Listed | Influence
 
 
 def output_schema(kind: type[Result]) -> dict[str, Any]:

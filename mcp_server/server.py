@@ -44,7 +44,8 @@ INSTRUCTIONS = (
     "memlog is a persistent engineering memory shared across projects. Call store_memory "
     "when you learn something worth keeping (a pattern to follow, an anti-pattern to avoid, "
     "a heuristic), search_memory to recall what is known about a topic, and list_memories "
-    "to browse. Stored memories are injected at the start of later work."
+    "to browse. Stored memories are injected at the start of later work; when one you were "
+    "given helped, or turned out wrong here, say so with record_influence."
 )
 
 

@@ -12,6 +12,7 @@ server turns every ``MemlogError`` into a tool error and keeps serving.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 
 from memlog.api import capturing, reading, recall
@@ -19,7 +20,7 @@ from memlog.errors import InvalidInput
 from memlog.eventlog import secrets
 from memlog.eventlog.events import Observed
 from memlog.mcp_server.catalog import LIST_LIMIT_MAX, SEARCH_LIMIT_MAX
-from memlog.mcp_server.results import SOURCE, Found, Hit, Listed, Memory, Stored
+from memlog.mcp_server.results import SOURCE, Found, Hit, Influence, Listed, Memory, Stored
 from memlog.projections.fold import Entry, space_key
 from memlog.untrusted import shown
 from memlog.vocabulary import CATEGORIES, KB_CATEGORIES
@@ -150,6 +151,34 @@ def _memory(entry: Entry) -> Memory:
         references=entry.references, keywords=entry.keywords,
         observation_count=entry.observation_count, confidence=entry.confidence,
         source=entry.source, created_at=entry.created_at, updated_at=entry.updated_at,
+    )  # fmt: skip
+
+
+# -- record_influence --------------------------------------------------------------------
+
+#: the variable Claude Code sets for the MCP servers it starts: the session's id
+SESSION_VARIABLE = "CLAUDE_CODE_SESSION_ID"
+#: characters of evidence kept
+EVIDENCE_CHARS = 300
+
+
+def record_influence(
+    ws: Workspace, entry: str, verdict: str, evidence: str = "", session: str | None = None
+) -> Influence:
+    """Record what this session did with a memory (``entry.influenced``, source agent)."""
+    _require_text(entry=entry)
+    session_id = session or os.environ.get(SESSION_VARIABLE, "")
+    if not session_id.strip():
+        raise InvalidInput(
+            f"no session: {SESSION_VARIABLE} is not set (Claude Code sets it); give session"
+        )
+    text = " ".join(evidence.split())
+    if len(text) > EVIDENCE_CHARS:
+        text = text[: EVIDENCE_CHARS - 1] + "…"
+    found, notes = capturing.record_influence(ws, entry, session_id, verdict, text)
+    return Influence(
+        id=found.id, name=found.name, session=session_id.strip(), verdict=verdict,
+        applied_in=found.applied_count, judged_in=found.judged_count, notes=notes,
     )  # fmt: skip
 
 

@@ -10,16 +10,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-import msgspec
-
 from memlog.eventlog.events import (
     Event,
     Held,
+    Influenced,
     Labelled,
     MaintenanceRan,
     MemoryEvolved,
     Observed,
     Promoted,
+    Proposed,
     Recalled,
     Redacted,
     Reembedded,
@@ -28,93 +28,16 @@ from memlog.eventlog.events import (
     SessionPending,
     SessionProgress,
     Superseded,
+    Usage,
 )
+from memlog.projections import use
 from memlog.projections.holds import hold, review, settle
-from memlog.projections.ledger_fold import Session as Session
-from memlog.projections.ledger_fold import Spend as Spend
-from memlog.projections.ledger_fold import ledger
+from memlog.projections.model import Entry as Entry
+from memlog.projections.model import Session as Session
+from memlog.projections.model import Spend as Spend
+from memlog.projections.model import State as State
+from memlog.projections.model import Vector as Vector
 from memlog.vocabulary import CONFIDENCE_RANK, MAX_KEYWORDS
-
-
-class Vector(msgspec.Struct, frozen=True, array_like=True):
-    """One embedding of an entry in a provider+model space, ``q8`` (``eventlog.vectors``)."""
-
-    dimensions: int
-    data: bytes
-
-
-class Entry(msgspec.Struct, kw_only=True):
-    """An entry as the log has made it (the 16 columns plus provenance)."""
-
-    id: str
-    name: str
-    description: str
-    category: str
-    reasoning: str = ""
-    keywords: list[str] = msgspec.field(default_factory=list)
-    references: list[str] = msgspec.field(default_factory=list)
-    observation_count: int = 1
-    confidence: str = "medium"
-    recall_count: int = 0
-    last_recalled_at: str | None = None
-    created_at: str
-    updated_at: str
-    #: sequence number of the event that created the entry (orders files)
-    created_seq: int = 0
-    source: str
-    source_project: str = ""
-    # provenance
-    projects: list[str] = msgspec.field(default_factory=list)
-    features: list[str] = msgspec.field(default_factory=list)
-    sources: list[str] = msgspec.field(default_factory=list)
-    origins: list[str] = msgspec.field(default_factory=list)
-    #: "project, Feature #NNN" for each distinct place the entry was seen
-    provenance: list[str] = msgspec.field(default_factory=list)
-    #: further metadata lines of imported entries (``Cost: …``, ``Instead: …``)
-    details: list[str] = msgspec.field(default_factory=list)
-    last_observed: str = ""
-    #: header and metadata lines as a global store file had them (empty: memlog's format)
-    layout: list[str] = msgspec.field(default_factory=list)
-    # lifecycle
-    promoted: bool = False
-    promotion_reason: str = ""
-    status: str = "live"
-    status_reason: str = ""
-    superseded_by: str = ""
-    #: "provider/model" -> vector
-    vectors: dict[str, Vector] = msgspec.field(default_factory=dict)
-    #: the branch memory section of an extracted entry
-    section: str = ""
-    #: the branch memories (``project/branch``) holding the entry
-    branches: list[str] = msgspec.field(default_factory=list)
-    #: ``key<TAB>time`` for every branch memory the entry ever joined: when it last
-    #: joined, left or came back to it (what that memory's ``Last updated`` comes from)
-    branch_stamps: list[str] = msgspec.field(default_factory=list)
-    # where it came from (doors, device folders) and its review (``holds``: the fields)
-    doors: list[str] = msgspec.field(default_factory=list)
-    devices: list[str] = msgspec.field(default_factory=list)
-    held: list[str] = msgspec.field(default_factory=list)
-    holds: list[str] = msgspec.field(default_factory=list)
-    accepted: list[str] = msgspec.field(default_factory=list)
-    review: str = ""
-
-    @property
-    def live(self) -> bool:
-        return self.status == "live"
-
-
-class State(msgspec.Struct):
-    """Every entry by id, and which of them the last events touched; sessions, spend by
-    day and the last run of each maintenance task, and which of those changed."""
-
-    entries: dict[str, Entry] = msgspec.field(default_factory=dict)
-    touched: set[str] = msgspec.field(default_factory=set)
-    sessions: dict[str, Session] = msgspec.field(default_factory=dict)
-    spend: dict[str, Spend] = msgspec.field(default_factory=dict)
-    maintenance: dict[str, str] = msgspec.field(default_factory=dict)
-    touched_ledger: set[str] = msgspec.field(default_factory=set)
-    #: the entries the events created, in that order (each one's ``slot`` in the views)
-    created: list[str] = msgspec.field(default_factory=list)
 
 
 def space_key(provider: str, model: str) -> str:
@@ -252,12 +175,14 @@ def _leaves_branch(entry: Entry, branch: str, ts: str) -> bool:
 def _retired(entry: Entry, event: Retired) -> None:
     if _leaves_branch(entry, event.branch, event.ts):
         entry.status, entry.status_reason = "retired", event.reason
+        entry.proposal = ""
 
 
 def _superseded(entry: Entry, event: Superseded) -> None:
     if _leaves_branch(entry, event.branch, event.ts):
         entry.status, entry.status_reason = "superseded", event.reason
         entry.superseded_by = event.by
+        entry.proposal = ""
 
 
 def _update(entry: Entry, event: Event) -> None:
@@ -276,6 +201,10 @@ def _update(entry: Entry, event: Event) -> None:
             _superseded(entry, event)
         case Redacted():  # embedded from text that is gone: embedded again after
             entry.vectors.clear()
+        case Influenced():
+            use.judge(entry, event)
+        case Proposed():
+            use.propose(entry, event)
         case Held():
             hold(entry, event)
         case Reviewed():
@@ -289,8 +218,10 @@ def apply(state: State, event: Event, device: str = "") -> State:
         state.touched.add(_observed(state, event, device))
         return state
     if isinstance(event, SessionPending | SessionProgress | MemoryEvolved | MaintenanceRan):
-        ledger(state, event)
+        _ledger(state, event)
         return state
+    if isinstance(event, Recalled | Influenced) and event.session_id:  # received, judged
+        use.follow(_session(state, event.session_id, event.ts), event)
     ids = event.ids if isinstance(event, Recalled | Redacted) else (event.entry_ids[0],)
     for entry_id in dict.fromkeys(ids):
         entry = state.entries.get(entry_id)
@@ -306,6 +237,72 @@ def apply(state: State, event: Event, device: str = "") -> State:
 def branch_key(project: str, branch: str) -> str:
     """The key of a branch memory: ``project/branch`` (a project name holds no ``/``)."""
     return f"{project}/{branch}"
+
+
+def _session(state: State, session_id: str, ts: str) -> Session:
+    session = state.sessions.get(session_id)
+    if session is None:
+        session = state.sessions[session_id] = Session(id=session_id, first_seen=ts)
+    session.updated_at = ts
+    state.touched_ledger.add(f"session:{session_id}")
+    return session
+
+
+def _pending(state: State, event: SessionPending) -> None:
+    session = _session(state, event.session_id, event.ts)
+    for field in ("transcript", "cwd", "project", "branch"):
+        if getattr(event, field):
+            setattr(session, field, getattr(event, field))
+    session.trigger, session.reason = event.trigger, event.reason
+    session.size = max(session.size, event.size)
+    if event.trigger == "SessionStart":
+        session.status = "pending" if session.status == "pending" else "open"
+    elif event.size > session.offset or not session.done:
+        session.status = "pending"
+    elif session.status == "open":  # ended with nothing new since the last run
+        session.status = session.done
+
+
+def _progress(state: State, event: SessionProgress) -> None:
+    session = _session(state, event.session_id, event.ts)
+    session.offset = max(session.offset, event.offset)
+    session.status, session.reason = event.status, event.reason
+    session.attempts = session.attempts + 1 if event.status == "pending" else 0
+    if event.status != "pending":
+        session.done = event.status
+    session.turns += event.turns
+    _spent(state, event.ts, event.usage, session)
+
+
+def _spent(state: State, ts: str, usage: Usage, session: Session | None) -> None:
+    if not usage.calls:
+        return
+    day = ts[:10]
+    spend = state.spend.setdefault(day, Spend(day=day))
+    state.touched_ledger.add(f"spend:{day}")
+    for total in (spend, session) if session is not None else (spend,):
+        total.calls += usage.calls
+        total.tokens_in += usage.tokens_in
+        total.tokens_out += usage.tokens_out
+        total.cost_micros += usage.cost_micros
+
+
+def _ledger(
+    state: State, event: SessionPending | SessionProgress | MemoryEvolved | MaintenanceRan
+) -> None:
+    match event:
+        case SessionPending():
+            _pending(state, event)
+        case SessionProgress():
+            _progress(state, event)
+        case MemoryEvolved():
+            known = state.sessions.get(event.session_id) if event.session_id else None
+            if known is not None:
+                state.touched_ledger.add(f"session:{known.id}")
+            _spent(state, event.ts, event.usage, known)
+        case MaintenanceRan():
+            state.maintenance[event.task] = event.ts
+            state.touched_ledger.add(f"maintenance:{event.task}")
 
 
 def fold(events: Iterable[Event], state: State | None = None) -> State:

@@ -31,9 +31,11 @@ from typing import NamedTuple
 
 from memlog.eventlog.events import (
     Event,
+    Influenced,
     MaintenanceRan,
     MemoryEvolved,
     Observed,
+    Recalled,
     Redacted,
     SessionPending,
     SessionProgress,
@@ -202,4 +204,6 @@ def _about(event: Event, ids: tuple[str, ...], touched: Touched) -> bool:
         return True
     if isinstance(event, SessionPending | SessionProgress | MemoryEvolved):
         return event.session_id in touched.sessions or event.ts[:10] in touched.days
+    if isinstance(event, Recalled | Influenced) and event.session_id in touched.sessions:
+        return True  # what the session received, and what was judged of it
     return not touched.ids.isdisjoint(ids)

@@ -16,7 +16,11 @@ average (0): neighbours that score well pull an entry up, neighbours that
 score badly never push it down (in a small view, where everyone is
 everyone's neighbour, the mean would otherwise cancel the scores out):
 
-    final = fused + wn · max(0, mean(fused[neighbours]))
+    final = fused + wn · max(0, mean(fused[neighbours])) + wu · usefulness
+
+where usefulness (``plain.usefulness``) is 0 for every lesson no session was judged
+on, and the term is left out whole when none was: without a history of use the
+ranking is exactly what it was.
 
 Entries whose final scores tie are ordered by prominence, then by
 candidate (id) order (``ranking.select``'s ``then``): prominence has no
@@ -64,6 +68,8 @@ class Fused(NamedTuple):
     neighbours: Floats
     final: Floats
     weights: FusionWeights
+    #: each candidate's usefulness (``plain.usefulness``; zeros without a history)
+    usefulness: Floats | None = None
 
 
 def _spread(values: Floats) -> tuple[float, float]:
@@ -152,9 +158,11 @@ def fuse(
     neighbours: Positions | None,
     weights: FusionWeights,
     reference: Mask | None = None,
+    useful: Floats | None = None,
 ) -> Fused:
     """Score every candidate; ``None`` for a signal that was not available; statistics of
-    the ``reference`` candidates (all by default)."""
+    the ``reference`` candidates (all by default); ``useful``: each one's usefulness
+    (``plain.usefulness``), added with its weight last."""
     size = prominence_raw.size
     zeros = np.zeros(size, dtype=np.float64)
     lexical = zscores(lexical_raw, size, reference)
@@ -163,8 +171,11 @@ def fuse(
     fused = weights.lexical * lexical + weights.vector * vector + weights.prominence * prominence
     around = neighbour_means(fused, neighbours, reference)
     final = fused + weights.neighbours * around
+    if useful is not None and weights.usefulness > 0:
+        final = final + weights.usefulness * useful
     return Fused(
         lexical_raw if lexical_raw is not None else zeros, lexical,
         vector_raw if vector_raw is not None else zeros, vector,
         prominence_raw, prominence, fused, around, final, weights,
+        useful if useful is not None else zeros,
     )  # fmt: skip

@@ -49,7 +49,12 @@ def run(request: Request) -> Injection | None:
             found.observation_count, found.confidence, found.days, found.recall_count, reference
         )
         around = view.neighbour_lists(found.ids) if weights.neighbours > 0 else None
-        scores = plain.fuse(lexical, plain.prominence(parts), around, weights, reference)
+        useful = (
+            plain.usefulness(view.history(found.ids), len(found.ids))
+            if weights.usefulness > 0
+            else None
+        )
+        scores = plain.fuse(lexical, plain.prominence(parts), around, weights, reference, useful)
         limit, balanced = request.effective_limit, request.categories is None
         shown = request.shown(found.categories, found.ids)
         picked = plain.select(

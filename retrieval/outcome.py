@@ -4,6 +4,7 @@ plain one (``light``); scores may be numpy arrays or lists."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, NamedTuple
 
@@ -27,7 +28,7 @@ COMPONENTS = (
 )  # fmt: skip
 FUSED_COMPONENTS = (
     "lexical_raw", "lexical", "vector_raw", "vector", "prominence_raw", "prominence", "fused",
-    "neighbours", "final",
+    "neighbours", "usefulness", "final",
 )  # fmt: skip
 PARTS = ("observations", "confidence", "recency", "recall")
 #: a block's header, and what gives its last line for the entries chosen
@@ -108,6 +109,9 @@ def injection(
     if request.floor is not None:
         result.chosen = passing(result.chosen, request.floor)
     others = foreign(entries, known_device_id(request.home / "events"))
+    if request.max_chars is not None:  # a block: never two lessons that contradict
+        drop_contradicting(result, by_id)  # each other, the stale ones marked
+        mark_stale(request, result, by_id)
     if request.max_chars is None:
         result.chosen = unreceived(result.chosen, request.received)
         shown = [by_id[c.id] for c in result.chosen]
@@ -125,6 +129,36 @@ def injection(
         fit_into(result, by_id, request.max_chars, balanced, framing, others)
     result.more = more(ranked, {c.id for c in result.chosen}, query is not None)
     return result
+
+
+def drop_contradicting(result: Injection, by_id: dict[str, Entry]) -> None:
+    """Of two chosen lessons that say opposite things, only the newer stays
+    (``contradiction.clashes``); the other is left out, saying why."""
+    from memlog.projections.stance import clashes
+
+    found = clashes([by_id[c.id] for c in result.chosen])
+    if not found:
+        return
+    dropped = {clash.dropped: clash.kept for clash in found}
+    result.left_out += [
+        LeftOut(c.id, c.name, c.category, f"contradicted by a newer lesson in the block: "
+                f"{by_id[dropped[c.id]].name}")
+        for c in result.chosen if c.id in dropped
+    ]  # fmt: skip
+    result.chosen = [c for c in result.chosen if c.id not in dropped]
+
+
+def mark_stale(request: Request, result: Injection, by_id: dict[str, Entry]) -> None:
+    """Give each chosen lesson of the project whose cited files are gone its mark."""
+    from memlog.retrieval import stale
+
+    started = time.perf_counter()
+    marks = stale.marked(request.ws, [by_id[c.id] for c in result.chosen], request.deadline)
+    for pick in result.chosen:
+        if pick.id in marks:
+            pick.stale = marks[pick.id]
+            by_id[pick.id] = stale.with_mark(by_id[pick.id], marks[pick.id])
+    result.timings["stale_ms"] = round((time.perf_counter() - started) * 1000, 3)
 
 
 def unreceived(chosen: list[Chosen], received: frozenset[str]) -> list[Chosen]:

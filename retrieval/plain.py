@@ -32,7 +32,7 @@ from memlog.vocabulary import (
 
 if TYPE_CHECKING:
     from memlog.config import Config
-    from memlog.projections.sqlite_view.plain import Neighbours
+    from memlog.projections.sqlite_view.plain import History, Neighbours
 
 _MICROSECOND = timedelta(microseconds=1)
 _DAY_MICROS = 86_400e6
@@ -45,6 +45,7 @@ class Weights(NamedTuple):
     vector: float
     prominence: float
     neighbours: float
+    usefulness: float = 0.0
 
 
 def weights_of(config: Config) -> Weights:
@@ -54,7 +55,31 @@ def weights_of(config: Config) -> Weights:
         config.memory_fusion_vector_weight,
         config.memory_fusion_prominence_weight,
         config.memory_neighbour_weight,
+        config.memory_usefulness_weight,
     )
+
+
+#: sessions' worth of the home's rate of use a lesson's own record is weighed against: a
+#: lesson judged in five sessions counts half its own rate and half the home's
+USEFULNESS_PRIOR = 5.0
+
+
+def usefulness(history: History | None, size: int) -> list[float] | None:
+    """Each candidate's usefulness: its rate of use (sessions that applied it over those
+    judged) drawn toward the home's rate by ``USEFULNESS_PRIOR`` sessions, less the home's
+    rate, over the spread of that rate (a Bernoulli's deviation): 0 for a lesson never
+    judged, so a new lesson is neither helped nor hurt; about +1.7 for one always applied
+    and −0.4 for one never applied, in a home that applies a fifth of what it is given.
+    None when no candidate was ever judged: the ranking is then exactly as without it."""
+    if history is None or not history.places:
+        return None
+    rate = (history.all_applied + 1.0) / (history.all_judged + 2.0)
+    spread = math.sqrt(rate * (1.0 - rate))
+    found = [0.0] * size
+    for place, applied, judged in zip(history.places, history.applied, history.judged,
+                                      strict=True):  # fmt: skip
+        found[place] = (applied - rate * judged) / (judged + USEFULNESS_PRIOR) / spread
+    return found
 
 
 class Fused(NamedTuple):
@@ -70,6 +95,8 @@ class Fused(NamedTuple):
     neighbours: list[float]
     final: list[float]
     weights: Weights
+    #: each candidate's usefulness (``usefulness``; zeros without a history)
+    usefulness: list[float] | None = None
 
 
 def spread(values: Sequence[float]) -> tuple[float, float]:
@@ -153,9 +180,11 @@ def fuse(
     neighbours: Neighbours | None,
     weights: Weights,
     reference: Sequence[bool] | None = None,
+    useful: list[float] | None = None,
 ) -> Fused:
     """Score every candidate without a vector signal (``None``: no lexical signal);
-    statistics of the ``reference`` candidates (all by default)."""
+    statistics of the ``reference`` candidates (all by default); ``useful``: each one's
+    usefulness (``usefulness``), added with its weight last."""
     size = len(prominence_raw)
     zeros = [0.0] * size
     lexical = zscores(lexical_raw, size, reference)
@@ -163,11 +192,14 @@ def fuse(
     wl, wv, wp = weights.lexical, weights.vector, weights.prominence
     fused = [wl * a + wv * 0.0 + wp * c for a, c in zip(lexical, prominent, strict=True)]
     around = neighbour_means(fused, neighbours, reference)
-    wn = weights.neighbours
+    wn, wu = weights.neighbours, weights.usefulness
     final = [f + wn * m for f, m in zip(fused, around, strict=True)]
+    if useful is not None and wu > 0:
+        final = [f + wu * u for f, u in zip(final, useful, strict=True)]
     return Fused(
         lexical_raw if lexical_raw is not None else zeros, lexical, zeros, zeros,
         prominence_raw, prominent, fused, around, final, weights,
+        useful if useful is not None else zeros,
     )  # fmt: skip
 
 

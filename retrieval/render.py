@@ -15,7 +15,15 @@ from collections.abc import Collection
 from memlog.eventlog.markup import neutral, one_line
 from memlog.projections.fold import Entry
 from memlog.retrieval.request import Injection
-from memlog.vocabulary import BLOCK_HEADER, FOREIGN_MARK, LESSONS_NOTE, SECTION_TITLES, TYPE_NAMES
+from memlog.vocabulary import (
+    BLOCK_HEADER,
+    FOREIGN_MARK,
+    LESSONS_NOTE,
+    PROVENANCE_KEYS,
+    SECTION_TITLES,
+    STALE_KEY,
+    TYPE_NAMES,
+)
 
 #: the injected block's first lines: its title, and what its lessons are
 INJECTED_HEADER = f"{BLOCK_HEADER}\n{LESSONS_NOTE}"
@@ -27,11 +35,6 @@ USEFUL_KEYS = (
     "instead", "fix", "solution", "how to apply", "key insight", "key", "benefit",
     "root cause", "example", "implementation",
 )  # fmt: skip
-#: metadata keys that say where an entry came from, not what it teaches
-PROVENANCE_KEYS = frozenset(
-    "observed in|used in|source|last observed|promoted|keywords|discovered in|"
-    "observation count|confidence|tags|type|file|modified|evidence".split("|")
-)
 #: the longest metadata line a condensed entry keeps
 CONDENSED_LINE_CHARS = 300
 #: the label of a Claude Code auto memory's body among an entry's lines
@@ -64,10 +67,13 @@ def entry_block(entry: Entry, foreign: bool = False) -> str:
 
 
 def condensed_block(entry: Entry, foreign: bool = False) -> str:
-    """An entry condensed: header, description and its most useful metadata line."""
+    """An entry condensed: header, description, its stale mark if any, and its most useful
+    metadata line."""
     line = useful_line(entry)
-    header = f"### {title(entry, foreign)}"
-    return "\n".join([header, neutral(entry.description), *([f"- {line}"] if line else [])])
+    marks = [f"- {one_line(d)}" for d in entry.details if d.startswith(f"{STALE_KEY}: ")]
+    lines = [f"### {title(entry, foreign)}", neutral(entry.description), *marks,
+             *([f"- {line}"] if line else [])]  # fmt: skip
+    return "\n".join(lines)
 
 
 def useful_line(entry: Entry) -> str:

@@ -178,6 +178,8 @@ class Chosen(msgspec.Struct):
     components: dict[str, float] = msgspec.field(default_factory=dict)
     #: injected condensed (name, description, one metadata line) to fit the budget
     condensed: bool = False
+    #: the files it cites are gone from the project: what the block says of it
+    stale: str = ""
 
 
 class LeftOut(msgspec.Struct):

@@ -26,7 +26,7 @@ from memlog.errors import MemlogError
 from memlog.projections.fold import Entry
 from memlog.projections.freshness import lag_bytes
 from memlog.projections.sqlite_view.reading import Candidates, Snapshot
-from memlog.retrieval import fusion, outcome, ranking, relevance
+from memlog.retrieval import fusion, outcome, plain, ranking, relevance
 from memlog.retrieval.context import text_and_query
 from memlog.retrieval.request import Injection, Request
 
@@ -281,7 +281,11 @@ class SemanticRun:
         around = view.neighbours(found.ids) if weights.neighbours > 0 and signal else None
         prominence = (parts[0] + parts[1] + parts[2] + parts[3]) / 4.0
         mask = None if reference is None else np.asarray(reference, dtype=bool)
-        return fusion.fuse(lexical, vector, prominence, around, weights, mask)
+        useful = None
+        if weights.usefulness > 0:
+            found_use = plain.usefulness(view.history(found.ids), len(found.ids))
+            useful = None if found_use is None else np.asarray(found_use, dtype=np.float64)
+        return fusion.fuse(lexical, vector, prominence, around, weights, mask, useful)
 
     def _relevance(
         self,

@@ -12,10 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from memlog.tests import real_home
-
-SHARED = Path(__file__).resolve().parents[2] / "shared"
-FIXTURES = SHARED / "fixtures"
+from memlog.tests import real_home, standalone
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -56,6 +53,33 @@ def real_home_untouched() -> Iterator[None]:
         tried = real_home.touched[before:]
         del real_home.touched[before:]  # this test's fault: reported here, once
         pytest.fail(f"this test tried to write into the real home: {tried}")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Reads beside the repository are noted from the start, collection included."""
+    standalone.watch()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def within_the_repository() -> Iterator[None]:
+    """The run fails when something read beside the repository outside any test (a test
+    module reading a fixture as it is collected)."""
+    yield
+    standalone.unwatch()
+    if standalone.outside:
+        pytest.fail(f"the run read outside the repository: {standalone.outside}")
+
+
+@pytest.fixture(autouse=True)
+def reads_nothing_beside_the_repository(within_the_repository: None) -> Iterator[None]:
+    """The test fails when it read a file or folder beside the repository (``../shared``):
+    a clone has nothing there, so it would fail in the clone."""
+    before = len(standalone.outside)
+    yield
+    if len(standalone.outside) > before:
+        read = standalone.outside[before:]
+        del standalone.outside[before:]
+        pytest.fail(f"this test read outside the repository (a clone has none of it): {read}")
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -62,12 +62,16 @@ def guarded(path: Any) -> bool:
     return any(text == root or text.startswith(root + os.sep) for root in _ROOTS)
 
 
+def opens_to_write(mode: str | None, flags: int) -> bool:
+    """Whether an ``open`` audit event's mode or flags write (or make) the file."""
+    return bool(flags & _WRITE_FLAGS) or any(c in (mode or "") for c in "wax+")
+
+
 def _written(event: str, args: tuple[Any, ...]) -> list[Any]:
     """The paths ``event`` writes (none for a read)."""
     if event == "open":
         path, mode, flags = args
-        writing = bool(flags & _WRITE_FLAGS) or any(c in (mode or "") for c in "wax+")
-        return [path] if writing else []
+        return [path] if opens_to_write(mode, flags) else []
     return [args[i] for i in _CHANGES.get(event, ()) if i < len(args)]
 
 

@@ -37,6 +37,14 @@ def test_recently_changed_names_the_last_three_commits(repo: Path) -> None:
     assert current_branch(repo) == "main"
 
 
+def test_a_folder_of_the_repository_hears_of_its_own_changes_only(repo: Path) -> None:
+    """An example project inside a clone, a package of a monorepo: the repository's other
+    changes are no context of its own."""
+    assert recently_changed(repo / "src") == ("b.py", "c.py")
+    (repo / "docs").mkdir()
+    assert recently_changed(repo / "docs") == ()
+
+
 def test_a_young_repository_falls_back_to_its_last_commit(tmp_path: Path) -> None:
     root = tmp_path / "young"
     root.mkdir()

@@ -142,3 +142,91 @@ def test_each_install_line_works(line: str, install_tools: Path, tmp_path: Path)
         check=False,
     )  # fmt: skip
     assert found.stdout == version.stdout, found.stderr
+
+
+# -- the README and its pages ------------------------------------------------------------------
+
+#: the README a newcomer reads in five minutes; everything else is a page of docs/
+MAX_README_LINES = 250
+LINK = re.compile(r"(?<!!)\[[^\]]*\]\(([^)\s]+)\)")
+#: a figure with a unit, as the benchmark tables give them
+FIGURE = re.compile(r"\d\s?(?:ms|MB|×)(?!\w)")
+
+
+def pages() -> list[Path]:
+    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
+
+
+def slug(heading: str) -> str:
+    """The anchor GitHub gives a heading: lower case, punctuation dropped, spaces dashes."""
+    return re.sub(r"[^\w\- ]", "", heading.strip().lower()).replace(" ", "-")
+
+
+def anchors(path: Path) -> set[str]:
+    text = re.sub(r"```.*?```", "", path.read_text(encoding="utf-8"), flags=re.S)
+    return {slug(m) for m in re.findall(r"(?m)^#+ (.+)$", text)}
+
+
+def broken(path: Path) -> list[str]:
+    """The relative links of the markdown file at ``path`` that lead nowhere: a file that
+    is not there, or an anchor no heading of it gives."""
+    text = re.sub(r"```.*?```", "", path.read_text(encoding="utf-8"), flags=re.S)
+    found = []
+    for target in LINK.findall(text):
+        if re.match(r"[a-z]+:", target):
+            continue  # https:, mailto: …
+        file, _, anchor = target.partition("#")
+        where = (path.parent / file).resolve() if file else path
+        if not where.exists():
+            found.append(f"{path.name}: {target} (no such file)")
+        elif anchor and where.suffix == ".md" and anchor not in anchors(where):
+            found.append(f"{path.name}: {target} (no such heading)")
+    return found
+
+
+def test_the_readme_is_read_in_five_minutes() -> None:
+    lines = (REPO / "README.md").read_text(encoding="utf-8").splitlines()
+    assert len(lines) <= MAX_README_LINES, len(lines)
+    text = "\n".join(lines)
+    for said in ("## Quick start", "## Install", "In Claude Code", "What leaves your machine",
+                 "## Commands at a glance", "## Processes", "## Documentation",
+                 "ToolSearch", "Node 22"):  # fmt: skip
+        assert said in text, said
+
+
+def test_every_relative_link_resolves() -> None:
+    found = [line for page in pages() for line in broken(page)]
+    assert not found, "\n".join(found)
+
+
+def test_the_link_check_finds_a_broken_link(tmp_path: Path) -> None:
+    """The check can fail: a missing file and a missing heading are found, a good anchor,
+    a good file and an address are not."""
+    planted = tmp_path / "x.md"
+    page = REPO / "docs" / "page.md"
+    planted.write_text(
+        f"# X\n\n[a]({page}#no-such-heading) [b](missing.md) [c](#x) [d]({page}) [e](https://e)\n"
+    )
+    found = broken(planted)
+    assert len(found) == 2, found
+    assert (
+        "no-such-heading (no such heading)" in found[0] and "missing.md (no such file)" in found[1]
+    )
+
+
+def test_every_page_is_reached_from_the_readme() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    linked = {target.partition("#")[0] for target in LINK.findall(readme)}
+    assert {f"docs/{p.name}" for p in (REPO / "docs").glob("*.md")} <= linked
+
+
+def test_every_figure_keeps_the_command_that_makes_it() -> None:
+    """A section of a page with a table of measured figures names the benchmark that
+    measured them."""
+    missing = []
+    for page in pages():
+        for section in re.split(r"(?m)^#+ ", page.read_text(encoding="utf-8")):
+            rows = [ln for ln in section.splitlines() if ln.startswith("|")]
+            if any(FIGURE.search(row) for row in rows) and "bench" not in section:
+                missing.append(f"{page.relative_to(REPO)}: {section.splitlines()[0]}")
+    assert not missing, missing

@@ -174,16 +174,18 @@ def next_page(site: Site, request: Request) -> Response:
     given = request.query_params.get("dir", "").strip()
     directory = given or (str(site.ws.root) if site.ws.root else "")
     limit = _number(request, "limit", 0, low=0) or None
-    result, table = None, None
+    result, table, descriptions, stale = None, None, {}, []
     if directory:
         where = Path(directory).expanduser()
         result = browsing.next_session(view, where, limit)
         notes = [*notes, *result.notes]
         config = view.workspace(where.resolve(), exact=True).config
         table = tables.ranked(result, config.memory_injection_max_chars)
+        descriptions = browsing.descriptions(view, [c.id for c in result.chosen])
+        stale = browsing.stale_lessons(view, where)
     return _render(
         "next.html", view, notes, "next", directory=directory, limit=limit or "", result=result,
-        table=table,
+        table=table, descriptions=descriptions, stale=stale,
     )  # fmt: skip
 
 
@@ -210,8 +212,9 @@ def audits_page(site: Site, request: Request) -> Response:
     named = browsing.names(view, [i for event in events for i in event.entry_ids])
     found = tables.audits(events, named)
     return _render(
-        "audits.html", view, notes, "audits", audits=found, page_size=AUDITS_PAGE, before=before
-    )
+        "audits.html", view, notes, "audits", audits=found, page_size=AUDITS_PAGE, before=before,
+        costs=browsing.costs(view),
+    )  # fmt: skip
 
 
 def files_page(site: Site, request: Request) -> Response:

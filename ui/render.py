@@ -11,12 +11,10 @@ from typing import Any
 from urllib.parse import quote, urlencode
 
 import jinja2
-import msgspec
 
-from memlog.api.reading import tag
-from memlog.eventlog.events import Event, Observed, Recalled, Reembedded
+from memlog.api.reading import tag, use_of
+from memlog.ui import words
 
-ENVELOPE = ("seq", "id", "ts", "v", "writer", "batch_end", "redacted")
 _ENV = jinja2.Environment(
     loader=jinja2.PackageLoader("memlog.ui", "templates"),
     autoescape=jinja2.select_autoescape(default=True),
@@ -32,33 +30,7 @@ def link(where: str, /, **params: Any) -> str:
     return quote(where) + (f"?{urlencode(kept)}" if kept else "")
 
 
-def payload(event: Event) -> dict[str, Any]:
-    """An event's own fields, for display (a vector shown as its size)."""
-    fields = msgspec.structs.asdict(event)
-    shown = {k: v for k, v in fields.items() if k not in ENVELOPE and v not in ("", (), None)}
-    if isinstance(event, Reembedded):
-        shown["vector"] = f"{len(event.vector) // 4} floats"
-    return shown
-
-
-def summary(event: Event) -> str:
-    """One line about an event: what happened, in its own words."""
-    if isinstance(event, Observed):
-        where = ", ".join(p for p in (event.project, event.feature) if p)
-        return f"{event.category} from {event.source}" + (f" ({where})" if where else "")
-    if isinstance(event, Recalled):
-        where = f" in {event.project}" if event.project else ""
-        return f"recalled {len(event.ids)} entries{where}"
-    parts = [f"{k}: {_short(v)}" for k, v in payload(event).items() if k not in ("entry_id",)]
-    return "; ".join(parts)
-
-
-def _short(value: Any) -> str:
-    text = ", ".join(map(str, value)) if isinstance(value, list | tuple) else str(value)
-    return text if len(text) <= 80 else text[:77] + "…"
-
-
-_ENV.globals.update(link=link, tag=tag, payload=payload, summary=summary)
+_ENV.globals.update(link=link, tag=tag, summary=words.summary, details=words.details, use_of=use_of)
 
 
 def page(template: str, **context: Any) -> str:

@@ -8,7 +8,7 @@ Each set is a folder ``sets/<name>/`` holding ``set.json``::
      "queries": "queries.jsonl",
      "features": "fixture:iflow-features-08a38d02"}     (contexts read from real features)
 
-``fixture:`` names a folder of ``../shared/fixtures``; any other path is
+``fixture:`` names a folder of ``tests/fixtures``; any other path is
 relative to ``benchmarks/retrieval``.  A query line is one of
 
 - a context read from a real feature folder: ``{"qid", "feature"}``;
@@ -45,7 +45,7 @@ from memlog.retrieval.context import Signals, feature_of
 HERE = Path(__file__).resolve().parent
 SETS = HERE / "sets"
 REPO = HERE.parents[1]
-FIXTURES = REPO.parent / "shared" / "fixtures"
+FIXTURES = REPO / "tests" / "fixtures"
 
 
 @dataclass(frozen=True)

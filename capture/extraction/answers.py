@@ -39,6 +39,8 @@ class Extraction(msgspec.Struct, forbid_unknown_fields=True):
 
 class _Extractions(msgspec.Struct, forbid_unknown_fields=True):
     extractions: list[Extraction]
+    #: what the session did with the lessons it received (``influence.judged`` reads it)
+    lessons: list[Any] = msgspec.field(default_factory=list)
 
 
 class Op(msgspec.Struct, forbid_unknown_fields=True):

@@ -149,6 +149,9 @@ content is the item as it should now read (newer knowledge wins a conflict);
 - remove(id, reason): the item is contradicted or obsolete (not merely unmentioned);
 - add(section, content): knowledge that is not captured yet; merge complementary \
 new items into one, and leave out new items the memory already holds.
+When two statements say opposite things, never keep both as they are: update the \
+older with the newer (its reason names both and why), or, when each holds under its own \
+condition, update them so that each states the condition that separates them.
 Never remove or update an item only because the new extractions do not mention it."""
 
 

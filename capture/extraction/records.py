@@ -49,6 +49,8 @@ class Line(msgspec.Struct, rename="camel"):
     cwd: str = ""
     git_branch: str = ""
     entrypoint: str = ""
+    #: when the line was written (ISO 8601, UTC)
+    timestamp: str = ""
     message: Message | None = None
 
 

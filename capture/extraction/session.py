@@ -6,8 +6,9 @@ asks for extractions (an invalid answer is asked again, twice at most, then
 the session is marked ``error``); each scope (project and branch) the items
 belong to is then evolved (``evolve``) and everything is appended as one
 batch through the capture pipeline: the entries, one ``memory.evolved`` per
-scope and the ``session.progress`` that moves the offset, so a session is
-never extracted twice.
+scope whose memory changed (with what its calls cost; a scope that learned
+nothing has no audit) and the ``session.progress`` that moves the offset, so
+a session is never extracted twice.
 
 Nothing is spent beyond the limits: a call whose estimated input exceeds
 ``memory_extraction_max_input_tokens``, or whose estimated cost would take
@@ -19,6 +20,7 @@ to ``MAX_ATTEMPTS`` times.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -27,17 +29,18 @@ from typing import Any, NamedTuple
 
 import msgspec
 
-from memlog.capture.extraction import answers, evolve, prompts
+from memlog.capture.extraction import answers, evolve, influence, prompts
 from memlog.capture.extraction.prompts import Scope
 from memlog.capture.extraction.transcript import Transcript, Turn, read_transcript
 from memlog.capture.pipeline import capture
 from memlog.errors import MemlogError, ProviderError, ProviderUnavailable, RateLimited
-from memlog.eventlog.events import EventBase, SessionProgress, Usage
+from memlog.eventlog.events import EventBase, Influenced, SessionProgress, Usage
 from memlog.git import current_branch
 from memlog.llm.base import Answer, Chain
 from memlog.project import find_project_root
 from memlog.projections import branch_memory
 from memlog.projections.fold import Entry, Session
+from memlog.projections.sqlite_view import queries
 from memlog.workspace import Workspace
 
 #: answers asked for in all: the first and two retries
@@ -128,7 +131,8 @@ def scope_of(turn: Turn, session: Session, roots: dict[str, Path | None]) -> Sco
 
 
 class Request(NamedTuple):
-    """A session ready to be asked about: its transcript, scopes and prompt."""
+    """A session ready to be asked about: its transcript, scopes and prompt, and the
+    lessons it received that the answer judges."""
 
     transcript: Transcript
     scopes: list[Scope]
@@ -136,6 +140,8 @@ class Request(NamedTuple):
     prompt: str
     schema: dict[str, Any]
     tokens: int
+    lessons: Sequence[influence.Given] = ()
+    session_id: str = ""
 
 
 class Skip(NamedTuple):
@@ -145,8 +151,9 @@ class Skip(NamedTuple):
     offset: int
 
 
-def prepare(session: Session) -> Request | Skip:
-    """The request for ``session``, or why none is needed."""
+def prepare(session: Session, lessons: Sequence[influence.Given] = ()) -> Request | Skip:
+    """The request for ``session`` (which also judges ``lessons``), or why none is
+    needed."""
     path = Path(session.transcript)
     if not session.transcript:
         return Skip("no transcript: Claude Code gave no transcript path", session.offset)
@@ -165,9 +172,13 @@ def prepare(session: Session) -> Request | Skip:
     labels = [prompts.label(s, distinct) for s in distinct]
     rendered = prompts.render(transcript.turns, scopes)
     prompt = prompts.extraction_prompt(rendered, labels)
+    prompt += influence.section(lessons, transcript.turns)
     schema = prompts.extraction_schema(labels)
+    if lessons:
+        schema["properties"]["lessons"] = influence.schema()
+        schema["required"] = [*schema["required"], "lessons"]
     tokens = prompts.estimate_tokens(prompts.EXTRACTION_SYSTEM, prompt, str(schema))
-    return Request(transcript, distinct, labels, prompt, schema, tokens)
+    return Request(transcript, distinct, labels, prompt, schema, tokens, lessons, session.id)
 
 
 def _afford(run: Run, tokens: int) -> None:
@@ -206,6 +217,8 @@ class Extracted(NamedTuple):
     problem: str = ""
     #: what ended the asking: a provider error, a rate limit, a limit reached (Deferred)
     failure: ProviderError | Deferred | None = None
+    #: what the answer said of the lessons the session received
+    judged: list[Influenced] = []
 
 
 def extract(run: Run, request: Request) -> Extracted:
@@ -219,19 +232,39 @@ def extract(run: Run, request: Request) -> Extracted:
             return Extracted([], usage, problem, exc)
         usage = add_usage(usage, answer.usage)
         try:
-            return Extracted(answers.extractions(answer.data, request.labels), usage)
-        except answers.Invalid as exc:
+            items = answers.extractions(answer.data, request.labels)
+            judged = influence.judged(answer.data, request.lessons, request.session_id)
+            return Extracted(items, usage, judged=judged)
+        except (answers.Invalid, influence.Invalid) as exc:
             problem = f"{answer.problem}: {exc}" if answer.problem else str(exc)
     return Extracted([], usage, problem)
 
 
+def lessons_of(ws: Workspace, session: Session) -> list[influence.Given]:
+    """The lessons ``session`` received that its extraction may still judge."""
+    ids = [line.split(" ", 1)[0] for line in session.received]
+    entries = {e.id: e for e in queries.entries(ws.home, ids, vectors=False)} if ids else {}
+    return influence.to_judge(influence.received(session, entries), session.id, "extraction")
+
+
+def estimated(session: Session, lessons: Sequence[influence.Given]) -> list[Influenced]:
+    """The local estimate of ``lessons`` from the session's transcript (none without one)."""
+    path = Path(session.transcript) if session.transcript else None
+    if not lessons or path is None or not path.is_file():
+        return []
+    done, times = influence.actions(path)
+    return influence.estimate(lessons, done, times, session.id)
+
+
 def memorize(ws: Workspace, run: Run, session: Session) -> Outcome:
-    """Extract ``session`` and append what it teaches (``Deferred`` leaves it pending)."""
-    prepared = prepare(session)
+    """Extract ``session`` and append what it teaches and what it did with the lessons it
+    received (``Deferred`` leaves it pending)."""
+    lessons = lessons_of(ws, session)
+    prepared = prepare(session, lessons)
     if isinstance(prepared, Skip):
         done = Outcome(session.id, "skipped", prepared.reason)
-        return _record(ws, run, [], session, done, prepared.offset, 0)
-    items, usage, problem, failure = extract(run, prepared)
+        return _record(ws, run, estimated(session, lessons), session, done, prepared.offset, 0)
+    items, usage, problem, failure, judged = extract(run, prepared)
     if isinstance(failure, RateLimited | Deferred):
         if usage.calls:  # what was spent before is recorded; the session stays pending
             done = Outcome(session.id, "pending", str(failure), 0, usage)
@@ -240,30 +273,54 @@ def memorize(ws: Workspace, run: Run, session: Session) -> Outcome:
     if failure is not None:
         status = "pending" if session.attempts + 1 < MAX_ATTEMPTS else "error"
         done = Outcome(session.id, status, f"extraction failed: {failure}", usage=usage)
-        return _record(ws, run, [], session, done, session.offset, 0)
+        guessed = estimated(session, lessons) if status == "error" else []
+        return _record(ws, run, guessed, session, done, session.offset, 0)
     if problem:
         done = Outcome(session.id, "error", f"invalid answer {ASKS} times: {problem}", usage=usage)
-        return _record(ws, run, [], session, done, session.offset, 0)
+        return _record(ws, run, estimated(session, lessons), session, done, session.offset, 0)
+    said = {e.entry_id for e in judged}
+    judged += estimated(session, [g for g in lessons if g.entry.id not in said])
     plans = [
         _plan(ws, run, session, prepared, scope, label, items)
         for scope, label in zip(prepared.scopes, prepared.labels, strict=True)
     ]
-    events = [e for plan, cost in plans for e in (*plan.events, plan.audit(session.id, cost))]
+    events, unaudited = audited(plans, session.id, usage)
+    events += judged
     added = sum(plan.changes for plan, _ in plans)
     modes = ", ".join(f"{p.scope.branch or '(no branch)'}: {p.mode}" for p, _ in plans)
-    done = Outcome(session.id, "extracted", f"{len(items)} items ({modes})", added, usage)
+    total = add_usage(usage, functools.reduce(add_usage, (cost for _, cost in plans), Usage()))
+    done = Outcome(session.id, "extracted", f"{len(items)} items ({modes})", added, total)
     transcript = prepared.transcript
-    return _record(ws, run, events, session, done, transcript.end, len(transcript.turns))
+    end, turns = transcript.end, len(transcript.turns)
+    return _record(ws, run, events, session, done, end, turns, unaudited)
+
+
+def audited(
+    plans: Sequence[tuple[evolve.Plan, Usage]], session_id: str, extraction: Usage
+) -> tuple[list[EventBase], Usage]:
+    """Each plan's events and, when it changed its branch memory, its audit (a plan that
+    learned nothing has none); an audit carries every call behind it, the extraction's
+    going with the first.  What no audit carries is returned: the session's progress
+    records it, so every call is counted once (``memlog stats``, the page's audits)."""
+    events: list[EventBase] = []
+    left = extraction
+    for plan, cost in plans:
+        left = add_usage(left, cost)
+        if plan.changes:
+            events += [*plan.events, plan.audit(session_id, left)]
+            left = Usage()
+    return events, left
 
 
 def _record(
     ws: Workspace, run: Run, events: Sequence[EventBase], session: Session, done: Outcome,
-    offset: int, turns: int,
+    offset: int, turns: int, unaudited: Usage | None = None,
 ) -> Outcome:  # fmt: skip
-    """Append ``events`` and the session's progress as one batch."""
+    """Append ``events`` and the session's progress as one batch; the progress carries
+    the cost of the calls no audit among ``events`` carries (all of them without)."""
     progress = SessionProgress(
         session_id=session.id, status=done.status, offset=offset,  # type: ignore[arg-type]
-        reason=done.reason, turns=turns, usage=done.usage,
+        reason=done.reason, turns=turns, usage=done.usage if unaudited is None else unaudited,
     )  # fmt: skip
     notes = capture(ws, [*events, progress], "memorize").notes
     run.notes += [f"session {session.id[:8]}: {note}" for note in notes]

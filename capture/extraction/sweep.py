@@ -31,6 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from memlog.capture.extraction import influence
 from memlog.capture.extraction import session as extraction
 from memlog.capture.extraction.evolve import Similar
 from memlog.capture.extraction.session import Budget, Deferred, Off, Outcome, Run, Stopped
@@ -41,7 +42,7 @@ from memlog.home import ensure_dir
 from memlog.llm.base import Chain
 from memlog.locking import locked_within
 from memlog.projections.fold import Entry, Session
-from memlog.projections.sqlite_view import ledger
+from memlog.projections.sqlite_view import ledger, queries
 from memlog.workspace import Workspace
 
 if TYPE_CHECKING:
@@ -233,10 +234,29 @@ def sweep(
             todo = [s for s in select(home, ids, branch, project, limit) if s.id not in done]
             room = limit - len(report.outcomes) - len(report.deferred)
             process(home, todo[:room], chain_for, deadline, report, env)
+            if not ids:
+                report.notes += judge_rest(ws, limit)
         if ids or report.stopped or not todo or time.monotonic() >= deadline:
             break
         wait = 0.0  # another extractor that took the lock meanwhile carries on
     return report
+
+
+def judge_rest(ws: Workspace, limit: int = MAX_SESSIONS) -> list[str]:
+    """The local estimate of the lessons ended sessions of this machine received that no
+    judge has spoken of (extraction off, no provider, a session waiting for its budget,
+    or extracted before lessons were judged): newest first, at most ``limit`` sessions."""
+    from memlog.capture.pipeline import capture
+
+    found, _ = split_here(ws.home, ledger.unjudged(ws.home, limit))
+    events = []
+    for session in found:
+        ids = [line.split(" ", 1)[0] for line in session.received]
+        entries = {e.id: e for e in queries.entries(ws.home, ids, vectors=False)}
+        given = [g for g in influence.received(session, entries)
+                 if session.id not in g.entry.verdicts]  # fmt: skip
+        events += extraction.estimated(session, given)
+    return capture(ws, events, "memorize").notes if events else []
 
 
 def fold_spool(ws: Workspace) -> list[str]:
@@ -276,7 +296,9 @@ def similar_for(ws: Workspace) -> Similar:
             fresh = provider.embed_batch(list(texts), "document")
         finally:
             provider.close()
-        matrix = np.stack([np.frombuffer(data, "<f4") for _, data in known])
+        from memlog.eventlog.vectors import floats
+
+        matrix = np.stack([floats(data) for _, data in known])  # the view keeps them as q8
         scores = _normalised(fresh) @ _normalised(matrix).T
         best = scores.argmax(axis=1)
         return [

@@ -78,14 +78,16 @@ class Turn:
     """A prompt and everything answered to it, as text, where it happened.  The
     response is made of pieces cleaned when it is first read."""
 
-    __slots__ = ("cwd", "branch", "summary", "_user", "_pieces", "_response")
+    __slots__ = ("cwd", "branch", "summary", "at", "_user", "_pieces", "_response")
 
     def __init__(
         self, user: str | Piece, response: str = "", cwd: str = "", branch: str = "",
-        summary: bool = False,
+        summary: bool = False, at: str = "",
     ) -> None:  # fmt: skip
         self._user = user
         self.cwd, self.branch = cwd, branch
+        #: when its prompt was written (the transcript line's ``timestamp``)
+        self.at = at
         #: the summary of compacted turns, standing for them
         self.summary = summary
         self._pieces: list[Piece] = [functools.partial(str, response)] if response else []
@@ -232,11 +234,11 @@ class _Builder:
         self.seen: dict[str, set[str]] = {}
 
     def prompt(self, line: Line, text: Piece) -> None:
-        self.turns.append(Turn(text, cwd=line.cwd, branch=line.git_branch))
+        self.turns.append(Turn(text, cwd=line.cwd, branch=line.git_branch, at=line.timestamp))
 
     def respond(self, line: Line, piece: Piece) -> None:
         if not self.turns:
-            self.turns.append(Turn("", cwd=line.cwd, branch=line.git_branch))
+            self.turns.append(Turn("", cwd=line.cwd, branch=line.git_branch, at=line.timestamp))
         self.turns[-1].add(piece)
 
     def add(self, line: Line) -> None:
@@ -267,7 +269,8 @@ def _compaction(lines: list[Line]) -> tuple[list[Line], Turn | None]:
     text = summary_text(summary)
     if not text:
         return rest, None
-    turn = Turn("(earlier turns, compacted)", text, summary.cwd, summary.git_branch, True)
+    turn = Turn("(earlier turns, compacted)", text, summary.cwd, summary.git_branch, True,
+                summary.timestamp)  # fmt: skip
     return rest, turn
 
 

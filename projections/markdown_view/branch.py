@@ -162,3 +162,18 @@ def splice_claude_md(current: str | None, block: str) -> str:
         return current[:start] + managed + current[end + len(CLAUDE_MD_END) :]
     glue = "" if current.endswith("\n\n") else ("\n" if current.endswith("\n") else "\n\n")
     return current + glue + managed + "\n"
+
+
+def unsplice_claude_md(current: str) -> str:
+    """``current`` without memlog's block: its markers, what is between them and the line
+    break after, and the blank line ``splice_claude_md`` put before it at the end of a
+    file (which then ends with one line break, as most files do)."""
+    start = current.find(CLAUDE_MD_START)
+    end = current.find(CLAUDE_MD_END, start + 1) if start >= 0 else -1
+    if start < 0 or end < 0:
+        return current
+    before, after = current[:start], current[end + len(CLAUDE_MD_END) :]
+    after = after[1:] if after.startswith("\n") else after
+    if not after and before.endswith("\n\n"):
+        before = before.rstrip("\n") + "\n"
+    return before + after

@@ -15,7 +15,14 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from memlog.eventlog.events import Event, MemoryEvolved, SessionPending, SessionProgress
+from memlog.eventlog.events import (
+    Event,
+    Influenced,
+    MemoryEvolved,
+    Recalled,
+    SessionPending,
+    SessionProgress,
+)
 from memlog.projections.fold import Session, Spend, State
 from memlog.projections.sqlite_view import store
 
@@ -23,6 +30,10 @@ S = TypeVar("S", Session, Spend)
 SESSION_COLUMNS = tuple(f.name for f in msgspec.structs.fields(Session))
 SPEND_COLUMNS = tuple(f.name for f in msgspec.structs.fields(Spend))
 MAINTENANCE_PREFIX = "maintenance_"
+#: columns of the sessions table that hold a list (as JSON)
+_LISTS = ("received", "judged")
+_JSON = msgspec.json.Encoder()
+_LIST = msgspec.json.Decoder(list[str])
 
 
 def _quoted(columns: Iterable[str]) -> str:
@@ -45,16 +56,27 @@ def _rows(db: sqlite3.Connection, kind: type[S], table: str, keys: list[str]) ->
         chunk = keys[start : start + 500]
         marks = ",".join("?" * len(chunk))
         select = f'SELECT {_quoted(columns)} FROM {table} WHERE "{columns[0]}" IN ({marks})'
-        found += [kind(**dict(zip(columns, row, strict=True))) for row in db.execute(select, chunk)]
+        found += [_row(kind, columns, row) for row in db.execute(select, chunk)]
     return found
 
 
+def _row(kind: type[S], columns: tuple[str, ...], row: tuple[Any, ...]) -> S:
+    values = dict(zip(columns, row, strict=True))
+    for column in _LISTS:
+        if column in values:
+            values[column] = _LIST.decode(values[column])
+    return kind(**values)
+
+
 def touched_keys(events: Iterable[Event]) -> tuple[list[str], list[str]]:
-    """The session ids and the days the ledger rows of ``events`` are about."""
+    """The session ids and the days the ledger rows of ``events`` are about (a recall
+    names the session that received it, a judgment the session judged)."""
     sessions: set[str] = set()
     days: set[str] = set()
     for event in events:
-        if isinstance(event, SessionPending | SessionProgress | MemoryEvolved):
+        if isinstance(event, Recalled | Influenced) and event.session_id:
+            sessions.add(event.session_id)
+        elif isinstance(event, SessionPending | SessionProgress | MemoryEvolved):
             if event.session_id:
                 sessions.add(event.session_id)
             days.add(event.ts[:10])
@@ -81,8 +103,12 @@ def write(db: sqlite3.Connection, state: State, everything: bool = False) -> Non
 
 
 def _store(db: sqlite3.Connection, table: str, columns: tuple[str, ...], rows: list[Any]) -> None:
-    values = [tuple(getattr(r, c) for c in columns) for r in sorted(rows, key=_key)]
+    values = [tuple(_cell(getattr(r, c)) for c in columns) for r in sorted(rows, key=_key)]
     db.executemany(_upsert(table, columns), values)
+
+
+def _cell(value: Any) -> Any:
+    return _JSON.encode(value).decode("utf-8") if isinstance(value, list) else value
 
 
 def _key(row: Session | Spend) -> str:
@@ -114,7 +140,20 @@ def sessions(
         return []
     with store.opened(_db_path(home), readonly=True) as db:
         rows = db.execute(f"{select} LIMIT ?", [*params, limit]).fetchall()
-    return [Session(**dict(zip(SESSION_COLUMNS, row, strict=True))) for row in rows]
+    return [_row(Session, SESSION_COLUMNS, row) for row in rows]
+
+
+def unjudged(home: Path, limit: int = 1000) -> list[Session]:
+    """Sessions that ended with lessons they received not judged yet, newest first."""
+    if not _db_path(home).exists():
+        return []
+    select = (
+        f"SELECT {_quoted(SESSION_COLUMNS)} FROM sessions WHERE unjudged > 0 "
+        "AND status != 'open' ORDER BY first_seen DESC, id LIMIT ?"
+    )
+    with store.opened(_db_path(home), readonly=True) as db:
+        rows = db.execute(select, (limit,)).fetchall()
+    return [_row(Session, SESSION_COLUMNS, row) for row in rows]
 
 
 def session_counts(home: Path) -> dict[str, int]:

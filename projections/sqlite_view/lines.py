@@ -32,9 +32,11 @@ from typing import Any, NamedTuple
 from memlog.eventlog.codec import BadLine, decode_line
 from memlog.eventlog.events import (
     Event,
+    Influenced,
     MaintenanceRan,
     MemoryEvolved,
     Observed,
+    Recalled,
     SessionPending,
     SessionProgress,
 )
@@ -78,6 +80,8 @@ def keys(event: Event, ids: tuple[str, ...]) -> tuple[str, ...]:
     if isinstance(event, SessionPending | SessionProgress | MemoryEvolved):
         day = f"day:{event.ts[:10]}"
         return (f"session:{event.session_id}", day) if event.session_id else (day,)
+    if isinstance(event, Recalled | Influenced) and event.session_id:  # received, judged
+        return (*ids, f"session:{event.session_id}")
     return ids
 
 

@@ -11,6 +11,7 @@ so both give the same numbers.
 
 from __future__ import annotations
 
+from bisect import bisect_left
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,6 +42,18 @@ class Columns(NamedTuple):
     confidence: list[str]
     days: list[float]
     recall_count: list[float]
+
+
+class History(NamedTuple):
+    """What sessions did with the candidates judged so far: their places among the
+    candidates, how many sessions applied each and how many were judged; and the same
+    two counts over every live entry (the home's rate of use)."""
+
+    places: list[int]
+    applied: list[int]
+    judged: list[int]
+    all_applied: int
+    all_judged: int
 
 
 class View:
@@ -129,6 +142,25 @@ class View:
             space,
         ).fetchone()
         return row is not None
+
+    def history(self, ids: Sequence[str]) -> History | None:
+        """What sessions did with the candidates ``ids`` (in id order, as ``columns`` gives
+        them); None when no live entry was ever judged (a partial index holds only those)."""
+        rows = self.db.execute(
+            "SELECT id, applied_count, judged_count FROM entries "
+            "WHERE judged_count > 0 AND status = 'live' ORDER BY id"
+        ).fetchall()
+        if not rows:
+            return None
+        places, applied, judged = [], [], []
+        for entry_id, used, seen in rows:
+            at = bisect_left(ids, entry_id)
+            if at < len(ids) and ids[at] == entry_id:
+                places.append(at)
+                applied.append(int(used))
+                judged.append(int(seen))
+        total = (sum(int(r[1]) for r in rows), sum(int(r[2]) for r in rows))
+        return History(places, applied, judged, *total)
 
     def entries(self, ids: Sequence[str], vectors: bool = False) -> list[Entry]:
         """The entries of ``ids``, in id order."""

@@ -48,6 +48,16 @@ def find_entry(folder: Path, prefix: str) -> Entry:
     return found[0]
 
 
+def named(folder: Path, name: str) -> list[Entry]:
+    """The live entries called ``name`` (case and spacing aside), without vectors."""
+    wanted = " ".join(name.split()).lower()
+    if not wanted or not (folder / store.DB_NAME).exists():
+        return []
+    with store.opened(folder / store.DB_NAME, readonly=True) as db:
+        found = store.load_where(db, "status = 'live' AND lower(name) = ?", [wanted], False)
+    return [e for e in found if " ".join(e.name.split()).lower() == wanted]
+
+
 def entries(folder: Path, ids: Iterable[str] | None = None, vectors: bool = True) -> list[Entry]:
     """Entries of ``ids`` (all without), in id order, with their vectors (unless not
     wanted); none when there is no view."""

@@ -230,7 +230,32 @@ def m009_event_lines(db: sqlite3.Connection) -> None:
     )
 
 
-def m010_provenance_and_holds(db: sqlite3.Connection) -> None:
+def m010_use(db: sqlite3.Connection) -> None:
+    """What sessions did with each entry (the judgments of ``entry.influenced`` and their
+    counts), the maintenance proposal awaiting a person, and what each session received
+    (``entry.recalled``) and how many of those are not judged yet.  Ranking reads the
+    judged entries through a partial index (most entries never are).  The next catch-up
+    rebuilds the view (``VIEW_FORMAT``)."""
+    for column, kind in (
+        ("verdicts", "TEXT NOT NULL DEFAULT '{}'"),
+        ("judged_count", "INTEGER NOT NULL DEFAULT 0"),
+        ("applied_count", "INTEGER NOT NULL DEFAULT 0"),
+        ("contradicted_count", "INTEGER NOT NULL DEFAULT 0"),
+        ("proposal", "TEXT NOT NULL DEFAULT ''"),
+        ("declined", "TEXT NOT NULL DEFAULT '[]'"),
+    ):
+        db.execute(f"ALTER TABLE entries ADD COLUMN {column} {kind}")
+    db.execute("ALTER TABLE sessions ADD COLUMN received TEXT NOT NULL DEFAULT '[]'")
+    db.execute("ALTER TABLE sessions ADD COLUMN judged TEXT NOT NULL DEFAULT '[]'")
+    db.execute("ALTER TABLE sessions ADD COLUMN unjudged INTEGER NOT NULL DEFAULT 0")
+    db.execute("CREATE INDEX sessions_unjudged ON sessions(first_seen) WHERE unjudged > 0")
+    db.execute(
+        "CREATE INDEX entries_judged ON entries(status, id, applied_count, judged_count) "
+        "WHERE judged_count > 0"
+    )
+
+
+def m011_provenance_and_holds(db: sqlite3.Connection) -> None:
     """Where each entry came from (its doors, the devices whose folders hold its
     observations) and what the scan of lessons held of it, as reviewed.  The next catch-up
     rebuilds the view (``VIEW_FORMAT``), which fills them."""
@@ -252,11 +277,12 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("m007_entry_layout", m007_entry_layout),
     ("m008_packed_slots", m008_packed_slots),
     ("m009_event_lines", m009_event_lines),
-    ("m010_provenance_and_holds", m010_provenance_and_holds),
+    ("m010_use", m010_use),
+    ("m011_provenance_and_holds", m011_provenance_and_holds),
 ]
 #: the format of the rows and packed files the code writes; a view recorded with another
 #: (``_metadata.view_format``) is rebuilt from the log before it is caught up
-VIEW_FORMAT = "4"
+VIEW_FORMAT = "5"
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

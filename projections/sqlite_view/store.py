@@ -30,7 +30,8 @@ BUSY_TIMEOUT_MS = 5000
 
 _LIST_COLUMNS = (
     "keywords", "references", "projects", "features", "sources", "origins", "provenance", "details",
-    "branches", "branch_stamps", "layout", "doors", "devices", "held", "holds", "accepted",
+    "branches", "branch_stamps", "layout", "declined", "doors", "devices", "held", "holds",
+    "accepted",
 )  # fmt: skip
 ENTRY_COLUMNS = (
     "id", "name", "description", "reasoning", "category", "keywords", "references",
@@ -38,7 +39,9 @@ ENTRY_COLUMNS = (
     "updated_at", "created_seq", "source", "source_project", "projects", "features",
     "sources", "origins", "provenance", "details", "last_observed", "promoted",
     "promotion_reason", "status", "status_reason", "superseded_by", "section", "branches",
-    "branch_stamps", "layout", "doors", "devices", "held", "holds", "accepted", "review",
+    "branch_stamps", "layout", "verdicts", "judged_count", "applied_count",
+    "contradicted_count", "proposal", "declined", "doors", "devices", "held", "holds",
+    "accepted", "review",
 )  # fmt: skip
 QUOTED_COLUMNS = _QUOTED = ", ".join(f'"{c}"' for c in ENTRY_COLUMNS)
 _UPSERT = (
@@ -51,6 +54,7 @@ _SELECT = f"SELECT {_QUOTED} FROM entries"
 PAGE_SIZE = 8192
 _JSON = msgspec.json.Encoder()
 _LIST = msgspec.json.Decoder(list[str])
+_MAP = msgspec.json.Decoder(dict[str, str])
 
 
 def connect(
@@ -199,7 +203,7 @@ def position_meta(stored: Stored) -> dict[str, str]:
 
 def entry_row(entry: Entry, slot: int) -> tuple[Any, ...]:
     values: dict[str, Any] = {c: getattr(entry, c, None) for c in ENTRY_COLUMNS}
-    for column in _LIST_COLUMNS:
+    for column in (*_LIST_COLUMNS, "verdicts"):
         values[column] = _JSON.encode(values[column]).decode("utf-8")
     values["promoted"] = int(entry.promoted)
     return (*(values[c] for c in ENTRY_COLUMNS), slot)
@@ -281,6 +285,7 @@ def row_entry(row: sqlite3.Row | tuple[Any, ...]) -> Entry:
     values = dict(zip(ENTRY_COLUMNS, row, strict=True))
     for column in _LIST_COLUMNS:
         values[column] = _LIST.decode(values[column])
+    values["verdicts"] = _MAP.decode(values["verdicts"])
     values["promoted"] = bool(values["promoted"])
     values["reasoning"] = values["reasoning"] or ""
     values["source_project"] = values["source_project"] or ""

@@ -213,3 +213,13 @@ def test_a_file_too_large_or_too_deep_is_skipped_named_and_the_others_stored(
     assert live(memlog_home) == {
         "no-db-mocks": "heuristics", "user-role": "facts", "fine": "facts"
     }  # fmt: skip
+
+
+def test_one_folder_is_said_as_one(
+    project: Path, folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(project)
+    (folder / "user.md").unlink()  # one memory file left (and MEMORY.md, its index)
+    done = CliRunner().invoke(cli, ["import", "--claude-memory"])
+    assert done.output.startswith("1 auto memory file in 1 folder: 1 new, "), done.output
+    assert done.output.endswith("; appended 1 event\n"), done.output

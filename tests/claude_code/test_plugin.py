@@ -30,8 +30,8 @@ HINT = "from a clone of memlog run `pipx install .` (or `uv tool install .`"
 PLUGIN_ID = "memlog@memlog"
 #: everything the marketplace's plugin source holds: what Claude Code copies into its cache
 PLUGIN_FILES = {
-    ".claude-plugin/plugin.json", ".mcp.json", "hooks/hooks.json", "hooks/run-memlog",
-    "skills/retrospecting/SKILL.md",
+    ".claude-plugin/plugin.json", ".claude-plugin/icon.png", ".mcp.json", "hooks/hooks.json",
+    "hooks/run-memlog", "skills/retrospecting/SKILL.md",
 }  # fmt: skip
 
 
@@ -95,6 +95,16 @@ def test_the_plugin_source_holds_only_the_plugin() -> None:
     held = {str(p.relative_to(PLUGIN)) for p in PLUGIN.rglob("*") if p.is_file()}
     assert held == PLUGIN_FILES
     assert sum(p.stat().st_size for p in PLUGIN.rglob("*") if p.is_file()) < 64 << 10
+
+
+def test_the_icon_is_what_the_plugin_directory_asks_for() -> None:
+    """A square PNG of 512 to 2048 pixels a side, under 2 MB, where Claude Code's validator
+    looks (``.claude-plugin/icon.png``): without it ``plugin validate --strict`` warns
+    ``ICON_MISSING``."""
+    data = (PLUGIN / ".claude-plugin" / "icon.png").read_bytes()
+    assert data[:8] == b"\x89PNG\r\n\x1a\n" and data[12:16] == b"IHDR"
+    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+    assert width == height and 512 <= width <= 2048 and len(data) < 2 << 20
 
 
 # -- the wrapper ---------------------------------------------------------------------------------

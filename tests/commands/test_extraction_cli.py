@@ -128,7 +128,7 @@ def test_stats_show_sessions_and_cost(shop: Path) -> None:
     memorized()
     text = invoke("stats").output
     assert "sessions (claude-cli): 0 pending, 0 open, 1 extracted, 0 skipped, 0 failed" in text
-    assert "cost today: $0.0019 of $0.50 (1 calls, 1200 tokens in, 150 out)" in text
+    assert "cost today: $0.0019 of $0.50 (1 call, 1,200 tokens in, 150 out)" in text
     figures = json.loads(invoke("stats", "--json").output)["extraction"]
     assert figures["total"] == {
         "calls": 1,

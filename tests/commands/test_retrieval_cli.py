@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 from click.testing import CliRunner
@@ -120,3 +121,29 @@ def test_inject_command_json_and_explain(memlog_home: Path, tmp_path: Path) -> N
     assert not (memlog_home / recording.LAST_INJECTION).exists()  # no --record by default
     done = runner.invoke(cli, ["inject", str(root), "--explain", "--limit", "2"])
     assert done.exit_code == 0 and "mode: prominence; query: None" in done.output
+
+
+def test_the_project_dir_and_project_root_give_one_block(memlog_home: Path, tmp_path: Path) -> None:
+    """A folder inside another repository (the example project inside a clone of memlog):
+    both spellings read that folder's active feature, not the repository around it."""
+    mixed_bank(memlog_home)
+    outer = tmp_path / "outer"
+    outer.mkdir()
+    (outer / "billing_reports.py").write_text("x = 1\n")  # the repository's last change
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "reports"]):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.com", *args],
+                       cwd=outer, check=True, capture_output=True)  # fmt: skip
+    (outer / "docs" / "features" / "001-release-notes").mkdir(parents=True)
+    meta = {"slug": "release-notes", "status": "active", "lastCompletedPhase": "design"}
+    (outer / "docs" / "features" / "001-release-notes" / ".meta.json").write_text(json.dumps(meta))
+    inner = project(outer, "demo", spec="Parse CSV files and handle errors at the edges.")
+    (inner / ".claude").rmdir()  # no marker of its own: the hook would walk up to `outer`
+    runner = CliRunner()
+    given = ["--json", "--limit", "4", "--no-record"]
+    positional = json.loads(runner.invoke(cli, ["inject", str(inner), *given]).output)
+    named = json.loads(runner.invoke(cli, ["inject", "--project-root", str(inner), *given]).output)
+    assert "file parser" in positional["query"]
+    assert "release" not in positional["query"] and "billing" not in positional["query"]
+    assert positional["text"] == named["text"] and positional["query"] == named["query"]
+    both = runner.invoke(cli, ["inject", str(inner), "--project-root", str(inner)])
+    assert both.exit_code == 2 and "PROJECT_DIR or --project-root" in both.output

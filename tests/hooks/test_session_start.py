@@ -66,7 +66,8 @@ def project(parent: Path, settings: str | None = None, name: str = "project-b") 
 def hook_env(home: Path, **extra: str) -> dict[str, str]:
     """The caller's environment without memlog settings, with this home."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("MEMLOG_")}
-    env.pop("OPENAI_API_KEY", None)
+    for name in ("OPENAI_API_KEY", "CLAUDE_CODE_ENTRYPOINT", "CLAUDE_CODE_SESSION_ATTENDED"):
+        env.pop(name, None)  # (a run from inside a Claude Code session has its own)
     env["MEMLOG_HOME"] = str(home)
     env["MEMLOG_RESIDENT_MINUTES"] = "0"  # each start in a process of its own (test_resident)
     env.update(extra)

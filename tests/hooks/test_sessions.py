@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from memlog.eventlog.events import Observed, SessionPending, SessionProgress
+from memlog.eventlog.events import MemoryEvolved, Observed, SessionPending, SessionProgress
 from memlog.eventlog.log import EventLog
 from memlog.hooks.recorder import settled
 from memlog.hooks.sessions import SWEEP_STAMP
@@ -106,7 +106,9 @@ def test_session_end_records_the_session_and_extraction_runs_detached(
     assert event.branch == "main"  # the transcript's last line, not the checkout (feature/x)
     assert event.size == transcript.stat().st_size
     (progress,) = wait_for(memlog_home, SessionProgress)
-    assert progress.status == "extracted" and progress.usage.provider == "claude-cli"
+    assert progress.status == "extracted"
+    (audit,) = [r.event for r in EventLog(memlog_home).read() if isinstance(r.event, MemoryEvolved)]
+    assert audit.usage.provider == "claude-cli" and audit.usage.calls == 1  # the call it made
     observed = [r.event for r in EventLog(memlog_home).read() if isinstance(r.event, Observed)]
     assert [o.description for o in observed] == [CONVENTION]
     call = json.loads((tmp_path / "claude-calls.jsonl").read_text().splitlines()[0])

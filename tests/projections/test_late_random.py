@@ -14,12 +14,14 @@ import pytest
 from memlog.eventlog.events import (
     EventBase,
     Held,
+    Influenced,
     Labelled,
     MaintenanceRan,
     MemoryEvolved,
     Observed,
     Operation,
     Promoted,
+    Proposed,
     Recalled,
     Retired,
     Reviewed,
@@ -56,7 +58,7 @@ class Writer:
         rng, n = self.rng, self.rng.randrange(LESSONS)
         kind = rng.choice(["new"] * 3 + ["recall", "retire", "supersede", "promote", "label",
                                          "pending", "progress", "evolved", "maint", "held",
-                                         "review"])  # fmt: skip
+                                         "review", "judge", "judge", "propose"])  # fmt: skip
         if kind == "new":
             return self.lesson(n)
         return [self.other(kind, content_hash(topic(n)), f"s{rng.randrange(3)}")]
@@ -78,7 +80,14 @@ class Writer:
     def other(self, kind: str, entry_id: str, session: str) -> EventBase:
         rng, other = self.rng, content_hash(topic(self.rng.randrange(LESSONS)))
         return {
-            "recall": lambda: Recalled(ids=(entry_id, other), session_id=session),
+            "recall": lambda: Recalled(ids=(entry_id, other), session_id=session,
+                                       trigger=rng.choice(["startup", "prompt", "compact"])),
+            "judge": lambda: Influenced(
+                entry_id=entry_id, session_id=session, evidence="e",
+                verdict=rng.choice(["applied", "contradicted", "not used"]),
+                source=rng.choice(["extraction", "local", "agent"])),
+            "propose": lambda: Proposed(entry_id=entry_id, kind=rng.choice(["unused", "stale"]),
+                                        reason="r", dismissed=rng.random() < 0.3),
             "retire": lambda: Retired(entry_id=entry_id, reason="x",
                                       branch=rng.choice(["", "parser/b1", "parser/b2"])),
             "supersede": lambda: Superseded(entry_id=entry_id, by=other, reason="y"),

@@ -22,7 +22,7 @@ from memlog.vocabulary import LESSONS_NOTE
 RECORDED = Path(__file__).parent / "fixtures" / "memory_py"
 STORE = RECORDED / "global-store"
 CASES = [(store, limit) for store in ("local", "global") for limit in (20, 9, 5)]
-#: what Claude Code shows of a hook's context inline (../shared/CLAUDE_CODE.md)
+#: what Claude Code shows of a hook's context inline (a longer one becomes a 2 KB preview)
 HOOK_CAP = 10_000
 
 

@@ -81,7 +81,8 @@ def test_default_ranking_is_fused_and_explains_every_signal(memlog_home: Path) -
     signals = {
         "lexical_raw", "lexical", "vector_raw", "vector", "prominence_raw", "prominence",
         "observations", "confidence", "recency", "recall", "fused", "neighbours", "final",
-        "weight_lexical", "weight_vector", "weight_prominence", "weight_neighbours",
+        "usefulness", "weight_lexical", "weight_vector", "weight_prominence",
+        "weight_neighbours", "weight_usefulness",
         "cosine", "coverage", "relevance",  # a search: how relevant on its own
     }  # fmt: skip
     assert set(first.components) == signals

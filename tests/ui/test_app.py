@@ -25,6 +25,8 @@ from memlog.eventlog.events import (
     Recalled,
     Reembedded,
     Retired,
+    SessionPending,
+    SessionProgress,
     Superseded,
     Usage,
     content_hash,
@@ -208,7 +210,7 @@ def test_what_the_next_session_would_get(
     assert "## Engineering Memory (from knowledge bank)" in page
     # the signals are labelled columns, with the weights in force
     headings = re.findall(r'<th class="signal" title="[^"]+">([a-z]+)<span class="weight"> ×', html)
-    assert headings == ["lexical", "vector", "prominence", "neighbours"]
+    assert headings == ["lexical", "vector", "prominence", "neighbours", "usefulness"]
     # best first
     scores = [float(v) for v in re.findall(r'<td class="num score">(-?[0-9.]+)</td>', html)]
     assert len(scores) >= 2 and scores == sorted(scores, reverse=True)
@@ -264,7 +266,92 @@ def test_the_next_session_says_its_size_and_what_it_leaves_out(
     assert "Left out, and why" in page
     assert "Backoff retries anti-patterns in a CLAUDE.md Claude Code loads" in page
     assert "no room: the block is at memory_injection_max_chars" in page
-    assert "(condensed to fit)" in page
+    assert "(condensed to fit: the block shortens it, its whole text is here)" in page
+
+
+def test_the_next_session_shows_the_terms_that_make_the_score(
+    client: TestClient, ids: dict[str, str], tmp_path: Path
+) -> None:
+    """Each column is the signal times its weight: the terms add up to the score, and the
+    prominence, weighed 0 by default, adds nothing and draws no bar however prominent."""
+    project = tmp_path / "alpha"
+    (project / ".git").mkdir(parents=True)
+    html = client.get("/next", params={"dir": str(project)}).text
+    rows = re.findall(r'<tr class="chosen">(.*?)</tr>', html, re.S)
+    assert len(rows) >= 2
+    for row in rows:
+        score = float(re.findall(r'<td class="num score">(-?[0-9.]+)</td>', row)[0])
+        cells = dict(re.findall(
+            r'data-signal="([a-z]+)">\s*<span class="value">([-+][0-9.]+)</span>', row
+        ))  # fmt: skip
+        assert set(cells) == {"lexical", "vector", "prominence", "neighbours", "usefulness"}
+        assert abs(sum(map(float, cells.values())) - score) < 0.03, (cells, score)
+        prominence = re.search(r'data-signal="prominence">(.*?)</td>', row, re.S)
+        assert prominence is not None and cells["prominence"] == "+0.00"
+        assert 'class="bar' not in prominence.group(1)  # weighed 0: no bar
+        assert re.search(r"z [-+][0-9.]+, raw [0-9.]+", prominence.group(1))  # still shown
+    assert '<span class="weight"> ×0.00</span>' in html
+    # and the lessons in full: each chosen entry's description, uncut
+    assert NEW in text(html_unescape(html))
+
+
+def test_events_read_as_words_not_python(
+    client: TestClient, ids: dict[str, str], memlog_home: Path
+) -> None:
+    """No ``Operation(…)`` or ``Usage(…)`` anywhere, a vector is its space and model, an
+    audit's operations are listed under it, a call-less usage is left out, nothing is cut."""
+    reason = "contradicted by the session, which showed that the retry loop never backs off " * 2
+    operations = (Operation(op="remove", entry_id=ids["new"], reason=reason.strip()),)
+    usage = Usage(provider="anthropic", model="claude-haiku-4-5", calls=2, tokens_in=1200,
+                  tokens_out=300, cost_micros=2700)  # fmt: skip
+    EventLog(memlog_home).append([
+        MemoryEvolved(project="alpha", branch="feature/x", mode="evolved", session_id="s-9",
+                      operations=operations, usage=usage),
+        SessionProgress(session_id="s-9", status="extracted", offset=10, reason="1 items",
+                        turns=4),
+        Reembedded(entry_id=ids["new"], provider="local", model="all-MiniLM-L6-v2",
+                   dimensions=3, vector=b"\x00" * 12),
+    ])  # fmt: skip
+    for html in (client.get("/log").text, client.get(f"/entry/{ids['new']}").text):
+        page = text(html_unescape(html))
+        assert "Operation(" not in page and "Usage(" not in page and "floats" not in page
+        assert (
+            "feature/x in alpha: evolved; 1 remove; session s-9; 2 calls, 1,200 tokens in, "
+            "300 out, $0.0027 (claude-haiku-4-5)"
+        ) in page
+        assert f"remove Backoff retries — {reason.strip()}" in page or (
+            f"remove {ids['new'][:8]} — {reason.strip()}" in page
+        )
+        assert "a vector in local/all-MiniLM-L6-v2, 3 dimensions (stored as f32)" in page
+        assert "…" not in page
+    progress = text(client.get("/log", params={"type": "session.progress"}).text)
+    assert "session s-9 extracted; 1 items; 4 turns read" in progress and "calls" not in progress
+
+
+def test_the_audits_count_the_cost_as_stats_does(
+    client: TestClient, ids: dict[str, str], memlog_home: Path
+) -> None:
+    """The page's costs are memlog stats' lines, every call once: an audit's and those of a
+    session that learned nothing (its progress carries them)."""
+    taught = Usage(provider="anthropic", model="claude-haiku-4-5", calls=1, tokens_in=100,
+                   tokens_out=20, cost_micros=200)  # fmt: skip
+    operations = (Operation(op="remove", entry_id=ids["new"], reason="wrong"),)
+    EventLog(memlog_home).append([
+        SessionPending(session_id="s-1", project="alpha"),
+        MemoryEvolved(project="alpha", branch="b", mode="evolved", session_id="s-1",
+                      operations=operations, usage=taught),
+        SessionProgress(session_id="s-1", status="extracted", offset=1),
+        SessionPending(session_id="s-2", project="alpha"),
+        SessionProgress(session_id="s-2", status="extracted", offset=1, usage=taught),
+    ])  # fmt: skip
+    page = text(html_unescape(client.get("/audits").text))
+    stats = CliRunner().invoke(cli, ["stats"]).output
+    said = [line.strip() for line in stats.splitlines() if line.strip().startswith("cost ")]
+    assert said == ["cost today: $0.0004 of $0.50 (2 calls, 200 tokens in, 40 out)",
+                    "cost in total: $0.0004 (2 calls, 200 tokens in, 40 out)"]  # fmt: skip
+    for line in said:
+        assert line[0].upper() + line[1:] in page
+    assert page.count("$0.0002") == 1  # the one audit's own
 
 
 def rows(html: str) -> list[str]:
@@ -402,3 +489,24 @@ def test_sigterm_removes_the_pages_copies_as_ctrl_c_does(memlog_home: Path, tmp_
         page.stdout.close()
         assert not list(temp.iterdir()), (sig, list(temp.rglob("*")))
         assert not [p for p in (memlog_home / ".pages").iterdir() if p.name.isdigit()]
+
+
+def test_the_next_session_shows_the_stale_lessons(
+    client: TestClient, memlog_home: Path, tmp_path: Path
+) -> None:
+    project = tmp_path / "alpha"
+    project.mkdir()
+    (project / "kept.py").write_text("x = 1\n")
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-qm", "one"]):
+        subprocess.run(["git", "-C", str(project), "-c", "user.name=t", "-c", "user.email=t@t",
+                        *args], check=True, capture_output=True)  # fmt: skip
+    EventLog(memlog_home).append([
+        Observed(name="Gone module", description="Never import `lib/gone.py` twice.",
+                 category="anti-patterns", project="alpha"),
+        Observed(name="Kept module", description="Keep `kept.py` small.", category="patterns",
+                 project="alpha"),
+    ])  # fmt: skip
+    html = client.get("/next", params={"dir": str(project)}).text
+    assert 'class="stale">stale: refers to lib/gone.py, gone</span>' in html
+    section = html.split('id="stale"', 1)[1].split("</table>", 1)[0]
+    assert "Gone module" in section and "lib/gone.py" in section and "Kept module" not in section

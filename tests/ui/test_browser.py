@@ -205,10 +205,16 @@ def test_the_next_session_view(page: Any, served: str) -> None:
         f"vector ×{shipped.memory_fusion_vector_weight:.2f}",
         f"prominence ×{shipped.memory_fusion_prominence_weight:.2f}",
         f"neighbours ×{shipped.memory_neighbour_weight:.2f}",
+        f"usefulness ×{shipped.memory_usefulness_weight:.2f}",
     ]
     scores = [float(td.text) for td in css(page, "table.ranking td.score")]
     assert scores and scores == sorted(scores, reverse=True)  # best first
-    assert len(css(page, "table.ranking span.bar")) == 4 * len(scores)
+    # a bar per term that adds to the score; the prominence, weighed 0, adds nothing
+    assert shipped.memory_fusion_prominence_weight == 0
+    assert not css(page, 'table.ranking td[data-signal="prominence"] span.bar')
+    assert css(page, 'table.ranking td[data-signal="lexical"] span.bar')
+    assert {td.text.split()[0] for td in css(page, 'td[data-signal="prominence"]')} == {"+0.00"}
+    assert css(page, 'table.ranking td[data-signal="usefulness"]')  # a column per term
     (meter,) = css(page, ".block-size meter")
     block = css(page, "pre.block")[0].text
     assert "## Engineering Memory" in block

@@ -70,9 +70,13 @@ def test_a_session_becomes_entries_audits_and_progress(ws: Workspace) -> None:
     ]  # fmt: skip
     (audit,) = [e for e in log if isinstance(e, MemoryEvolved)]
     assert audit.mode == "created" and [op.op for op in audit.operations] == ["add", "add"]
+    # the audit carries the call that taught it; the progress, no call a second time
+    assert (audit.usage.calls, audit.usage.tokens_in, audit.usage.model) == (
+        1, 1000, "claude-haiku-4-5",
+    )  # fmt: skip
     (progress,) = [e for e in log if isinstance(e, SessionProgress)]
     assert progress.status == "extracted" and progress.offset == path.stat().st_size
-    assert progress.usage.calls == 1 and progress.usage.tokens_in == 1000
+    assert progress.usage.calls == 0 and done.usage.calls == 1
     assert progress.batch_end == progress.seq  # entries, audit and progress: one batch
     stored = session_of(ws, "s1")
     assert (stored.status, stored.offset, stored.cost_micros) == (
@@ -217,7 +221,27 @@ def test_existing_branch_memory_is_evolved_by_operations(ws: Workspace) -> None:
     assert [(op.op, op.entry_id) for op in audit.operations] == [
         ("update", content_hash(CSV)), ("remove", content_hash(BOM)), ("add", content_hash(fact)),
     ]  # fmt: skip
-    assert audit.usage.calls == 1  # the evolution call, on its own audit
+    assert audit.usage.calls == 2  # the extraction and the evolution call, on its audit
+    (progress,) = [e for e in events(ws) if isinstance(e, SessionProgress) and e.session_id == "s2"]
+    assert progress.usage.calls == 0 and done.usage.calls == 2
+
+
+def test_a_session_that_teaches_nothing_leaves_no_audit_and_its_cost_once(ws: Workspace) -> None:
+    """No item, or only what the branch already holds: no ``memory.evolved`` (so no line
+    under the branch's ``## Changes``); the call's cost is in the session's progress, and
+    the day's spend counts every call once."""
+    assert ws.root is not None
+    memorize(ws, run_of(Scripted(extraction(item(CSV)))), pend(ws, "s1", transcript(ws), ws.root))
+    for n, items in enumerate(([], [item(CSV)]), 2):
+        done = memorize(ws, run_of(Scripted(extraction(*items))),
+                        pend(ws, f"s{n}", transcript(ws, f"{n}.jsonl"), ws.root))  # fmt: skip
+        assert done.status == "extracted" and done.added == 0
+    audits = [e for e in events(ws) if isinstance(e, MemoryEvolved)]
+    assert [a.session_id for a in audits] == ["s1"]
+    progress = {e.session_id: e.usage.calls for e in events(ws) if isinstance(e, SessionProgress)}
+    assert progress == {"s1": 0, "s2": 1, "s3": 2}  # s3 also asked to evolve the memory
+    day = time.strftime("%Y-%m-%d", time.gmtime())
+    assert ledger.spend(ws.home, day).calls == 4 == sum(a.usage.calls for a in audits) + 3
 
 
 @pytest.mark.ac("004:evolve-fallback")

@@ -21,7 +21,10 @@ from memlog.tests.support import FIXTURES  # noqa: E402
 
 NEW = FIXTURES / "knowledge-bank-6bb5ea25"
 OLD = FIXTURES / "knowledge-bank-ab2c282a"
-FIXTURE_FILES = sorted(NEW.glob("*.md")) + sorted(OLD.glob("*.md"))
+#: the banks' files (each folder's README.md says where it comes from)
+FIXTURE_FILES = [
+    p for p in sorted(NEW.glob("*.md")) + sorted(OLD.glob("*.md")) if p.name != "README.md"
+]
 
 ANTI_PATTERNS_NEW = [
     "Working in Wrong Worktree",

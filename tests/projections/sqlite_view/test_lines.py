@@ -50,7 +50,8 @@ def test_each_key_names_the_lines_of_every_event_about_it(memlog_home: Path) -> 
     assert [b"entry.observed" in t for t in texts[first]] == [True, False]
     assert b"entry.recalled" in texts[first][1] and texts[first][1] == texts[other][1]
     assert len(texts[other]) == 2 and b"entry.observed" in texts[other][0]
-    assert texts["session:s1"] == [read(memlog_home, line) for line in day]
+    # the session's key: what it received (the recall), then its progress (also the day's)
+    assert texts["session:s1"] == [texts[first][1], *(read(memlog_home, line) for line in day)]
     assert all(t.endswith(b"\n") for v in texts.values() for t in v)
     assert len(texts["maintenance"]) == 1 and firsts == found[first][:1]
     assert [line.stamp for line in found[first]] == sorted(line.stamp for line in found[first])
