@@ -95,11 +95,14 @@ def changed_since(base: str, cwd: Path) -> list[str]:
     return [line for line in done.stdout.splitlines() if line.strip()]
 
 
-#: the most of a git pointer file (``.git``, ``HEAD``) read: one line naming a path or a ref
+#: the most of a git pointer file (``.git``, ``HEAD``, a loose ref) read: one line naming a
+#: path, a ref or a commit
 MAX_POINTER_BYTES = 4096
+#: the most of ``packed-refs`` read (a large repository's tags fill a few MiB)
+MAX_PACKED_REFS_BYTES = 64 << 20
 
 
-def _small(path: Path) -> str:
+def pointer(path: Path) -> str:
     """A git pointer file's line, read within bounds (a repository is anyone's)."""
     return read_bytes(path, MAX_POINTER_BYTES).decode("utf-8").strip()
 
@@ -120,11 +123,11 @@ def current_branch(root: Path) -> str:
     git = root / ".git"
     try:
         if git.is_file():  # a worktree or submodule: ``gitdir: <path>``
-            pointer = _small(git)
-            if not pointer.startswith("gitdir:"):
+            line = pointer(git)
+            if not line.startswith("gitdir:"):
                 return ""
-            git = (root / pointer.split(":", 1)[1].strip()).resolve()
-        head = _small(git / "HEAD")
+            git = (root / line.split(":", 1)[1].strip()).resolve()
+        head = pointer(git / "HEAD")
     except (OSError, UnicodeDecodeError, Refused):
         return ""
     if head.startswith("ref:"):

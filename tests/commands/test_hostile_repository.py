@@ -97,3 +97,31 @@ def test_the_page_shows_what_the_next_session_would_get(memlog_home: Path, tmp_p
     done = run([sys.executable, "-c", script, str(root), str(tmp_path / "snapshots")], root,
                environment(memlog_home, tmp_path))  # fmt: skip
     assert done.stdout.decode().split() == ["200", "True"], done.stderr.decode()[-2000:]
+
+
+def test_git_files_that_are_fifos_or_huge_leave_the_hook_its_usual_block(
+    memlog_home: Path, tmp_path: Path
+) -> None:
+    """A folder's ``.git`` is anyone's too: a HEAD that is a FIFO (a read that never ends)
+    and a ``packed-refs`` of 100 MB are not read, by the branch or the stale marks."""
+    from memlog.citations import head_of
+    from memlog.git import current_branch
+
+    seed(memlog_home, per_category=2)
+    root = tmp_path / "fifo"
+    (root / ".git").mkdir(parents=True)
+    os.mkfifo(root / ".git" / "HEAD")
+    assert head_of(root) is None and current_branch(root) == ""
+    other = tmp_path / "huge"
+    (other / ".git").mkdir(parents=True)
+    (other / ".git" / "HEAD").write_text("ref: refs/heads/main\n")
+    (other / ".git" / "index").write_bytes(b"")
+    with (other / ".git" / "packed-refs").open("wb") as big:
+        big.truncate(100 << 20)  # sparse: no disk used
+    assert head_of(other) is None and current_branch(other) == "main"
+    for folder in (root, other):
+        done = run(memlog("hook", "session-start"), folder, environment(memlog_home, tmp_path),
+                   payload(folder))  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+        assert context.startswith(HEADER) and len(entry_headers(context)) == 6
