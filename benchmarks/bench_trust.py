@@ -163,7 +163,30 @@ def append_cost(events: Sequence[Observed], rounds: int = 5) -> dict[str, float]
             "ratio": round(scanned / plain, 2)}  # fmt: skip
 
 
-def run(fixtures: Path) -> dict[str, Any]:
+def one_append_cost(events: Sequence[Observed]) -> dict[str, float]:
+    """What the scan adds to appending one lesson (the door of ``memlog observe`` and
+    ``store_memory``): medians over ``events``, each appended alone to one log scanned and
+    to another not, in alternation."""
+    import tempfile
+
+    from memlog.eventlog.log import EventLog
+
+    took: dict[bool, list[float]] = {True: [], False: []}
+    with tempfile.TemporaryDirectory() as scratch:
+        logs = {screen: EventLog(Path(scratch) / str(screen), screen=screen)
+                for screen in (True, False)}  # fmt: skip
+        for event in events:
+            for screen, log in logs.items():
+                began = time.perf_counter()
+                log.append([event])
+                took[screen].append(time.perf_counter() - began)
+    scanned, plain = (statistics.median(took[s]) for s in (True, False))
+    return {"appends": len(events), "scanned_ms": round(scanned * 1000, 3),
+            "unscanned_ms": round(plain * 1000, 3), "ratio": round(scanned / plain, 2)}  # fmt: skip
+
+
+def run(fixtures: Path, costs: bool = True) -> dict[str, Any]:
+    """The figures; ``costs`` off: without what the scan adds to appends (the slow part)."""
     scanned = Scanned()
     payloads = payload_report(read_jsonl(CORPUS / "payloads.jsonl"), scanned)
     banks = real_lessons(fixtures)
@@ -172,15 +195,18 @@ def run(fixtures: Path) -> dict[str, Any]:
     held_out = [e for name, events in banks.items() if name != TUNED_BANK for e in events]
     benign_rows = read_jsonl(CORPUS / "benign.jsonl")
     benign = lesson_report([observation(r["entry"]) for r in benign_rows], scanned)
-    return {
+    report = {
         "payloads": payloads,
         "real": real,
         "real_all": lesson_report(every, Scanned()),
         "real_held_out": lesson_report(held_out, Scanned()),
         "benign": benign,
         "scan_microseconds_median": round(statistics.median(scanned.seconds) * 1e6, 1),
-        "append": {"lessons": len(banks[TUNED_BANK]), **append_cost(banks[TUNED_BANK])},
     }
+    if costs:
+        report["append"] = {"lessons": len(banks[TUNED_BANK]), **append_cost(banks[TUNED_BANK])}
+        report["append_one"] = one_append_cost(banks[TUNED_BANK])
+    return report
 
 
 def _pct(figure: dict[str, Any]) -> str:
@@ -224,6 +250,11 @@ def show(report: dict[str, Any], listed: bool) -> None:
     print(
         f"appending the {cost['lessons']} lessons of {TUNED_BANK} as one batch: "
         f"{cost['scanned_s']} s scanned, {cost['unscanned_s']} s not ({cost['ratio']}×)"
+    )
+    one = report["append_one"]
+    print(
+        f"appending one lesson ({one['appends']} appends, median): {one['scanned_ms']} ms "
+        f"scanned, {one['unscanned_ms']} ms not ({one['ratio']}×)"
     )
     if listed:
         for name, figure in [*report["real"].items(), ("benign", report["benign"])]:
