@@ -37,8 +37,9 @@ from pathlib import Path
 from typing import NamedTuple
 
 from memlog import digests
-from memlog.git import quick_output
+from memlog.git import MAX_PACKED_REFS_BYTES, pointer, quick_output
 from memlog.home import resolve_cache
+from memlog.untrusted import read_bytes
 
 #: extensions that make a word a file name
 EXTENSIONS = frozenset(
@@ -179,12 +180,12 @@ def _gitdir(root: Path) -> Path | None:
     git = root / ".git"
     try:
         if git.is_file():
-            pointer = git.read_text(encoding="utf-8").strip()
-            if not pointer.startswith("gitdir:"):
+            line = pointer(git)  # a repository is anyone's: its files read within bounds
+            if not line.startswith("gitdir:"):
                 return None
-            git = (root / pointer.split(":", 1)[1].strip()).resolve()
+            git = (root / line.split(":", 1)[1].strip()).resolve()
         return git if git.is_dir() else None
-    except (OSError, UnicodeDecodeError):
+    except (OSError, ValueError):
         return None
 
 
@@ -195,16 +196,15 @@ def head_of(root: Path) -> str | None:
     if gitdir is None:
         return None
     try:
-        head = (gitdir / "HEAD").read_text(encoding="utf-8").strip()
+        head = pointer(gitdir / "HEAD")
         common = gitdir
-        pointer = gitdir / "commondir"
-        if pointer.is_file():
-            common = (gitdir / pointer.read_text(encoding="utf-8").strip()).resolve()
+        if (gitdir / "commondir").is_file():
+            common = (gitdir / pointer(gitdir / "commondir")).resolve()
         if head.startswith("ref:"):
             head = _ref(common, head.split(":", 1)[1].strip()) or ""
         index = os.stat(gitdir / "index")
         stamp = f"{index.st_mtime_ns}-{index.st_size}"
-    except (OSError, UnicodeDecodeError):
+    except (OSError, ValueError):  # ValueError: not UTF-8, or refused (``untrusted``)
         return None
     return f"{head}:{stamp}" if head else None
 
@@ -212,10 +212,11 @@ def head_of(root: Path) -> str | None:
 def _ref(common: Path, name: str) -> str | None:
     loose = common / name
     if loose.is_file():
-        return loose.read_text(encoding="utf-8").strip()
+        return pointer(loose)
     packed = common / "packed-refs"
     if packed.is_file():
-        for line in packed.read_text(encoding="utf-8").splitlines():
+        data = read_bytes(packed, MAX_PACKED_REFS_BYTES).decode("utf-8")
+        for line in data.splitlines():
             sha, _, ref = line.partition(" ")
             if ref.strip() == name:
                 return sha

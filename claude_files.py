@@ -22,13 +22,15 @@ the real CLI.  Nothing here writes; reading is bounded.
 
 from __future__ import annotations
 
-import json
 import os
 import posixpath
 import unicodedata
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
+
+from memlog import untrusted
+from memlog.untrusted import Malformed, Refused, json_object, read_bytes
 
 MEMORY_INDEX = "MEMORY.md"
 #: a sanitised path longer than this is cut and given a hash of the whole path
@@ -108,20 +110,29 @@ def main_worktree(root: str) -> str:
     """The main repository of the worktree at ``root`` (``root`` itself otherwise), as
     Claude Code resolves it, so that every worktree of a repository shares its memory."""
     try:
-        pointer = Path(root, ".git").read_text(encoding="utf-8").strip()
+        pointer = _pointer(Path(root, ".git"))
         if not pointer.startswith("gitdir:"):
             return root
         gitdir = os.path.normpath(os.path.join(root, pointer[7:].strip()))
-        common = Path(gitdir, "commondir").read_text(encoding="utf-8").strip()
+        common = _pointer(Path(gitdir, "commondir"))
         shared = os.path.normpath(os.path.join(gitdir, common))
         if os.path.dirname(gitdir) != os.path.join(shared, "worktrees"):
             return root
-        back = Path(gitdir, "gitdir").read_text(encoding="utf-8").strip()
+        back = _pointer(Path(gitdir, "gitdir"))
         if os.path.realpath(back) != os.path.join(os.path.realpath(root), ".git"):
             return root
-    except (OSError, UnicodeDecodeError):
+    except (OSError, UnicodeDecodeError, Refused):
         return root
     return shared if os.path.basename(shared) != ".git" else os.path.dirname(shared)
+
+
+#: the most of a git pointer file (``.git``, ``commondir``, ``gitdir``) read: one path
+MAX_POINTER_BYTES = 4096
+
+
+def _pointer(path: Path) -> str:
+    """A git pointer file's one line (``Refused`` when it is larger than a path can be)."""
+    return read_bytes(path, MAX_POINTER_BYTES).decode("utf-8").strip()
 
 
 def project_key(cwd: str) -> str:
@@ -132,13 +143,9 @@ def project_key(cwd: str) -> str:
 
 
 def read_json(path: Path) -> dict[str, Any]:
-    """A settings file's object ({} when missing, unreadable or not an object)."""
-    try:
-        with open(path, "rb") as handle:
-            data = json.loads(handle.read(MAX_FILE_BYTES * 4))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    """A settings file's object ({} when missing, unreadable, out of bounds or not an
+    object: ``untrusted.json_object``)."""
+    return json_object(path)
 
 
 class Settings(NamedTuple):
@@ -241,16 +248,11 @@ def memory_files(folder: Path) -> Iterator[Path]:
 
 
 def read_text(path: Path, limit: int = MAX_FILE_BYTES) -> str | None:
-    """The text of ``path`` (its first ``limit`` bytes), None when it cannot be read;
-    a link is never followed."""
+    """The text of the regular file ``path`` (its first ``limit`` bytes), None when it
+    cannot be read; a link is never followed."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
-    except OSError:
-        return None
-    try:
-        with os.fdopen(fd, "rb") as handle:
-            return handle.read(limit).decode("utf-8", "replace")
-    except OSError:
+        return untrusted.read_text(path, limit, follow=False, whole=False)
+    except (OSError, Refused):
         return None
 
 
@@ -268,7 +270,8 @@ def split_front_matter(text: str) -> tuple[str, str]:
 def parse_memory(path: Path, text: str) -> MemoryFile:
     """A memory file's fields as Claude Code reads them: ``name`` and ``description`` at
     the top of the front matter, every other key (``type``, ``modified`` …) as metadata
-    with ``metadata:`` winning."""
+    with ``metadata:`` winning.  Front matter that is not YAML is no front matter;
+    ``Refused`` for one with an alias or nested deeper than ``untrusted.MAX_DEPTH``."""
     head, body = split_front_matter(text)
     data = _yaml(head) if head.strip() else {}
     metadata = {k: v for k, v in data.items() if k not in ("name", "description", "metadata")}
@@ -285,11 +288,9 @@ def parse_memory(path: Path, text: str) -> MemoryFile:
 
 
 def _yaml(text: str) -> dict[str, Any]:
-    import yaml  # only where memory files are read: never on the hook's path
-
     try:  # every value as the text written (a date stays the date written)
-        data = yaml.load(text, Loader=yaml.BaseLoader)  # noqa: S506 - builds only str/list/dict
-    except yaml.YAMLError:
+        data = untrusted.load_yaml(text, plain=True)
+    except Malformed:
         return {}
     return data if isinstance(data, dict) else {}
 

@@ -17,6 +17,7 @@ from typing import Any
 
 import msgspec
 
+from memlog.untrusted import Refused, load_yaml, read_bytes, shown
 from memlog.vocabulary import (
     CONTEXT_CAP_CHARS,
     DEFAULT_SPACES,
@@ -29,6 +30,8 @@ CONFIG_FILE = Path(".claude") / "iflow-dev.local.md"
 PROVIDERS = tuple(DEFAULT_SPACES)
 KEYWORD_PROVIDERS = ("local", "haiku", "ollama", "caller", "off", "auto")
 RANKINGS = ("fused", "d3")
+#: the largest configuration file read (its front matter is a few lines)
+MAX_CONFIG_BYTES = 64 << 10
 #: the smallest injection budget: the block's header, one entry and its last lines
 MIN_INJECTION_CHARS = 1000
 
@@ -184,13 +187,12 @@ def front_matter(text: str) -> str | None:
 
 def _parse_yaml(text: str) -> Any:
     """YAML, read without the YAML library when it is flat ``key: scalar`` lines whose
-    meaning is plain (the hook then spends no ~15 ms importing it)."""
+    meaning is plain (the hook then spends no ~15 ms importing it); else by the bounded
+    loader (no aliases, nesting capped: ``untrusted.load_yaml``)."""
     simple = _simple_mapping(text)
     if simple is not None:
         return simple
-    import yaml  # only for what the plain reading below declines
-
-    return yaml.safe_load(text)
+    return load_yaml(text)
 
 
 _LINE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*):[ \t]+(\S.*?)[ \t]*")
@@ -244,22 +246,31 @@ def _read_file(root: Path | None, warnings: list[str]) -> dict[str, Any]:
     if root is None:
         return {}
     path = root / CONFIG_FILE
-    try:
-        text = path.read_text(encoding="utf-8")
+    try:  # a repository's file, read within bounds (``untrusted``)
+        text = read_bytes(path, MAX_CONFIG_BYTES).decode("utf-8")
     except FileNotFoundError:
         return {}
-    except (OSError, UnicodeDecodeError) as exc:
-        warnings.append(f"{path}: unreadable ({exc}); using defaults")
+    except (OSError, UnicodeDecodeError, Refused) as exc:
+        warnings.append(f"{path}: unreadable ({_reason(exc)}); using defaults")
         return {}
     block = front_matter(text)
     try:
         data = _parse_yaml(block) if block else {}
+    except Refused as exc:
+        warnings.append(f"{path}: front matter refused: {exc}; using defaults")
+        return {}
     except Exception as exc:  # noqa: BLE001 - any YAML error means: defaults
         warnings.append(
             f"{path}: front matter is not valid YAML ({type(exc).__name__}); using defaults"
         )
         return {}
     return data if isinstance(data, dict) else {}
+
+
+def _reason(exc: Exception) -> str:
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc) if isinstance(exc, Refused) else type(exc).__name__
 
 
 def _from_env(env: Mapping[str, str], warnings: list[str]) -> dict[str, Any]:
@@ -297,5 +308,5 @@ def load_config(
             chosen[field] = value
         else:
             default = getattr(Config(), field)
-            warnings.append(f"{field}: {value!r} is not {expected}; using {default!r}")
+            warnings.append(f"{field}: {shown(value)} is not {expected}; using {default!r}")
     return Config(**chosen), warnings

@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 from memlog.errors import InvalidInput, MemlogError
+from memlog.untrusted import Refused, read_bytes, shown
 
 MAX_CHANGED = 20
 CONTEXT_TIMEOUT = 0.6
@@ -76,7 +77,7 @@ def _read_until(fd: int, deadline: float) -> str | None:
 def changed_since(base: str, cwd: Path) -> list[str]:
     """Files changed on this branch: ``git diff --name-only BASE...HEAD`` (deletions left out)."""
     if not base.strip() or base.startswith("-"):
-        raise InvalidInput(f"--references-from-git: {base!r} is not a git revision")
+        raise InvalidInput(f"--references-from-git: {shown(base)} is not a git revision")
     import subprocess
 
     command = ["git", "-C", str(cwd), "diff", "--name-only", "--diff-filter=d", f"{base}...HEAD"]
@@ -92,6 +93,18 @@ def changed_since(base: str, cwd: Path) -> list[str]:
         why = (done.stderr.strip().splitlines() or [f"exit status {done.returncode}"])[0]
         raise InvalidInput(f"--references-from-git: git diff {base}...HEAD failed: {why}")
     return [line for line in done.stdout.splitlines() if line.strip()]
+
+
+#: the most of a git pointer file (``.git``, ``HEAD``, a loose ref) read: one line naming a
+#: path, a ref or a commit
+MAX_POINTER_BYTES = 4096
+#: the most of ``packed-refs`` read (a large repository's tags fill a few MiB)
+MAX_PACKED_REFS_BYTES = 64 << 20
+
+
+def pointer(path: Path) -> str:
+    """A git pointer file's line, read within bounds (a repository is anyone's)."""
+    return read_bytes(path, MAX_POINTER_BYTES).decode("utf-8").strip()
 
 
 def hooks_folder(root: Path, timeout: float = DIFF_TIMEOUT) -> Path | None:
@@ -110,12 +123,12 @@ def current_branch(root: Path) -> str:
     git = root / ".git"
     try:
         if git.is_file():  # a worktree or submodule: ``gitdir: <path>``
-            pointer = git.read_text(encoding="utf-8").strip()
-            if not pointer.startswith("gitdir:"):
+            line = pointer(git)
+            if not line.startswith("gitdir:"):
                 return ""
-            git = (root / pointer.split(":", 1)[1].strip()).resolve()
-        head = (git / "HEAD").read_text(encoding="utf-8").strip()
-    except (OSError, UnicodeDecodeError):
+            git = (root / line.split(":", 1)[1].strip()).resolve()
+        head = pointer(git / "HEAD")
+    except (OSError, UnicodeDecodeError, Refused):
         return ""
     if head.startswith("ref:"):
         return head.split(":", 1)[1].strip().removeprefix("refs/heads/")

@@ -33,6 +33,7 @@ from memlog.projections.markdown_view.branch import (
     unsplice_claude_md,
 )
 from memlog.projections.sqlite_view import queries
+from memlog.untrusted import Refused, read_bytes, shown
 from memlog.vocabulary import SECTIONS
 from memlog.workspace import Workspace
 
@@ -98,7 +99,7 @@ def show(ws: Workspace, name: str, project: str | None = None) -> BranchView:
     owner = ws.project if project is None else project
     text = branch_memory.file_text(ws.home, owner, name)
     if text is None:
-        raise InvalidInput(f"no branch memory for {name!r} in project {owner!r}")
+        raise InvalidInput(f"no branch memory for {shown(name)} in project {shown(owner)}")
     audits = [e for e in _events_of(ws, owner, name) if isinstance(e, MemoryEvolved)]
     audits.sort(key=lambda e: e.seq)
     entries = branch_memory.live_entries(ws.home, owner, name)
@@ -115,7 +116,7 @@ def clear(
     owner = ws.project if project is None else project
     entries = branch_memory.live_entries(ws.home, owner, name)
     if not entries:
-        raise InvalidInput(f"the branch memory of {name!r} in project {owner!r} is empty")
+        raise InvalidInput(f"the branch memory of {shown(name)} in project {shown(owner)} is empty")
     key, why = branch_key(owner, name), reason.strip()
     retired = [Retired(entry_id=e.id, reason=why, branch=key) for e in entries]
     ops = [Operation(op="remove", entry_id=e.id, reason=why) for e in entries]
@@ -132,6 +133,10 @@ def last_updated(ws: Workspace, project: str, name: str) -> str:
     stamps = [s.split("\t", 1)[1] for e in members for s in e.branch_stamps
               if s.split("\t", 1)[0] == branch_key(project, name)]  # fmt: skip
     return puffin_time(max(stamps, default=""))
+
+
+#: the largest CLAUDE.md memlog rewrites (Claude Code itself reads a few tens of KB)
+MAX_CLAUDE_MD_BYTES = 1 << 20
 
 
 def claude_md(
@@ -185,10 +190,12 @@ def _project_root(ws: Workspace, root: Path | None) -> Path:
 
 
 def _read(path: Path) -> str | None:
-    try:
-        return path.read_bytes().decode("utf-8")  # every byte, CRs too
+    try:  # every byte, CRs too: a project's file, read within bounds
+        return read_bytes(path, MAX_CLAUDE_MD_BYTES).decode("utf-8")
     except FileNotFoundError:
         return None
+    except (Refused, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"{path}: {exc}; left as it is") from None
 
 
 def _write(path: Path, text: str, current: str | None) -> None:

@@ -40,6 +40,7 @@ from memlog.projections.sqlite_view.queries import Listing
 from memlog.retrieval import stale
 from memlog.retrieval.inject import build
 from memlog.retrieval.request import Chosen, Injection, Request
+from memlog.untrusted import shown
 from memlog.workspace import Workspace
 
 #: snapshots kept built at once (each is a memory.db and its files)
@@ -309,5 +310,5 @@ def files(view: View) -> list[tuple[str, int]]:
 def file_text(view: View, rel: str) -> str:
     """One markdown file the view wrote (no other path is ever read)."""
     if rel not in load_state(view.folder).files:
-        raise InvalidInput(f"{rel!r} is not a file of the markdown view")
+        raise InvalidInput(f"{shown(rel)} is not a file of the markdown view")
     return (view.folder / rel).read_text(encoding="utf-8", errors="replace")

@@ -92,7 +92,7 @@ def observe(
         ws, [e.entry_id for e in (redact_batch(events) if redact else events)], revive
     )
     done = capture(ws, events, command, redact=redact, meter=meter)
-    return Captured(done.stored, notes + done.notes)
+    return Captured(done.stored, notes + done.notes, done.held)
 
 
 def _not_live(ws: Workspace, ids: Sequence[str], revive: bool) -> list[str]:
@@ -223,7 +223,8 @@ def import_claude_memory(
     folders = claude_memory.every_folder(str(cwd) if cwd is not None else None)
     if dry_run:
         ws.catch_up()
-        return NativeImported(claude_memory.read(ws, folders), [])
+        found = claude_memory.read(ws, folders)
+        return NativeImported(found, list(found.skipped))
     found, notes = claude_memory.record(ws, folders, meter)
     return NativeImported(found, notes)
 
@@ -243,10 +244,11 @@ def _what(event: EventBase) -> str:
 
 
 def retire(ws: Workspace, prefix: str, reason: str) -> tuple[Entry, list[str]]:
-    """Take an entry out of retrieval and the markdown view; its history stays."""
+    """Take an entry (live, or held for review) out of retrieval and the markdown view; its
+    history stays."""
     ws.catch_up()
     entry = queries.find_entry(ws.home, prefix)
-    if not entry.live:
+    if entry.status not in ("live", "held"):  # a held one may be retired before review
         raise InvalidInput(f"entry {entry.id} is already {entry.status}")
     if not reason.strip():
         raise InvalidInput("--reason is empty")

@@ -25,8 +25,11 @@ from pathlib import Path
 from memlog.errors import InvalidInput
 from memlog.files import atomic_write
 from memlog.git import hooks_folder
+from memlog.untrusted import Refused, read_text
 
 HOOK = "post-checkout"
+#: the most of a post-checkout hook read (a script of someone's; memlog's is a few lines)
+MAX_HOOK_BYTES = 1 << 20
 #: what the hook runs, after ``memlog``
 COMMAND = "claude-md --checked-out"
 #: the line that says a hook is memlog's own (memlog rewrites only those)
@@ -59,9 +62,11 @@ def follow(root: Path, env: Mapping[str, str] = os.environ) -> str:
         return ""  # no repository (a branch given by name): no checkout to follow
     path = folder / HOOK
     try:
-        current: str | None = path.read_text(encoding="utf-8", errors="replace")
+        current: str | None = read_text(path, MAX_HOOK_BYTES)  # a FIFO never blocks it
     except FileNotFoundError:
         current = None
+    except (Refused, OSError) as exc:
+        raise _refused(path, f"cannot be read ({exc})", env) from None
     if current is not None and MARK not in current:
         if COMMAND in current:
             return ""  # a hook of the user's own that runs it: theirs to keep

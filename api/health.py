@@ -68,7 +68,11 @@ def home(ws: Workspace, stats: Figures) -> Check:
     if not stats:
         return Check("home", "ok", f"{where}: {reading.NO_MEMORIES}")
     entries: dict[str, object] = stats["entries"]  # type: ignore[assignment]
-    return Check("home", "ok", f"{where}: {stats['events']} events, {entries['live']} live entries")
+    said = f"{where}: {stats['events']} events, {entries['live']} live entries"
+    states: dict[str, int] = entries.get("by_status") or {}  # type: ignore[assignment]
+    if states.get("held"):
+        return Check("home", "warn", f"{said}, {states['held']} held for review (memlog review)")
+    return Check("home", "ok", said)
 
 
 def model(ws: Workspace) -> Check:

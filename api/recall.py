@@ -17,7 +17,9 @@ from collections.abc import Callable, Sequence
 
 import msgspec
 
+from memlog.eventlog.devices import known_device_id
 from memlog.git import current_branch
+from memlog.projections.holds import foreign
 from memlog.projections.markdown_view.branch import injected
 from memlog.projections.sqlite_view import queries
 from memlog.retrieval import in_context, received
@@ -26,7 +28,7 @@ from memlog.retrieval.inject import build, caught_up
 from memlog.retrieval.prompt import prompt_text
 from memlog.retrieval.record import Recall, recall_of, record, write
 from memlog.retrieval.request import Chosen, Injection, LeftOut, Request
-from memlog.vocabulary import BRANCH_BLOCK_MAX_CHARS
+from memlog.vocabulary import BRANCH_BLOCK_MAX_CHARS, LESSONS_NOTE
 from memlog.workspace import Workspace
 
 __all__ = [
@@ -213,6 +215,8 @@ def assembled(
         result = fit_legacy(request, result)
     result.notes = notes + result.notes
     result.branch_ids = branch_ids
+    if result.text and branch_text:  # said once, under the first block's title
+        branch_text = branch_text.replace(f"\n{LESSONS_NOTE}", "", 1)
     held = result.text or branch_text
     last = more_line(result.more, result.query is not None) if result.more and held else ""
     result.text = joined(result.text, branch_text, last)
@@ -231,7 +235,8 @@ def branch_part(
         return "", [], others
     entries = [e for e in queries.entries(ws.home, mine, vectors=False) if e.id not in holds]
     entries.sort(key=lambda e: (e.created_seq, e.id))
-    text, ids = injected(entries, min(BRANCH_BLOCK_MAX_CHARS, cap // 2))
+    elsewhere = foreign(entries, known_device_id(ws.home / "events"))
+    text, ids = injected(entries, min(BRANCH_BLOCK_MAX_CHARS, cap // 2), elsewhere)
     return text, ids, others
 
 

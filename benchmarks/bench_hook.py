@@ -91,7 +91,7 @@ def simple_log(home: Path, entries: int, seed: int) -> int:
         "cache", "lock", "retry", "schema", "hook", "index", "token", "deploy", "review",
     ]  # fmt: skip
     categories = ("anti-patterns", "heuristics", "patterns", "facts")
-    log = EventLog(home, redact=False)
+    log = EventLog(home, redact=False, screen=False)  # generated lessons: no scan
     events: list[EventBase] = []
     for i in range(entries):
         text = " ".join(rng.choices(words, k=18))
@@ -128,7 +128,7 @@ def seed_hashing_vectors(home: Path, seed: int) -> int:
     rng = np.random.default_rng(seed)
     matrix = rng.standard_normal((len(ids), HASHING[2])).astype("<f4")
     matrix /= np.linalg.norm(matrix, axis=1, keepdims=True)
-    log = EventLog(home, redact=False)
+    log = EventLog(home, redact=False, screen=False)  # generated lessons: no scan
     events = [
         Reembedded(
             entry_id=entry_id,

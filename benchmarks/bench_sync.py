@@ -150,7 +150,7 @@ def plain_git_push(events: Path, work: Path) -> tuple[float, int]:
 
 def more_events(home: Path, count: int, round_no: int) -> None:
     """``count`` observations, each appended on its own (lock, write, fsync)."""
-    log = EventLog(home, redact=False)
+    log = EventLog(home, redact=False, screen=False)  # generated lessons
     for i in range(count):
         log.append([
             Observed(

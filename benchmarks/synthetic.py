@@ -429,7 +429,7 @@ class SyntheticLog(EventLog):
     """An ``EventLog`` whose envelope (id, time, writer) comes from the seed, not the clock."""
 
     def __init__(self, home: Path, seed: int, total: int) -> None:
-        super().__init__(home, redact=False)  # generated text holds no secrets
+        super().__init__(home, redact=False, screen=False)  # generated: no secret, no steering
         self.writer = WRITER
         self._ids = random.Random(f"ids-{seed}")
         self._step = SPAN / max(total, 1)

@@ -26,9 +26,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-from memlog import claude_files
+from memlog import claude_files, untrusted
 from memlog.capture.native_seen import changed, project_folder, remember
 from memlog.capture.pipeline import Meter, capture
+from memlog.eventlog.bounds import size_note, too_large
+from memlog.eventlog.codec import encode_line
 from memlog.eventlog.devices import device_id
 from memlog.eventlog.events import EventBase, Observed, Retired, Superseded, content_hash
 from memlog.projections.fold import Entry
@@ -37,6 +39,9 @@ from memlog.vocabulary import NATIVE_CATEGORIES, Source
 from memlog.workspace import Workspace
 
 SOURCE: Source = "claude-code"
+#: an auto memory file this large or larger is left out, named (Claude Code's own files
+#: are a few KB; the event of one this size would pass what an event may hold)
+MAX_MEMORY_BYTES = 64 << 10
 
 
 class Memory(NamedTuple):
@@ -56,6 +61,8 @@ class NativePlan(NamedTuple):
     edited: int
     removed: int
     unchanged: int
+    #: a line for each file left out (too large, front matter refused), naming it
+    skipped: tuple[str, ...] = ()
 
 
 def entry_id(memory: claude_files.MemoryFile) -> str:
@@ -80,12 +87,27 @@ def observation(memory: Memory, device: str) -> Observed:
 
 
 def plan(
-    memories: Iterable[Memory], known: Iterable[Entry], device: str, folders: Iterable[Path]
+    memories: Iterable[Memory],
+    known: Iterable[Entry],
+    device: str,
+    folders: Iterable[Path],
+    skipped: Iterable[Skipped] = (),
 ) -> NativePlan:
     """The events that bring memlog in line with the memory files read from ``folders``
-    (``known``: every entry of source ``claude-code``)."""
+    (``known``: every entry of source ``claude-code``; ``skipped``: the files left out).
+    A memory whose event would be larger than an event may be is left out too: one file
+    never keeps the others from being recorded, and a file left out is not gone (its
+    entry, if an earlier version had one, stays as it is)."""
     prefixes = [claude_files.origin_prefix(device, f) for f in folders]
-    found = {claude_files.origin(device, m.file.path): m for m in memories}
+    left = list(skipped)
+    found: dict[str, Memory] = {}
+    for memory in memories:
+        size = len(encode_line(observation(memory, device))) - 1
+        if too_large(size):
+            left.append(Skipped(memory.file.path, f"its entry would be {size_note(size)}"))
+            continue
+        found[claude_files.origin(device, memory.file.path)] = memory
+    kept = {claude_files.origin(device, s.path) for s in left}
     ids = {o: entry_id(m.file) for o, m in found.items()}
     live = {e.id: e for e in known if e.live}
     events: list[EventBase] = []
@@ -97,12 +119,12 @@ def plan(
             continue
         events.append(observation(memory, device))
         added += 1
-    gone = _gone(live.values(), ids, prefixes)
+    gone = _gone((e for e in live.values() if kept.isdisjoint(e.origins)), ids, prefixes)
     events += gone
     edited = sum(isinstance(e, Superseded) for e in gone)
     return NativePlan(
         events, [str(f) for f in folders], len(found), added - edited, edited, len(gone) - edited,
-        unchanged,
+        unchanged, tuple(f"{s.path}: skipped ({s.reason})" for s in left),
     )  # fmt: skip
 
 
@@ -126,13 +148,28 @@ def _gone(live: Iterable[Entry], ids: Mapping[str, str], prefixes: list[str]) ->
     return events
 
 
-def read_folder(folder: Path, project: str) -> list[Memory]:
-    """The memory files of ``folder`` that can be read."""
+class Skipped(NamedTuple):
+    """A memory file left out, and why."""
+
+    path: Path
+    reason: str
+
+
+def read_folder(folder: Path, project: str, skipped: list[Skipped] | None = None) -> list[Memory]:
+    """The memory files of ``folder`` that can be read; one that cannot (``MAX_MEMORY_BYTES``
+    or more, front matter refused: ``untrusted``) is left out with a line naming it in
+    ``skipped``, and the others are read."""
     found = []
     for path in claude_files.memory_files(folder):
-        text = claude_files.read_text(path)
-        if text is not None and text.strip():
-            found.append(Memory(claude_files.parse_memory(path, text), project))
+        try:
+            text = untrusted.read_text(path, MAX_MEMORY_BYTES - 1, follow=False)
+            if text.strip():
+                found.append(Memory(claude_files.parse_memory(path, text), project))
+        except untrusted.Refused as exc:
+            if skipped is not None:
+                skipped.append(Skipped(path, str(exc)))
+        except OSError:
+            continue  # gone or unreadable meanwhile: as a file that is not there
     return found
 
 
@@ -172,9 +209,10 @@ def project_of(folder: Path) -> str:
 
 def read(ws: Workspace, folders: list[tuple[Path, str]]) -> NativePlan:
     """What reading ``folders`` would append to ``ws``'s log."""
-    memories = [m for folder, project in folders for m in read_folder(folder, project)]
+    skipped: list[Skipped] = []
+    memories = [m for folder, project in folders for m in read_folder(folder, project, skipped)]
     known = queries.of_source(ws.home, SOURCE)
-    return plan(memories, known, device_id(ws.home / "events"), [f for f, _ in folders])
+    return plan(memories, known, device_id(ws.home / "events"), [f for f, _ in folders], skipped)
 
 
 def record(
@@ -184,8 +222,9 @@ def record(
     ws.catch_up()
     found = read(ws, folders)
     if not found.events:
-        return found, []
-    return found, capture(ws, found.events, "import --claude-memory", meter=meter).notes
+        return found, list(found.skipped)
+    done = capture(ws, found.events, "import --claude-memory", meter=meter)
+    return found, [*found.skipped, *done.notes]
 
 
 def at_start(ws: Workspace, cwd: str) -> tuple[NativePlan, list[str]] | None:

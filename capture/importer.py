@@ -18,6 +18,7 @@ from memlog.eventlog.events import EventBase, Observed, Promoted, content_hash
 from memlog.projections.fold import Entry
 from memlog.projections.markdown_view.kb_parser import ParsedEntry, parse_file
 from memlog.projections.markdown_view.layout import split_source
+from memlog.untrusted import shown
 
 #: metadata kept in fields of their own: the count, the confidence, ``Last observed``, the id
 _OWN_KEYS = {"observation count", "confidence", "last observed", "content-hash"}
@@ -129,7 +130,7 @@ def _plan_entry(
     plan.parsed += 1
     if not parsed.description.strip():
         plan.warnings.append(
-            f"{parsed.source_path}:{parsed.line}: {parsed.name!r} has no description; "
+            f"{parsed.source_path}:{parsed.line}: {shown(parsed.name)} has no description; "
             "imported with its name as description"
         )
     event = observation(parsed, project)

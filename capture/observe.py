@@ -13,6 +13,7 @@ from memlog.eventlog.events import Finding, Observed, Text
 from memlog.eventlog.redaction import REDACTED, redact
 from memlog.eventlog.secrets import redact_text
 from memlog.keywords.rules import normalise_keyword
+from memlog.untrusted import shown
 from memlog.vocabulary import MAX_KEYWORDS, Category, Confidence, Source
 
 T = TypeVar("T")
@@ -46,11 +47,13 @@ def keyword_notes(given: Sequence[str], where: str = "") -> list[str]:
     secrets = sum(redact_text(k) != k for k, _ in renamed)  # kept by --no-redact: not shown
     renamed = [(k, n) for k, n in renamed if redact_text(k) == k]
     if renamed or secrets:
-        shown = ", ".join(f"{k!r} as {n!r}" if n else f"{k!r} dropped" for k, n in renamed)
+        listed = ", ".join(
+            f"{shown(k)} as {shown(n)}" if n else f"{shown(k)} dropped" for k, n in renamed
+        )
         if secrets:
             held = f"{secrets} holding a secret, lower-cased"
-            shown = f"{shown}, {held}" if shown else held
-        notes.append(f"{prefix}keywords are lowercase a-z, 0-9 and -: recorded {shown}")
+            listed = f"{listed}, {held}" if listed else held
+        notes.append(f"{prefix}keywords are lowercase a-z, 0-9 and -: recorded {listed}")
     kept = _unique(normalise_keyword(k) for k in given)
     if len(kept) > MAX_KEYWORDS:
         notes.append(

@@ -21,8 +21,9 @@ from memlog.capture.contradiction import RESOLVED_SOURCES, resolve
 from memlog.capture.embed import embed_entries
 from memlog.capture.label import label_entries, needs_labels
 from memlog.errors import MemlogError
-from memlog.eventlog.events import EventBase, Observed
+from memlog.eventlog.events import EventBase, Held, Observed
 from memlog.projections.sqlite_view import queries
+from memlog.untrusted import shown
 from memlog.workspace import Workspace
 
 E = TypeVar("E", bound=EventBase)
@@ -31,10 +32,12 @@ Meter = Callable[[str, int], Callable[[int], None]]
 
 
 class Captured(NamedTuple, Generic[E]):
-    """The events as stored, and what could not be done after appending them."""
+    """The events as stored, and what could not be done after appending them; the
+    ``entry.held`` events the scan of lessons added (``eventlog.screening``)."""
 
     stored: list[E]
     notes: list[str]
+    held: list[Held] = []
 
 
 def capture(
@@ -48,11 +51,13 @@ def capture(
 
     ``meter`` reports the long part (embedding) to a progress display.
     """
-    stored = ws.log(command, redact=redact).append(events)
+    log = ws.log(command, redact=redact)
+    stored = log.append(events)
     observed = [e for e in stored if isinstance(e, Observed)]
     supplied = {e.entry_id: e.keywords for e in observed}
     notes = settle(ws, supplied.keys(), supplied, meter)
-    return Captured(stored, notes + resolve_new(ws, observed))
+    return Captured(stored, held_notes(ws, log.held, observed) + notes
+                    + resolve_new(ws, observed), log.held)  # fmt: skip
 
 
 def resolve_new(ws: Workspace, observed: Sequence[Observed]) -> list[str]:
@@ -66,6 +71,25 @@ def resolve_new(ws: Workspace, observed: Sequence[Observed]) -> list[str]:
         return [f"contradictions not checked ({exc})"]
     created = {e.id for e in found if e.created_seq in {o.seq for o in observed}}
     return resolve(ws, created) if created else []
+
+
+def held_notes(ws: Workspace, held: Sequence[Held], observed: Sequence[Observed]) -> list[str]:
+    """A line for each entry held for review (as the views have it: text accepted before
+    is not held again): what held it, and how to let it in."""
+    if not held:
+        return []
+    try:
+        still = {e.id for e in queries.entries(ws.home, [h.entry_id for h in held], False)
+                 if e.status == "held"}  # fmt: skip
+    except (MemlogError, sqlite3.Error):
+        still = {h.entry_id for h in held}  # the views cannot tell: say all of them
+    names = {e.entry_id: e.name for e in observed}
+    return [
+        f"entry {h.entry_id} {shown(names.get(h.entry_id, ''), 60)}: held for review "
+        f"({', '.join(h.rules)}); it is not injected until `memlog review accept {h.entry_id}`"
+        for h in held
+        if h.entry_id in still
+    ]
 
 
 def settle(

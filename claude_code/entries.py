@@ -63,6 +63,8 @@ def parse_document(text: str, where: Path) -> Json:
             f"{where} is not valid JSON (line {exc.lineno} column {exc.colno}: {exc.msg}); "
             "nothing was changed"
         ) from None
+    except RecursionError:
+        raise SetupError(f"{where} nests JSON too deep to read; nothing was changed") from None
     if not isinstance(data, dict):
         raise SetupError(f"{where} does not hold a JSON object; nothing was changed")
     return data

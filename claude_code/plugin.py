@@ -11,11 +11,12 @@ replaces ``~/.claude`` when set, as Claude Code does.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
+
+from memlog.untrusted import json_object
 
 PLUGIN_NAME = "memlog"
 INSTALLED = Path("plugins") / "installed_plugins.json"
@@ -43,13 +44,15 @@ def config_dir(home: Path, env: Mapping[str, str] | None = None) -> Path:
     return Path(configured).expanduser() if configured else home / ".claude"
 
 
+#: the most of a JSON file read here: ``~/.claude.json`` keeps every project's history and
+#: grows to megabytes, so the cap is generous; depth is what a hostile file would use
+MAX_JSON_BYTES = 64 << 20
+
+
 def read_json(path: Path) -> dict[str, Any]:
-    """A JSON object file; empty when missing or unreadable (nothing here may fail)."""
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
+    """A JSON object file; empty when missing, unreadable or out of bounds (nothing here
+    may fail: a project's ``.mcp.json`` and settings are anyone's, ``untrusted``)."""
+    return json_object(path, MAX_JSON_BYTES)
 
 
 def settings_file(scope: str, project: str, base: Path) -> Path:

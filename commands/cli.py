@@ -31,6 +31,7 @@ COMMANDS = {
     "replay": ("memlog.commands.replay", "replay"),
     "show": ("memlog.commands.show", "show"),
     "retire": ("memlog.commands.retire", "retire"),
+    "review": ("memlog.commands.review", "review"),
     "import": ("memlog.commands.import_cmd", "import_"),
     "hook": ("memlog.commands.hook", "hook"),
     "inject": ("memlog.commands.inject_cmd", "inject"),

@@ -63,6 +63,7 @@ from memlog.embeddings.transport import (
     one_line,
 )
 from memlog.errors import ProviderError, ProviderUnavailable
+from memlog.untrusted import shown
 
 # -- Gemini -------------------------------------------------------------------
 
@@ -347,7 +348,7 @@ def make_provider(
     kind = PROVIDERS.get(name)
     if kind is None:
         known = ", ".join(PROVIDERS)
-        raise ProviderUnavailable(f"unknown embedding provider {name!r} (HTTP ones: {known})")
+        raise ProviderUnavailable(f"unknown embedding provider {shown(name)} (HTTP ones: {known})")
     owned = client is None
     http = client or httpx.Client(headers={"User-Agent": f"memlog/{__version__}"})
     try:

@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 from typing import NamedTuple, TypeVar
 
 from memlog.errors import InvalidInput
+from memlog.untrusted import shown
 from memlog.vocabulary import MAX_EVENT_BYTES as MAX_EVENT_BYTES
 
 T = TypeVar("T")
@@ -122,7 +123,7 @@ def parse_bound(value: str) -> Bound:
         return Bound(int(text), None)
     moment = utc_moment(text)
     if moment is None:
-        raise InvalidInput(f"{value!r} is neither a sequence number nor an ISO time")
+        raise InvalidInput(f"{shown(value)} is neither a sequence number nor an ISO time")
     return Bound(None, moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ"))
 
 

@@ -18,9 +18,10 @@ import re
 from collections.abc import Callable
 from pathlib import Path
 
+from memlog.digests import blake2b
 from memlog.errors import HomeError
 from memlog.eventlog import segments as seg
-from memlog.files import atomic_write, is_link, refuse_link
+from memlog.files import atomic_write, is_link, private_dir, refuse_link, write_synced
 
 DEVICE_FILE = ".device"
 #: a device's segments roll over at 1 MiB: sync commits the growing one whole each time
@@ -126,6 +127,49 @@ def is_copy(events_dir: Path) -> bool:
 def _stamp(events_dir: Path) -> None:
     here = os.stat(events_dir).st_ino
     atomic_write(events_dir / STAMP_FILE, f"{here}\n".encode("ascii"), events_dir.parent)
+
+
+#: this home's own secret key (never synced: sync carries segments only), for digests that
+#: must mean nothing off this machine (``local_digest``)
+KEY_FILE = ".local-key"
+_KEY_BYTES = 32
+
+
+def local_key(events_dir: Path) -> bytes:
+    """This home's secret key, made (and kept in ``events/.local-key``, 0600) on first use:
+    the first process to make it wins, every other reads that one."""
+    path = events_dir / KEY_FILE
+    for _ in range(2):
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            raise HomeError(f"cannot read {path}: {exc.strerror}") from None
+        else:
+            with os.fdopen(fd, "rb") as handle:
+                found = handle.read(_KEY_BYTES + 1)
+            if len(found) == _KEY_BYTES:
+                return found
+            raise HomeError(f"{path} is not a key of {_KEY_BYTES} bytes; remove it to make one")
+        try:
+            private_dir(events_dir, events_dir.parent)
+            write_synced(path, os.urandom(_KEY_BYTES), exclusive=True)
+        except FileExistsError:
+            continue  # another process made it meanwhile: read that one
+        except OSError as exc:
+            raise HomeError(f"cannot write {path}: {exc.strerror}") from None
+    raise HomeError(f"cannot make {path}")
+
+
+def local_digest(events_dir: Path, text: str) -> str:
+    """A keyed digest of ``text`` (whitespace folded, lower-cased) under this home's own
+    key: the same text gives the same digest here, and nothing a teammate holding the log
+    can test a guess against (BLAKE2b keyed, 96 bits)."""
+    if not text.strip():
+        return ""
+    folded = " ".join(text.lower().split()).encode("utf-8", "surrogatepass")
+    return blake2b(folded, key=local_key(events_dir), digest_size=12).hexdigest()
 
 
 def flat_segments(events_dir: Path) -> list[Path]:

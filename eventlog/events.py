@@ -14,7 +14,14 @@ from typing import Annotated, Literal
 import msgspec
 from msgspec import Meta
 
-from memlog import digests
+from memlog.eventlog.envelope import MAX_SEQ as MAX_SEQ
+from memlog.eventlog.envelope import EntryId as EntryId
+from memlog.eventlog.envelope import EventBase as EventBase
+from memlog.eventlog.envelope import Finding as Finding
+from memlog.eventlog.envelope import Seq as Seq
+from memlog.eventlog.envelope import Text as Text
+from memlog.eventlog.envelope import Writer as Writer
+from memlog.eventlog.envelope import content_hash as content_hash
 from memlog.eventlog.vectors import to_q8
 from memlog.vocabulary import (
     Category,
@@ -26,62 +33,6 @@ from memlog.vocabulary import (
     Source,
     Verdict,
 )
-
-Text = Annotated[str, Meta(min_length=1)]
-EntryId = Annotated[str, Meta(pattern="^[0-9a-f]{16}$")]
-#: a sequence number: at most 2^53 - 1, which SQLite, JSON readers and every sum hold exactly
-#: (a line claiming more is refused when read, not carried into the views or a write)
-MAX_SEQ = (1 << 53) - 1
-Seq = Annotated[int, Meta(ge=0, le=MAX_SEQ)]
-
-
-def content_hash(description: str) -> str:
-    """The entry id: sha256 of the whitespace-folded, lowercased description."""
-    normalised = " ".join(description.lower().strip().split())
-    return digests.sha256(normalised.encode("utf-8")).hexdigest()[:16]
-
-
-class Writer(msgspec.Struct, frozen=True, omit_defaults=True):
-    """Who appended an event."""
-
-    tool: str
-    command: str = ""
-    host: str = ""
-    pid: int = 0
-
-
-class Finding(msgspec.Struct, frozen=True):
-    """Secrets of one class removed from one payload field (``count`` of them)."""
-
-    field: str
-    kind: str
-    count: int = 1
-
-
-class EventBase(msgspec.Struct, frozen=True, kw_only=True, tag_field="type"):
-    """The envelope every event carries; the log fills it in under its lock.
-
-    A log line leaves out the fields at their default (``codec.encode_line``), so a
-    default never changes: a new schema version is written as ``v`` explicitly.
-    """
-
-    seq: Seq = 0
-    id: str = ""
-    ts: str = ""
-    v: int = 1
-    writer: Writer | None = None
-    #: payload fields in which secrets were replaced by ``[REDACTED]``
-    redacted: tuple[str, ...] = ()
-    #: the sequence of the last event of the batch this one was appended with
-    #: (0 when appended alone): readers take a batch whole or not at all
-    batch_end: Seq = 0
-    #: what was removed from which field, by class (``redacted`` names the fields only)
-    redactions: tuple[Finding, ...] = ()
-
-    @property
-    def entry_ids(self) -> tuple[str, ...]:
-        """The ids of the entries this event is about."""
-        return ()
 
 
 class Observed(EventBase, frozen=True, kw_only=True, tag="entry.observed"):
@@ -119,6 +70,9 @@ class Observed(EventBase, frozen=True, kw_only=True, tag="entry.observed"):
     #: whether observing a retired or superseded entry brings it back; None (lines
     #: written before the choice existed) brings it back, as those versions did
     revive: bool | None = None
+    #: the way in (``observe``, ``mcp``, ``import``, ``extraction``, ``auto-memory`` …; ""
+    #: before doors were named): with ``origin`` and the line's device, where it came from
+    door: str = ""
 
     @property
     def entry_id(self) -> str:
@@ -144,16 +98,21 @@ class Promoted(EventBase, frozen=True, kw_only=True, tag="entry.promoted"):
 
 
 class Recalled(EventBase, frozen=True, kw_only=True, tag="entry.recalled"):
-    """Entries were injected into a context; never changes ``updated_at``."""
+    """Entries were injected into a context; never changes ``updated_at``.  What was ranked
+    stays on the machine: the event keeps a digest of it (``devices.local_digest``)."""
 
     ids: tuple[EntryId, ...]
     session_id: str = ""
     project: str = ""
-    query: str = ""
+    query: str = ""  # the text ranked: only in lines written before it was kept local
     mode: str = ""
     #: what the entries were injected at: a session start's source (``startup``,
     #: ``resume``, ``clear``, ``compact``) or ``prompt``; empty: a start, or written before
     trigger: str = ""
+    #: the text ranked, digested with this home's own key ("" before, or with no text)
+    digest: str = ""
+    #: each entry's final score, in the order of ``ids`` (empty: written before)
+    scores: tuple[float, ...] = ()
 
     @property
     def entry_ids(self) -> tuple[str, ...]:
@@ -229,6 +188,23 @@ class Superseded(EventBase, frozen=True, kw_only=True, tag="entry.superseded"):
         return (self.entry_id, self.by)
 
 
+class Held(EventBase, frozen=True, kw_only=True, tag="entry.held"):
+    """The scan found text in an observation that tries to steer the agent (``rules``, in
+    ``fields``): the entry is injected nowhere until its user accepts it.  ``digest`` names
+    the text held: once accepted, the same text held again is not."""
+
+    entry_id: EntryId
+    rules: tuple[str, ...]
+    fields: tuple[str, ...] = ()
+    digest: str = ""
+    #: the door the text came through (``sync`` for another device's line)
+    door: str = ""
+
+    @property
+    def entry_ids(self) -> tuple[str, ...]:
+        return (self.entry_id,)
+
+
 class Influenced(EventBase, frozen=True, kw_only=True, tag="entry.influenced"):
     """What one session did with a lesson it received, a quote of the evidence, and who
     judged: its ``extraction`` request, a ``local`` estimate, or the ``agent`` itself."""
@@ -238,6 +214,19 @@ class Influenced(EventBase, frozen=True, kw_only=True, tag="entry.influenced"):
     verdict: Verdict
     evidence: str = ""
     source: InfluenceSource = "extraction"
+
+    @property
+    def entry_ids(self) -> tuple[str, ...]:
+        return (self.entry_id,)
+
+
+class Reviewed(EventBase, frozen=True, kw_only=True, tag="entry.reviewed"):
+    """The user judged a held entry: ``accepted`` lets it be injected (the text held so far),
+    ``rejected`` keeps it out for good (until accepted)."""
+
+    entry_id: EntryId
+    verdict: Literal["accepted", "rejected"]
+    reason: str = ""
 
     @property
     def entry_ids(self) -> tuple[str, ...]:
@@ -382,6 +371,8 @@ Event = (
     | MemoryEvolved
     | MaintenanceRan
     | Redacted
+    | Held
+    | Reviewed
     | Influenced
     | Proposed
 )
@@ -398,6 +389,8 @@ EVENT_TYPES: tuple[type[EventBase], ...] = (
     MemoryEvolved,
     MaintenanceRan,
     Redacted,
+    Held,
+    Reviewed,
     Influenced,
     Proposed,
 )

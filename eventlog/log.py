@@ -27,12 +27,13 @@ from typing import TypeVar
 
 import msgspec
 
-from memlog import __version__, files, locking
+from memlog import files, locking
 from memlog.errors import HomeError, LogBusy, LogWriteError
 from memlog.eventlog import clock, devices, snapshot, spool, waiting
 from memlog.eventlog import segments as seg
 from memlog.eventlog.codec import bounded_line
-from memlog.eventlog.events import EventBase, Writer
+from memlog.eventlog.envelope import default_writer as default_writer
+from memlog.eventlog.events import EventBase, Held, Influenced, Observed
 from memlog.eventlog.ids import uuid7
 from memlog.eventlog.reader import START as START
 from memlog.eventlog.reader import Damage as Damage
@@ -51,11 +52,6 @@ LOCK_NAME = ".lock"
 E = TypeVar("E", bound=EventBase)
 
 
-def default_writer(command: str = "") -> Writer:
-    host, pid = os.uname().nodename, os.getpid()  # (the host name without loading socket)
-    return Writer(tool=f"memlog/{__version__}", command=command, host=host, pid=pid)
-
-
 class EventLog:
     """The log under ``home/events``; one instance may append many times."""
 
@@ -67,12 +63,16 @@ class EventLog:
         redact: bool = True,
         command: str = "",
         lock_wait: float | None = None,
+        screen: bool = True,
     ) -> None:
         self.home = home
         self.events_dir = home / "events"
         self.append_dir = self.events_dir  # or this device's directory (``_own_dir``)
         self.segment_bytes = segment_bytes
         self.redact = redact
+        self.screen = screen
+        #: the ``entry.held`` events the last append added after observations (``_prepared``)
+        self.held: list[Held] = []
         self.writer = default_writer(command)
         self.lock_wait = waiting.default_wait() if lock_wait is None else lock_wait
         self._last_stamp: int | None = None  # of the tail, when the appender read it
@@ -82,12 +82,16 @@ class EventLog:
     # -- appending -----------------------------------------------------------
 
     def append(self, events: Sequence[E]) -> list[E]:
-        """Append ``events`` atomically (all or none) and return them as stored."""
+        """Append ``events`` atomically (all or none) and return them as stored; an
+        observation the scan of lessons holds is followed, in the same batch, by its
+        ``entry.held`` event (``held`` lists them as stored)."""
         if not events:
             return []
-        prepared = self._prepared(events)
+        prepared, added = self._prepared(events)
         with self._locked():
-            return self._append_locked(prepared)
+            stored = self._append_locked(prepared)
+        self.held = [e for i, e in enumerate(stored) if i in added and isinstance(e, Held)]
+        return [e for i, e in enumerate(stored) if i not in added]
 
     def append_or_spool(self, events: Sequence[E]) -> bool:
         """Append ``events`` when the log's lock is free, else spool them for the writer
@@ -96,7 +100,7 @@ class EventLog:
             return True
         prepared = [
             msgspec.structs.replace(e, id=uuid7(), writer=self.writer)
-            for e in self._prepared(events)
+            for e in self._prepared(events)[0]
         ]
         try:
             with self._locked(wait=0):
@@ -113,12 +117,20 @@ class EventLog:
         with self._locked():
             pass  # taking the lock folds the spool
 
-    def _prepared(self, events: Sequence[E]) -> list[E]:
+    def _prepared(self, events: Sequence[E]) -> tuple[list[E], set[int]]:
+        """``events`` with secrets redacted, their door named, each observation the scan
+        holds followed by its ``entry.held`` event and evidence it holds withheld
+        (``screening``); the places of the events added."""
+        prepared = list(events)
         if self.redact:  # the patterns load with the first append that needs them
             from memlog.eventlog.secrets import redact_batch
 
-            return redact_batch(events)
-        return list(events)
+            prepared = redact_batch(prepared)
+        if not self.screen or not any(isinstance(e, Observed | Influenced) for e in prepared):
+            return prepared, set()
+        from memlog.eventlog.screening import screened
+
+        return screened(prepared, self.writer.command)
 
     def _append_locked(self, prepared: Sequence[E], spooled: bool = False) -> list[E]:
         path, first = self._tail_segment()
@@ -323,7 +335,7 @@ class EventLog:
             with contextlib.suppress(OSError):  # written: the next append raises it
                 seg.raise_high_water_file(self.append_dir, last, sync=not marked)
         except OSError as exc:
-            _truncate_quietly(fd, start)
+            seg.truncate_quietly(fd, start)
             reason = exc.strerror or errno.errorcode.get(exc.errno or 0, str(exc))
             if exc.errno == errno.EFBIG:
                 reason = f"{reason} (the file size limit, ulimit -f, stops it)"
@@ -379,11 +391,3 @@ class EventLog:
             offset = start.offset if path.name == start.segment else 0
             whole = written_whole(paths, index, written)
             yield from read_segment(path, offset, on_damage, include_torn_tail, written=whole)
-
-
-def _truncate_quietly(fd: int, size: int) -> None:
-    try:
-        os.ftruncate(fd, size)
-        os.fsync(fd)
-    except OSError:
-        pass  # the unfinished line has no newline: the next append quarantines it

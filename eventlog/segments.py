@@ -364,3 +364,12 @@ def _base64(data: bytes) -> str:
     import base64  # (only for a quarantined line)
 
     return base64.b64encode(data).decode("ascii")
+
+
+def truncate_quietly(fd: int, size: int) -> None:
+    """Cut the file open on ``fd`` back to ``size`` bytes, if it can."""
+    try:
+        os.ftruncate(fd, size)
+        os.fsync(fd)
+    except OSError:
+        pass  # the unfinished line has no newline: the next append quarantines it

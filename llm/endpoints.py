@@ -16,6 +16,8 @@ from collections.abc import Mapping
 from typing import NamedTuple
 from urllib.parse import urlsplit
 
+from memlog.untrusted import shown
+
 ANTHROPIC_URL = "https://api.anthropic.com"
 ANTHROPIC_KEY = "ANTHROPIC_API_KEY"
 #: memlog's own override first, then the variable Claude Code and the SDKs read
@@ -82,7 +84,7 @@ def _one(name: str, env: Mapping[str, str], reach: bool) -> Destination:
         if not listening(url):
             return Destination(name, "", False, missing=f"no Ollama server answers at {url}")
         return Destination(name, f"the Ollama server at {url}", False)
-    return Destination(name, "", False, missing=f"unknown provider {name!r}")
+    return Destination(name, "", False, missing=f"unknown provider {shown(name)}")
 
 
 def listening(url: str, timeout: float = REACH_SECONDS) -> bool:

@@ -7,7 +7,8 @@ server never dies on one:
 * a notification (``method``, no ``id``) gets none, whatever its method;
 * a response (``result`` or ``error`` with an ``id``: the server sends no
   requests, so it is a stray one) gets none either;
-* a line that is not JSON gets ``-32700`` (parse error), and JSON that is no
+* a line that is not JSON (invalid UTF-8 inside a string among it) gets ``-32700``
+  (parse error), and JSON that is no
   JSON-RPC 2.0 message (a batch, a number, an object without ``"jsonrpc":
   "2.0"`` or ``method``, an ``id`` that is neither a string nor an integer)
   gets ``-32600`` (invalid request); both with ``"id": null`` unless the
@@ -91,12 +92,23 @@ def _skip_line(stream: IO[bytes]) -> int:
     return dropped
 
 
+def _bad_byte(line: bytes) -> int:
+    """Where in ``line`` its UTF-8 first fails (msgspec says where in the string)."""
+    try:
+        line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return exc.start
+    return 0
+
+
 def parse(line: bytes) -> Request | None:
     """The request a line holds; None for a stray response; ``Refused`` for anything else."""
     try:
         message = msgspec.json.decode(line)
     except msgspec.DecodeError as exc:
         raise Refused(PARSE_ERROR, f"Parse error: {_one_line(str(exc))}") from None
+    except UnicodeDecodeError:  # msgspec checks a string's UTF-8 only when it reads it
+        raise Refused(PARSE_ERROR, f"Parse error: not UTF-8 at byte {_bad_byte(line)}") from None
     except RecursionError:
         raise Refused(INVALID_REQUEST, _too_deep()) from None
     if isinstance(message, list):

@@ -38,6 +38,14 @@ class Stored(msgspec.Struct, kw_only=True):
     notes: Annotated[list[str], Meta(description="Warnings, if any.")] = msgspec.field(
         default_factory=list
     )
+    held: Annotated[
+        list[str],
+        Meta(
+            description="The rules its text tripped (text that steers an agent rather than "
+            "teaches it): the memory is held, injected nowhere until its user accepts it "
+            "(memlog review). Empty when it is not held."
+        ),
+    ] = msgspec.field(default_factory=list)
 
 
 class Hit(msgspec.Struct, kw_only=True):

@@ -22,6 +22,7 @@ from memlog.eventlog.events import Observed
 from memlog.mcp_server.catalog import LIST_LIMIT_MAX, SEARCH_LIMIT_MAX
 from memlog.mcp_server.results import SOURCE, Found, Hit, Influence, Listed, Memory, Stored
 from memlog.projections.fold import Entry, space_key
+from memlog.untrusted import shown
 from memlog.vocabulary import CATEGORIES, KB_CATEGORIES
 from memlog.workspace import Workspace
 
@@ -68,6 +69,8 @@ def store_memory(
         notes = [f"secrets replaced by [REDACTED]: {secrets.describe(stored.redactions)}", *notes]
     result = _stored_result(ws, stored, existed, notes)
     result.redacted = [f"{f.field}: {f.kind}" for f in stored.redactions]
+    if not result.observation_count:  # no view to tell: what the scan held it for
+        result.held = list(dict.fromkeys(r for h in done.held for r in h.rules))
     return result
 
 
@@ -93,6 +96,7 @@ def _stored_result(ws: Workspace, stored: Observed, existed: bool, notes: list[s
         observation_count=entry.observation_count, name=entry.name, category=entry.category,
         project=ws.project, embedded=vector is not None and vector.dimensions == space.dimensions,
         keywords=entry.keywords, notes=notes,
+        held=entry.held if entry.status == "held" else [],
     )  # fmt: skip
 
 
@@ -187,9 +191,9 @@ def _check_category(category: str | None) -> None:
 
 
 def _bad_category(category: object, allowed: Sequence[str]) -> str:
-    return f"category must be one of {', '.join(allowed)}, not {category!r}"
+    return f"category must be one of {', '.join(allowed)}, not {shown(category)}"
 
 
 def _check_limit(limit: int, most: int) -> None:
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= most:
-        raise InvalidInput(f"limit must be a whole number from 1 to {most}, not {limit!r}")
+        raise InvalidInput(f"limit must be a whole number from 1 to {most}, not {shown(limit)}")

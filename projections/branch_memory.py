@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from memlog.eventlog.devices import known_device_id
 from memlog.projections.fold import Entry, branch_key
+from memlog.projections.holds import foreign
 from memlog.projections.markdown_view import branch, render
 from memlog.projections.sqlite_view import queries
 
@@ -23,7 +25,10 @@ def block(home: Path, project: str, name: str) -> str:
     """``## Branch Memory (auto-extracted)`` for the branch ("" when it has nothing)."""
     if not name:
         return ""
-    return branch.injected_block(live_entries(home, project, name))
+    entries = live_entries(home, project, name)
+    return branch.injected_block(
+        entries, foreign=foreign(entries, known_device_id(home / "events"))
+    )
 
 
 def file_text(home: Path, project: str, name: str) -> str | None:

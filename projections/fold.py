@@ -12,6 +12,7 @@ from collections.abc import Iterable
 
 from memlog.eventlog.events import (
     Event,
+    Held,
     Influenced,
     Labelled,
     MaintenanceRan,
@@ -23,12 +24,14 @@ from memlog.eventlog.events import (
     Redacted,
     Reembedded,
     Retired,
+    Reviewed,
     SessionPending,
     SessionProgress,
     Superseded,
     Usage,
 )
 from memlog.projections import use
+from memlog.projections.holds import hold, review, settle
 from memlog.projections.model import Entry as Entry
 from memlog.projections.model import Session as Session
 from memlog.projections.model import Spend as Spend
@@ -47,7 +50,7 @@ def _union(current: list[str], more: Iterable[str]) -> None:
             current.append(item)
 
 
-def _create(event: Observed, entry_id: str) -> Entry:
+def _create(event: Observed, entry_id: str, device: str = "") -> Entry:
     entry = Entry(
         id=entry_id,
         name=event.name,
@@ -66,7 +69,7 @@ def _create(event: Observed, entry_id: str) -> Entry:
         last_observed=event.last_observed,
         section=event.section,
     )
-    _add_provenance(entry, event)
+    _add_provenance(entry, event, device)
     return entry
 
 
@@ -79,7 +82,7 @@ def provenance_label(project: str, feature: str) -> str:
     return ", ".join(p for p in (project, feature) if p)
 
 
-def _add_provenance(entry: Entry, event: Observed | Promoted) -> None:
+def _add_provenance(entry: Entry, event: Observed | Promoted, device: str = "") -> None:
     _union(entry.projects, [event.project])
     _union(entry.features, [event.feature])
     _union(entry.provenance, [provenance_label(event.project, event.feature)])
@@ -87,10 +90,12 @@ def _add_provenance(entry: Entry, event: Observed | Promoted) -> None:
         _union(entry.sources, [event.source])
         _union(entry.origins, [event.origin])
         _union(entry.details, event.details)
+        _union(entry.doors, [event.door])
+        _union(entry.devices, [device])
         entry.layout = list(event.layout) or entry.layout  # as the store file last read had it
 
 
-def _observe_again(entry: Entry, event: Observed) -> None:
+def _observe_again(entry: Entry, event: Observed, device: str = "") -> None:
     if event.count is None:
         entry.observation_count += 1
     else:  # an imported file states an absolute count: reflected, never summed
@@ -104,21 +109,22 @@ def _observe_again(entry: Entry, event: Observed) -> None:
     _union(entry.keywords, event.keywords)
     del entry.keywords[MAX_KEYWORDS:]
     entry.last_observed = max(entry.last_observed, event.last_observed)
-    if event.revive is not False:  # None: written before revival was asked for
+    if event.revive is not False and entry.status != "rejected":  # None: written before
         entry.status, entry.status_reason, entry.superseded_by = "live", "", ""
-    _add_provenance(entry, event)
+        settle(entry)
+    _add_provenance(entry, event, device)
 
 
-def _observed(state: State, event: Observed) -> str:
+def _observed(state: State, event: Observed, device: str = "") -> str:
     entry = state.entries.get(entry_id := event.entry_id)  # (a hash of the description)
     if entry is None:
-        entry = state.entries[entry_id] = _create(event, entry_id)
+        entry = state.entries[entry_id] = _create(event, entry_id, device)
         state.created.append(entry_id)
     else:
         if not entry.live and event.revive is not False:  # back in every branch memory
             for key in entry.branches:
                 _stamp(entry, key, event.ts)
-        _observe_again(entry, event)
+        _observe_again(entry, event, device)
     if event.section:
         entry.section = entry.section or event.section
         key = branch_key(event.project, event.branch)
@@ -199,12 +205,17 @@ def _update(entry: Entry, event: Event) -> None:
             use.judge(entry, event)
         case Proposed():
             use.propose(entry, event)
+        case Held():
+            hold(entry, event)
+        case Reviewed():
+            review(entry, event)
 
 
-def apply(state: State, event: Event) -> State:
-    """Fold one event into ``state``; events about unknown entries change nothing."""
+def apply(state: State, event: Event, device: str = "") -> State:
+    """Fold one event into ``state``; events about unknown entries change nothing.
+    ``device``: the device folder the event's line is in ("" for a log kept flat)."""
     if isinstance(event, Observed):
-        state.touched.add(_observed(state, event))
+        state.touched.add(_observed(state, event, device))
         return state
     if isinstance(event, SessionPending | SessionProgress | MemoryEvolved | MaintenanceRan):
         _ledger(state, event)

@@ -44,6 +44,7 @@ from memlog.eventlog.log import DamageHandler, EventLog, Position
 from memlog.eventlog.merged import Unfolded, Unfollowable, advanced, decode, encode, unfolded
 from memlog.projections import markdown_sync, writes
 from memlog.projections.fold import Entry, State, apply
+from memlog.projections.holds import device_of
 from memlog.projections.markdown_view import branch, render
 from memlog.projections.sqlite_view import ledger, lines, store, vectors
 from memlog.vocabulary import Space
@@ -156,11 +157,13 @@ def late_records(
 
 
 class _Timed(NamedTuple):
-    """An event in the merged order: its key, the event, whether it came late."""
+    """An event in the merged order: its key, the event, whether it came late, and the
+    device folder its line is in."""
 
     key: tuple[int, str]
     event: Event
     late: bool
+    device: str
 
 
 def refold(
@@ -169,18 +172,20 @@ def refold(
     """Fold again what ``late`` touched from every event about it: those the views hold
     (read where ``lines`` says they are) and the late ones, in the log's order."""
     held = [
-        _Timed((line.stamp, e.id), e, False) for line, e in _read(events_dir, _held(db, touched))
+        _Timed((line.stamp, e.id), e, False, device_of(line.segment))
+        for line, e in _read(events_dir, _held(db, touched))
     ]
-    timed = sorted([*held, *(_Timed(i.key, i.record.event, True) for i in late)])
+    arrived = (_Timed(i.key, i.record.event, True, device_of(i.record.segment)) for i in late)
+    timed = sorted([*held, *arrived], key=lambda t: t.key)
     state, firsts, before = State(), dict[str, lines.First](), State()
-    for key, event, arrived_late in timed:
+    for key, event, arrived_late, device in timed:
         ids = event.entry_ids  # (an observation's id is a hash: once)
         if isinstance(event, Observed) and ids[0] in touched.ids and ids[0] not in firsts:
             firsts[ids[0]] = lines.First(key, arrived_late)
         if _about(event, ids, touched):
-            apply(state, event)
+            apply(state, event, device)
             if not arrived_late:
-                apply(before, event)
+                apply(before, event, device)
     state.touched = touched.ids & state.entries.keys()
     state.touched_ledger = {f"session:{s}" for s in touched.sessions if s in state.sessions}
     state.touched_ledger |= {f"spend:{d}" for d in touched.days if d in state.spend}

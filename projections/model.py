@@ -68,6 +68,13 @@ class Entry(msgspec.Struct, kw_only=True):
     #: a proposal awaiting a person (``kind: reason``), the kinds a person declined
     proposal: str = ""
     declined: list[str] = msgspec.field(default_factory=list)
+    # where it came from (doors, device folders) and its review (``holds``: the fields)
+    doors: list[str] = msgspec.field(default_factory=list)
+    devices: list[str] = msgspec.field(default_factory=list)
+    held: list[str] = msgspec.field(default_factory=list)
+    holds: list[str] = msgspec.field(default_factory=list)
+    accepted: list[str] = msgspec.field(default_factory=list)
+    review: str = ""
 
     @property
     def live(self) -> bool:

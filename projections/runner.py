@@ -30,6 +30,7 @@ from memlog.projections import late, leftovers, markdown_sync, writes
 from memlog.projections.fold import State, apply
 from memlog.projections.freshness import SHRUNK as SHRUNK
 from memlog.projections.freshness import current_seq, db_path, shrunk, stored_seq
+from memlog.projections.holds import device_of
 from memlog.projections.markdown_view import render
 from memlog.projections.markdown_view.writer import load_state, remove_unplanned
 from memlog.projections.sqlite_view import (
@@ -233,7 +234,7 @@ def _apply(
     before = writes.Snapshot.of(state.entries, space)
     slots, count = store.slots_of(db, state.entries), store.slot_count(db)
     for record in records:
-        apply(state, record.event)
+        apply(state, record.event, device_of(record.segment))
     for n, entry_id in enumerate(state.created):
         slots[entry_id] = count + n
     total = count + len(state.created)
@@ -278,7 +279,7 @@ def fold_log(
         event = record.event
         if until is not None and not within(record.ordinal, event.ts, None, until):
             break
-        apply(state, event)
+        apply(state, event, device_of(record.segment))
         if indexed is not None:
             indexed += lines.rows_of(record)
         last, applied = record, applied + 1

@@ -21,7 +21,7 @@ the hook ranks the context it was made from; any other text is its own query.
 
 from __future__ import annotations
 
-import json
+import itertools
 import re
 from pathlib import Path
 
@@ -29,8 +29,14 @@ import msgspec
 
 from memlog.git import CONTEXT_TIMEOUT, MAX_CHANGED, recently_changed
 from memlog.retrieval import spec_text
+from memlog.untrusted import Refused, load_json, read_bytes, read_text
 
 MAX_WORDS = 100
+#: the most of a feature's ``.meta.json`` read (a few fields), and of its spec (the opening)
+MAX_META_BYTES = 64 << 10
+MAX_SPEC_BYTES = 64 << 10
+#: the feature folders looked at for the active one
+MAX_FEATURES = 1000
 MAX_FILES = MAX_CHANGED
 GIT_TIMEOUT = CONTEXT_TIMEOUT
 
@@ -62,17 +68,27 @@ class Signals(msgspec.Struct, frozen=True):
 
 
 def _meta(path: Path) -> dict[str, object] | None:
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
+    try:  # a repository's file: read within bounds (``untrusted``)
+        data = load_json(read_bytes(path, MAX_META_BYTES))
+    except (OSError, Refused):
         return None
     return data if isinstance(data, dict) else None
 
 
+def _spec(path: Path) -> str:
+    """The start of a spec (its first ``MAX_SPEC_BYTES``: its title and opening are all
+    that is read from it); OSError when it cannot be read."""
+    try:
+        return read_text(path, MAX_SPEC_BYTES, whole=False)
+    except Refused as exc:  # not a regular file
+        raise OSError(str(exc)) from None
+
+
 def active_feature(root: Path) -> Feature | None:
-    """The active feature of the project, or None."""
+    """The active feature of the project, or None (among its first ``MAX_FEATURES``)."""
     found: list[tuple[float, str, Path, dict[str, object]]] = []
-    for path in (root / "docs" / "features").glob("*/.meta.json"):
+    metas = (root / "docs" / "features").glob("*/.meta.json")
+    for path in itertools.islice(metas, MAX_FEATURES):
         meta = _meta(path)
         if meta is not None and str(meta.get("status", "")).lower() == "active":
             found.append((path.stat().st_mtime, str(path), path, meta))
@@ -106,7 +122,7 @@ def first_paragraph(text: str, max_words: int = MAX_WORDS) -> str:
 def feature_description(folder: Path) -> str:
     for name in ("spec.md", "prd.md"):
         try:
-            text = (folder / name).read_text(encoding="utf-8", errors="replace")
+            text = _spec(folder / name)
         except OSError:
             continue
         paragraph = first_paragraph(text)
@@ -120,7 +136,7 @@ def spec_texts(folder: Path) -> list[str]:
     texts = []
     for name in ("spec.md", "prd.md"):
         try:
-            texts.append((folder / name).read_text(encoding="utf-8", errors="replace"))
+            texts.append(_spec(folder / name))
         except OSError:
             continue
     return texts

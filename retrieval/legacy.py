@@ -49,12 +49,15 @@ from pathlib import Path
 import msgspec
 
 from memlog.eventlog.events import content_hash
+from memlog.eventlog.markup import neutral
 from memlog.retrieval.render import diagnostic
 from memlog.retrieval.request import Chosen, Injection, Request
+from memlog.untrusted import Refused, read_bytes
 from memlog.vocabulary import (
     BLOCK_HEADER,
     CONFIDENCE_RANK,
     KB_CATEGORIES,
+    LESSONS_NOTE,
     MIN_PER_CATEGORY,
     SECTION_TITLES,
     Confidence,
@@ -207,26 +210,58 @@ def allocate(sizes: Mapping[KbCategory, int], limit: int) -> dict[KbCategory, in
     return taken
 
 
-def render_legacy_block(entries: Sequence[LegacyEntry]) -> str:
-    """The markdown block; ``""`` for no entries.  It ends with ``---`` and no newline."""
+def render_legacy_block(entries: Sequence[LegacyEntry], note: bool = False) -> str:
+    """The markdown block; ``""`` for no entries.  It ends with ``---`` and no newline.
+    Each lesson's text is shown neutral (``neutral``: unchanged unless it would break the
+    block's frame); ``note``: the line saying what the lessons are under the title."""
     if not entries:
         return ""
-    parts = [BLOCK_HEADER, ""]
+    parts = [BLOCK_HEADER, *([LESSONS_NOTE] if note else []), ""]
     for category in CATEGORY_PRIORITY:
         chosen = [entry for entry in entries if entry.category == category]
         if chosen:
             parts.append(SECTION_TITLES[category])
             for entry in chosen:
-                parts += [entry.header, *filter(None, (entry.description, entry.metadata)), ""]
+                text = (neutral(entry.description), neutral(entry.metadata))
+                parts += [f"### {neutral(entry.header[4:])}", *filter(None, text), ""]
     parts.append("---")
     return "\n".join(parts)
+
+
+#: the most of a knowledge-bank file the markdown pipeline reads (a repository's: bounded)
+MAX_FILE_BYTES = 16 << 20
+
+
+def steering(entry: LegacyEntry) -> bool:
+    """Whether the scan of lessons holds ``entry`` (read from a repository's knowledge bank,
+    never through a door: held here, as a door would)."""
+    from memlog.eventlog.steering import scan
+
+    fields = [("name", entry.name), ("description", entry.description),
+              ("details", entry.metadata)]  # fmt: skip
+    return bool(scan(fields))
+
+
+def screened_selection(
+    local: list[LegacyEntry], global_: list[LegacyEntry], limit: int
+) -> tuple[list[LegacyEntry], int]:
+    """``select_legacy``'s pick with the project's entries the scan holds left out (only
+    those picked are scanned: the pick is made again without them), and how many."""
+    left: set[int] = set()
+    while True:
+        picked = select_legacy([e for e in local if id(e) not in left], global_, limit)
+        mine = {id(e) for e in local}
+        caught = {id(e) for e in picked if id(e) in mine and steering(e)}
+        if not caught:
+            return picked, len(left)
+        left |= caught
 
 
 def markdown_injection(request: Request) -> Injection:
     """The cross-project memory spec's pipeline: markdown files only, no SQLite."""
     started = time.perf_counter()
     local, global_ = read_markdown_sources(request.ws.root, request.home)
-    picked = select_legacy(local, global_, request.effective_limit)
+    picked, caught = screened_selection(local, global_, request.effective_limit)
     # deduplication may keep the global copy of a local entry: origin is the copy chosen
     from_global = {id(e) for e in global_}
     chosen = [
@@ -240,7 +275,12 @@ def markdown_injection(request: Request) -> Injection:
         for e in picked
     ]
     result = Injection(text="", mode="legacy", chosen=chosen, total=len(local) + len(global_))
-    block = render_legacy_block(picked)
+    if caught:
+        result.notes.append(
+            f"{caught} lessons of the project's knowledge bank left out: their text tries to "
+            "steer the agent (memlog import them, then memlog review)"
+        )
+    block = render_legacy_block(picked, note=not request.drop_in)
     if block:  # memory.py printed the block and a newline; memlog says how it chose
         result.text = block + "\n" if request.drop_in else f"{block}\n{diagnostic(result)}\n"
     result.timings["markdown_ms"] = round((time.perf_counter() - started) * 1000, 3)
@@ -261,8 +301,9 @@ def read_markdown_sources(
 
 def _parsed(folder: Path, category: KbCategory, is_global: bool) -> list[LegacyEntry]:
     """The entries of ``<category>.md`` in ``folder`` (none when it cannot be read)."""
-    try:  # read_text turns \r\n and \r into \n, as memory.py's open() did
-        text = (folder / f"{category}.md").read_text(encoding="utf-8", errors="replace")
-    except OSError:
+    try:  # read_text turned \r\n and \r into \n, as memory.py's open() did
+        data = read_bytes(folder / f"{category}.md", MAX_FILE_BYTES)
+    except (OSError, Refused):
         return []
+    text = data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")
     return parse_legacy(text, category, is_global)

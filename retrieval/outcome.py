@@ -5,14 +5,22 @@ plain one (``light``); scores may be numpy arrays or lists."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, NamedTuple
 
+from memlog.eventlog.devices import known_device_id
 from memlog.projections.fold import Entry
+from memlog.projections.holds import foreign
 from memlog.retrieval import budget, relevance
-from memlog.retrieval.render import condensed_block, diagnostic, entry_block, render_semantic
+from memlog.retrieval.render import (
+    INJECTED_HEADER,
+    condensed_block,
+    diagnostic,
+    entry_block,
+    render_semantic,
+)
 from memlog.retrieval.request import Chosen, Injection, LeftOut, Request, counted
-from memlog.vocabulary import BLOCK_HEADER, PROMPT_RECALL_ENTRIES
+from memlog.vocabulary import LESSONS_NOTE, PROMPT_RECALL_ENTRIES
 
 COMPONENTS = (
     "vector_raw", "vector", "keyword_raw", "keyword", "observations", "confidence", "recency",
@@ -27,6 +35,8 @@ PARTS = ("observations", "confidence", "recency", "recall")
 Framing = tuple[str, Callable[[Injection], str]]
 #: the heading of a prompt's recall
 PROMPT_HEADER = "## Engineering Memory (recalled for this prompt)"
+#: a prompt recall's first lines: its title, and what its lessons are
+PROMPT_HEADING = f"{PROMPT_HEADER}\n{LESSONS_NOTE}"
 #: why a chosen entry is not in the block
 NO_ROOM = "no room: the block is at memory_injection_max_chars"
 
@@ -98,23 +108,25 @@ def injection(
     )  # fmt: skip
     if request.floor is not None:
         result.chosen = passing(result.chosen, request.floor)
+    others = foreign(entries, known_device_id(request.home / "events"))
     if request.max_chars is not None:  # a block: never two lessons that contradict
         drop_contradicting(result, by_id)  # each other, the stale ones marked
         mark_stale(request, result, by_id)
     if request.max_chars is None:
         result.chosen = unreceived(result.chosen, request.received)
-        result.text = render_semantic([by_id[c.id] for c in result.chosen], result)
+        shown = [by_id[c.id] for c in result.chosen]
+        result.text = render_semantic(shown, result, foreign=others)
         return result
     floor = request.floor
     if floor is not None:
-        framing: Framing = (PROMPT_HEADER, lambda r: prompt_line(len(r.chosen), floor, r))
+        framing: Framing = (PROMPT_HEADING, lambda r: prompt_line(len(r.chosen), floor, r))
     else:
-        framing = (BLOCK_HEADER, diagnostic)
+        framing = (INJECTED_HEADER, diagnostic)
     balanced = budget.balanced(request.effective_limit, request.query is not None)
-    fit_into(result, by_id, request.max_chars, balanced, framing)
+    fit_into(result, by_id, request.max_chars, balanced, framing, others)
     if request.received:  # a resumed session: what a fresh start gives now, less what it has
         result.chosen = unreceived(result.chosen, request.received)
-        fit_into(result, by_id, request.max_chars, balanced, framing)
+        fit_into(result, by_id, request.max_chars, balanced, framing, others)
     result.more = more(ranked, {c.id for c in result.chosen}, query is not None)
     return result
 
@@ -173,15 +185,20 @@ def fit_into(
     by_id: dict[str, Entry],
     room: int,
     balanced: bool,
-    framing: Framing = (BLOCK_HEADER, diagnostic),
+    framing: Framing = (INJECTED_HEADER, diagnostic),
+    foreign: Collection[str] = (),
 ) -> None:
     """Hold ``result``'s block to ``room`` characters (``budget.fit``): its chosen entries
     become those the block holds, condensed ones marked, the others left out.
-    ``framing``: its header and what gives its last line."""
+    ``framing``: its header and what gives its last line; ``foreign``: the entries another
+    device recorded (marked so)."""
     chosen, (header, last_line) = result.chosen, framing
     order = budget.fill_order([c.category for c in chosen], [c.score for c in chosen], balanced)
     blocks = [
-        budget.Block(c.id, c.category, entry_block(by_id[c.id]), condensed_block(by_id[c.id]))
+        budget.Block(
+            c.id, c.category, entry_block(by_id[c.id], c.id in foreign),
+            condensed_block(by_id[c.id], c.id in foreign),
+        )
         for c in (chosen[i] for i in order)
     ]  # fmt: skip
     # with every pick counted, the last line is never shorter than the final one
@@ -194,7 +211,9 @@ def fit_into(
         LeftOut(c.id, c.name, c.category, NO_ROOM) for c in chosen if c.id in set(fitted.left)
     ]
     entries = [by_id[c.id] for c in result.chosen]
-    result.text = render_semantic(entries, result, fitted.condensed, header, last_line(result))
+    result.text = render_semantic(
+        entries, result, fitted.condensed, header, last_line(result), foreign
+    )
 
 
 def _nonzero(raw: Any, count: int) -> Iterable[int]:

@@ -7,6 +7,7 @@ records it, ``record`` does both.
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -15,16 +16,21 @@ import msgspec
 from memlog.errors import MemlogError
 from memlog.eventlog import snapshot
 from memlog.eventlog.bounds import slices
+from memlog.eventlog.devices import local_digest
 from memlog.eventlog.events import Recalled
 from memlog.files import atomic_write
 from memlog.retrieval.request import Injection, Request
 from memlog.vocabulary import TYPE_NAMES
 
 LAST_INJECTION = ".last-injection.json"
+#: decimals of a score a recall keeps
+SCORE_DIGITS = 4
 
 
 class Recall(msgspec.Struct):
-    """An injection to record: the event's fields and the tracking file's bytes."""
+    """An injection to record: the event's fields and the tracking file's bytes.  It
+    stays in the home (the hook hands it to its recorder); the event keeps only a keyed
+    digest of ``query``."""
 
     ids: list[str]
     session_id: str
@@ -34,6 +40,8 @@ class Recall(msgspec.Struct):
     last_injection: bytes
     #: a session start's source, or ``prompt`` (``Recalled.trigger``)
     trigger: str = ""
+    #: each entry's final score, in the order of ``ids``
+    scores: list[float] = msgspec.field(default_factory=list)
 
 
 def recall_of(
@@ -46,6 +54,7 @@ def recall_of(
         ids=[c.id for c in result.chosen], session_id=session_id, project=request.ws.project,
         query=result.query or "", mode=result.mode,
         last_injection=last_injection(request, result, trigger), trigger=trigger,
+        scores=[round(c.score, SCORE_DIGITS) for c in result.chosen],
     )  # fmt: skip
 
 
@@ -66,16 +75,19 @@ def write(home: Path, recall: Recall, command: str, wait: bool = True) -> list[s
     except MemlogError as exc:
         return [f"recall not recorded: {exc}"]
     notes: list[str] = []
-    # one event; several of one batch for thousands of ids (limit -1 on a large store)
-    recalled = [
-        Recalled(
-            ids=ids, session_id=recall.session_id, project=recall.project, query=recall.query,
-            mode=recall.mode, trigger=recall.trigger,
-        )
-        for ids in slices(recall.ids)
-    ]  # fmt: skip
     try:
         log = EventLog(home, command=command)
+        digest = local_digest(log.events_dir, recall.query)
+        # one event; several of one batch for thousands of ids (limit -1 on a large store)
+        scores = _scores(recall)
+        recalled = [
+            Recalled(
+                ids=ids, session_id=recall.session_id, project=recall.project, digest=digest,
+                mode=recall.mode, trigger=recall.trigger,
+                scores=tuple(scores[i] for i in ids) if scores else (),
+            )
+            for ids in slices(recall.ids)
+        ]  # fmt: skip
         log.append(recalled) if wait else log.append_or_spool(recalled)
     except (MemlogError, OSError) as exc:
         notes.append(f"recall not recorded: {exc}")
@@ -86,6 +98,14 @@ def write(home: Path, recall: Recall, command: str, wait: bool = True) -> list[s
     except MemlogError as exc:  # a link where it goes
         notes.append(f"{LAST_INJECTION} not written: {exc}")
     return notes
+
+
+def _scores(recall: Recall) -> dict[str, float]:
+    """Each entry's score, when there is one finite score per entry (else none)."""
+    scores = dict(zip(recall.ids, recall.scores, strict=False))
+    if len(scores) != len(recall.ids) or len(recall.scores) != len(recall.ids):
+        return {}
+    return scores if all(math.isfinite(v) for v in scores.values()) else {}
 
 
 def last_injection(request: Request, result: Injection, trigger: str = "") -> bytes:

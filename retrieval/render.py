@@ -2,16 +2,31 @@
 
 An entry is injected whole (its header, description and every metadata line)
 or condensed to fit the budget (``retrieval.budget``): its header, its
-description and the one metadata line that says most about what to do.
+description and the one metadata line that says most about what to do.  Every
+lesson's text is shown neutral (``neutral``: it can open no heading, fence, role
+or tag of its own), and one another device wrote (none of its observations is
+this machine's) is marked ``FOREIGN_MARK`` in its title.
 """
 
 from __future__ import annotations
 
 from collections.abc import Collection
 
+from memlog.eventlog.markup import neutral, one_line
 from memlog.projections.fold import Entry
 from memlog.retrieval.request import Injection
-from memlog.vocabulary import BLOCK_HEADER, PROVENANCE_KEYS, SECTION_TITLES, STALE_KEY, TYPE_NAMES
+from memlog.vocabulary import (
+    BLOCK_HEADER,
+    FOREIGN_MARK,
+    LESSONS_NOTE,
+    PROVENANCE_KEYS,
+    SECTION_TITLES,
+    STALE_KEY,
+    TYPE_NAMES,
+)
+
+#: the injected block's first lines: its title, and what its lessons are
+INJECTED_HEADER = f"{BLOCK_HEADER}\n{LESSONS_NOTE}"
 
 #: characters of the query the diagnostic line shows
 QUERY_SHOWN = 60
@@ -26,31 +41,38 @@ CONDENSED_LINE_CHARS = 300
 NATIVE_SOURCE = "claude-code"
 
 
-def title(entry: Entry) -> str:
+def title(entry: Entry, foreign: bool = False) -> str:
+    name = one_line(entry.name) + (f" {FOREIGN_MARK}" if foreign else "")
     if entry.category == "heuristics":
-        return entry.name
-    return f"{TYPE_NAMES.get(entry.category, 'Fact')}: {entry.name}"
+        return name
+    return f"{TYPE_NAMES.get(entry.category, 'Fact')}: {name}"
 
 
-def entry_block(entry: Entry) -> str:
-    """An entry as injected: header, description, its metadata lines."""
-    lines = [f"### {title(entry)}", entry.description, *(f"- {d}" for d in entry.details)]
+def entry_block(entry: Entry, foreign: bool = False) -> str:
+    """An entry as injected: header, description, its metadata lines (``foreign``: marked
+    as another device's)."""
+    lines = [
+        f"### {title(entry, foreign)}",
+        neutral(entry.description),
+        *(f"- {one_line(d)}" for d in entry.details),
+    ]
     if entry.reasoning:
         label = "Memory" if entry.source == NATIVE_SOURCE else "Why"
-        lines.append(f"- {label}: {' '.join(entry.reasoning.split())}")
+        lines.append(f"- {label}: {one_line(entry.reasoning)}")
     if entry.references:
-        lines.append(f"- References: {', '.join(entry.references)}")
+        lines.append(f"- References: {one_line(', '.join(entry.references))}")
     lines.append(f"- Observation count: {entry.observation_count}")
     lines.append(f"- Confidence: {entry.confidence}")
     return "\n".join(lines)
 
 
-def condensed_block(entry: Entry) -> str:
+def condensed_block(entry: Entry, foreign: bool = False) -> str:
     """An entry condensed: header, description, its stale mark if any, and its most useful
     metadata line."""
     line = useful_line(entry)
-    marks = [f"- {d}" for d in entry.details if d.startswith(f"{STALE_KEY}: ")]
-    lines = [f"### {title(entry)}", entry.description, *marks, *([f"- {line}"] if line else [])]
+    marks = [f"- {one_line(d)}" for d in entry.details if d.startswith(f"{STALE_KEY}: ")]
+    lines = [f"### {title(entry, foreign)}", neutral(entry.description), *marks,
+             *([f"- {line}"] if line else [])]  # fmt: skip
     return "\n".join(lines)
 
 
@@ -78,7 +100,7 @@ def _reasoning_line(entry: Entry) -> str:
 
 
 def _short(line: str) -> str:
-    text = " ".join(line.split())
+    text = one_line(line)
     if len(text) <= CONDENSED_LINE_CHARS:
         return text
     return text[: CONDENSED_LINE_CHARS - 1].rsplit(" ", 1)[0] + "…"
@@ -88,17 +110,21 @@ def render_semantic(
     entries: list[Entry],
     result: Injection,
     condensed: Collection[str] = (),
-    header: str = BLOCK_HEADER,
+    header: str = INJECTED_HEADER,
     footer: str | None = None,
+    foreign: Collection[str] = (),
 ) -> str:
     """The block for ``entries`` (already in their injected order), or "" for none; the
-    entries of ``condensed`` (ids) condensed; ``footer``: its last line (default: D10's)."""
+    entries of ``condensed`` (ids) condensed, those of ``foreign`` marked as another
+    device's; ``footer``: its last line (default: D10's)."""
     if not entries:
         return ""
     parts = [header]
     for category, heading in SECTION_TITLES.items():
         blocks = [
-            condensed_block(e) if e.id in condensed else entry_block(e)
+            condensed_block(e, e.id in foreign)
+            if e.id in condensed
+            else entry_block(e, e.id in foreign)
             for e in entries
             if e.category == category
         ]

@@ -30,6 +30,7 @@ from memlog.sync.repo import (
 from memlog.sync.sealed import FORMAT, FORMAT_FILE, FORMATS, Key, read_format
 from memlog.sync.sealing import PLAIN_SUFFIX, Sealer
 from memlog.sync.state import load_state, save_state
+from memlog.untrusted import shown
 
 
 class Fetched(NamedTuple):
@@ -180,7 +181,7 @@ def classify(git: Git, url: str, commit: str | None) -> bool:
     if found is None or found.format not in FORMATS:
         named = found.format[:40] if found is not None else "unreadable"
         raise SyncError(f"{url} holds memlog data in a format this memlog does not know "
-                        f"({named!r}): upgrade memlog")  # fmt: skip
+                        f"({shown(named)}): upgrade memlog")  # fmt: skip
     return True
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from memlog.eventlog import clock, devices
+from memlog.eventlog import clock, devices, screening
 from memlog.eventlog import segments as seg
 from memlog.eventlog.codec import BadLine, decode_line
 from memlog.eventlog.log import EventLog
@@ -58,6 +58,7 @@ def write(
     changed = joined.changed if joined is not None else {}
     infos = sealer.infos(tree)
     asked = _asked_by_device(job)
+    foreign: list[tuple[str, bytes, bool]] = []  # written once their lessons are screened
     with log._locked():
         for path, oid in sorted(tree.items()):
             rel = event_path(path)
@@ -83,8 +84,36 @@ def write(
             joined_in = current is None or (
                 taken is not None and old in (taken, _overlaid(rel, taken, old, requests))
             )
-            outcome.received += _replace_foreign(log, files, rel, data, keep_old=not joined_in)
+            foreign.append((rel, data, not joined_in))
+        held = _screen_received(log, files, foreign)
+        for rel, data, keep_old in foreign:
+            outcome.received += _replace_foreign(log, files, rel, data, keep_old)
             seen[rel] = files.blob_id(rel)  # written here: not a change made meanwhile
+    if held:
+        outcome.notes.append(
+            f"{held} {'lesson' if held == 1 else 'lessons'} from other devices held for "
+            "review (their text tries to steer the agent): memlog review"
+        )
+
+
+def _screen_received(
+    log: EventLog, files: local.Files, foreign: list[tuple[str, bytes, bool]]
+) -> int:
+    """The sync door of the scan of lessons, under the log's lock: each observation in the
+    lines another device's files gain that the scan holds gets its ``entry.held`` event
+    here, appended before those files are written and stamped after every event in them
+    (the clock's floor is raised first), so a reader never folds one without its hold
+    (one that reads the hold first folds the observation as late, before it).  Returns how
+    many were held."""
+    received = []
+    for rel, data, _ in foreign:
+        old = files.read(rel) or b""
+        received.append(data[len(old) :] if data.startswith(old) else data)
+    held, newest = screening.received_holds(received)
+    if held:
+        clock.raise_floor(log.events_dir, newest)
+        log._append_locked(held)
+    return len(held)
 
 
 def _asked_by_device(job: Exchange) -> dict[str, dict[int, bytes]]:

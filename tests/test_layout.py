@@ -28,7 +28,7 @@ LAYERS: list[tuple[str, tuple[str, ...]]] = [
             "memlog.errors", "memlog.config", "memlog.home", "memlog.project", "memlog.files",
             "memlog.locking",
             "memlog.git", "memlog.vocabulary", "memlog.spawn", "memlog.digests",
-            "memlog.claude_files", "memlog.citations",
+            "memlog.claude_files", "memlog.untrusted", "memlog.citations",
         ),
     ),
     ("eventlog", ("memlog.eventlog",)),

@@ -28,10 +28,13 @@ from memlog.eventlog.events import TYPE_NAMES
 from memlog.ui import tables
 from memlog.ui.guard import Guard
 from memlog.ui.render import page
+from memlog.untrusted import shown
 from memlog.vocabulary import CATEGORIES, SOURCES
 from memlog.workspace import Workspace
 
 PAGE = 50
+#: the lessons held for review listed above the entries (all of them: ``status=held``)
+HELD_SHOWN = 10
 LOG_PAGE = 100
 AUDITS_PAGE = 20
 #: event types that record an extraction's audit
@@ -108,7 +111,7 @@ def _number(request: Request, name: str, default: int, low: int = 1) -> int:
     if not text:
         return default
     if not text.isdigit() or int(text) < low:
-        raise InvalidInput(f"{name} must be a whole number of at least {low}, not {text!r}")
+        raise InvalidInput(f"{name} must be a whole number of at least {low}, not {shown(text)}")
     return int(text)
 
 
@@ -121,10 +124,12 @@ def entries_page(site: Site, request: Request) -> Response:
     params["status"] = params["status"] or "live"
     number = _number(request, "page", 1)
     found = _ranked(view, params) if params["q"] else _listed(view, params, number)
+    held = browsing.entries(view, reading.Filters(status="held"), HELD_SHOWN)
     return _render(
         "entries.html", view, notes, "entries", params=params, page_number=number,
         facets=browsing.facets(view), categories=CATEGORIES, sources=SOURCES,
-        statuses=(*reading.STATUSES, "any"), empty=not view.has_view, page_size=PAGE, **found,
+        statuses=(*reading.STATUSES, "any"), empty=not view.has_view, page_size=PAGE,
+        held=held, **found,
     )  # fmt: skip
 
 
@@ -191,7 +196,7 @@ def log_page(site: Site, request: Request) -> Response:
     view, notes = _view(site, request)
     kind = request.query_params.get("type", "").strip()
     if kind and kind not in TYPE_NAMES:
-        raise InvalidInput(f"unknown event type {kind!r}")
+        raise InvalidInput(f"unknown event type {shown(kind)}")
     before = _number(request, "before", 0, low=0) or None
     found = browsing.events(view, (kind,) if kind else (), LOG_PAGE, before)
     return _render(

@@ -17,6 +17,7 @@ import msgspec
 from msgspec import Meta
 
 from memlog.capture.extraction.transcript import clean
+from memlog.untrusted import shown
 from memlog.vocabulary import Section
 
 #: an item longer than this is not a short statement
@@ -80,7 +81,7 @@ def extractions(data: Any, labels: Sequence[str] = ()) -> list[Extraction]:
         if len(text) > MAX_ITEM_CHARS:
             raise Invalid(f"content longer than {MAX_ITEM_CHARS} characters - at {where}")
         if len(labels) > 1 and item.scope not in labels:
-            raise Invalid(f"unknown scope {item.scope!r} - at {where}")
+            raise Invalid(f"unknown scope {shown(item.scope)} - at {where}")
         items.append(msgspec.structs.replace(item, content=text))
     return items
 

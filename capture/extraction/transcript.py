@@ -50,6 +50,7 @@ from memlog.capture.extraction.records import (
     read_complete,
 )
 from memlog.eventlog.secrets import redact_text
+from memlog.untrusted import shown
 
 #: entry points of the Agent SDK (``sdk-cli`` is ``claude -p``, a person's own session)
 SDK_ENTRYPOINTS = frozenset({"sdk-ts", "sdk-py", "sdk"})
@@ -119,7 +120,8 @@ class Turn:
         return self._response
 
     def __repr__(self) -> str:
-        return f"Turn({self.user!r}, {self.response!r}, {self.cwd!r}, {self.branch!r})"
+        fields = (self.user, self.response, self.cwd, self.branch)
+        return f"Turn({', '.join(shown(f) for f in fields)})"
 
 
 class Transcript(NamedTuple):

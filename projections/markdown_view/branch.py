@@ -17,14 +17,17 @@ Pure functions of entries, byte-identical for the same entries:
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 
 from memlog import digests
+from memlog.eventlog.markup import one_line
 from memlog.projections.fold import Entry
 from memlog.vocabulary import (
     BRANCH_BLOCK_HEADER,
     BRANCH_BLOCK_MAX_CHARS,
+    FOREIGN_MARK,
     INJECTED_SECTIONS,
+    LESSONS_NOTE,
     SECTION_HEADINGS,
     SECTIONS,
 )
@@ -111,23 +114,31 @@ def branch_file(branch: str, key: str, entries: Iterable[Entry]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def injected_block(entries: Iterable[Entry], limit: int = BRANCH_BLOCK_MAX_CHARS) -> str:
+def injected_block(
+    entries: Iterable[Entry], limit: int = BRANCH_BLOCK_MAX_CHARS, foreign: Collection[str] = ()
+) -> str:
     """The injected block for a branch memory's live entries ("" when it has none)."""
-    return injected(entries, limit)[0]
+    return injected(entries, limit, foreign)[0]
+
+
+#: the branch block's first lines: its title, and what its lessons are
+INJECTED_BRANCH_HEADER = f"{BRANCH_BLOCK_HEADER}\n{LESSONS_NOTE}"
 
 
 def injected(
-    entries: Iterable[Entry], limit: int = BRANCH_BLOCK_MAX_CHARS
+    entries: Iterable[Entry], limit: int = BRANCH_BLOCK_MAX_CHARS, foreign: Collection[str] = ()
 ) -> tuple[str, list[str]]:
     """The injected block and the ids of the entries it holds, item by item up to
-    ``limit`` characters (("", []) when none fits)."""
+    ``limit`` characters (("", []) when none fits).  Each item is shown neutral, on one
+    line; one another device recorded (``foreign``: ids) is marked so."""
     everything = list(entries)
-    text, ids = BRANCH_BLOCK_HEADER, list[str]()
+    text, ids = INJECTED_BRANCH_HEADER, list[str]()
     for section in INJECTED_SECTIONS:
         items = [e for e in everything if e.section == section]
         for number, entry in enumerate(items):
             heading = f"\n\n### {SECTION_HEADINGS[section]}\n" if number == 0 else ""
-            more = f"{heading}\n- {' '.join(entry.description.split())}"
+            mark = f"{FOREIGN_MARK} " if entry.id in foreign else ""
+            more = f"{heading}\n- {mark}{one_line(entry.description)}"
             if len(text) + len(more) + 1 > limit:
                 return (text + "\n", ids) if ids else ("", [])
             text += more

@@ -27,11 +27,12 @@ from __future__ import annotations
 import os
 import re
 from dataclasses import dataclass, field
-from pathlib import Path, PurePath
+from pathlib import PurePath
 
 import msgspec
 
 from memlog.eventlog.events import content_hash
+from memlog.untrusted import Refused, read_bytes, shown
 from memlog.vocabulary import CONFIDENCES, KB_CATEGORIES, Confidence, KbCategory
 
 __all__ = [
@@ -140,13 +141,20 @@ class _FileContext:
         self.warnings.append(f"{self.path}:{line}: {message}")
 
 
+#: the largest knowledge-bank file read (the largest real one is a few hundred KB)
+MAX_FILE_BYTES = 16 << 20
+
+
 def parse_file(path: str | os.PathLike[str]) -> ParseResult:
-    """Read and parse one file; invalid UTF-8 is replaced, and warned about."""
+    """Read and parse one file; invalid UTF-8 is replaced, and warned about.  A file over
+    ``MAX_FILE_BYTES``, or one that is not a regular file, is skipped with a warning."""
     name = os.fspath(path)
     try:
-        data = Path(name).read_bytes()
+        data = read_bytes(name, MAX_FILE_BYTES)
     except OSError as exc:
         return ParseResult(warnings=[f"{name}: cannot read: {exc.strerror or exc}"], skipped=True)
+    except Refused as exc:
+        return ParseResult(warnings=[f"{name}: skipped: {exc}"], skipped=True)
     text, warning = _decode(data, name)
     result = parse_text(text, name)
     if warning:
@@ -321,9 +329,9 @@ def _entry_category(
     typed = _type_category(header_type) if header_type else None
     category = context.category or typed
     if category is None:
-        context.warn(block.line, f"entry {block.header[4:].strip()!r} skipped: no category")
+        context.warn(block.line, f"entry {shown(block.header[4:].strip())} skipped: no category")
     elif typed and typed != category:
-        context.warn(block.line, f"header type {header_type!r} in a {category} file")
+        context.warn(block.line, f"header type {shown(header_type)} in a {category} file")
     return category
 
 
@@ -331,10 +339,10 @@ def _check_shape(block: _Block, name: str, description: str, context: _FileConte
     if not name:
         context.warn(block.line, "entry has no name")
     if not description:
-        context.warn(block.line, f"entry {name!r} has no description")
+        context.warn(block.line, f"entry {shown(name)} has no description")
     first = context.names.setdefault(name.casefold(), block.line)
     if first != block.line:
-        context.warn(block.line, f"duplicate name {name!r} (first at line {first})")
+        context.warn(block.line, f"duplicate name {shown(name)} (first at line {first})")
 
 
 def _check_stray(block: _Block, body: str, cut: int, name: str, context: _FileContext) -> None:
@@ -343,7 +351,7 @@ def _check_stray(block: _Block, body: str, cut: int, name: str, context: _FileCo
     for match in _STRAY.finditer(body, cut):
         line += body.count("\n", counted, match.start())
         counted = match.start()
-        context.warn(line, f"text after the metadata of {name!r} kept only in its raw text")
+        context.warn(line, f"text after the metadata of {shown(name)} kept only in its raw text")
 
 
 def _sort_fields(
@@ -354,7 +362,7 @@ def _sort_fields(
     for key, value in metadata:
         lowered = key.strip().lower()
         if lowered in _SORT_KEYS and lowered in fields:
-            context.warn(line, f"{lowered!r} repeated; the first value is used")
+            context.warn(line, f"{shown(lowered)} repeated; the first value is used")
         elif lowered in _SORT_KEYS:
             fields[lowered] = value
     return fields
@@ -365,7 +373,7 @@ def _count(value: str | None, line: int, context: _FileContext) -> int:
         return 1
     if _COUNT.fullmatch(value) and int(value) >= 1:
         return int(value)
-    context.warn(line, f"bad observation count {value!r}; using 1")
+    context.warn(line, f"bad observation count {shown(value)}; using 1")
     return 1
 
 
@@ -375,7 +383,7 @@ def _confidence(value: str | None, line: int, context: _FileContext) -> Confiden
     for level in CONFIDENCES:
         if value.lower() == level:
             return level
-    context.warn(line, f"bad confidence {value!r}; using medium")
+    context.warn(line, f"bad confidence {shown(value)}; using medium")
     return "medium"
 
 
@@ -383,5 +391,5 @@ def _checked_hash(description: str, stored: str | None, line: int, context: _Fil
     """The description's hash; a stored ``Content-Hash`` that differs is warned about."""
     digest = content_hash(description)
     if stored is not None and stored.lower().removeprefix("sha256:").strip() != digest:
-        context.warn(line, f"Content-Hash {stored!r} differs from the description's {digest}")
+        context.warn(line, f"Content-Hash {shown(stored)} differs from the description's {digest}")
     return digest

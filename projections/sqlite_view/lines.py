@@ -42,6 +42,7 @@ from memlog.eventlog.events import (
 )
 from memlog.eventlog.log import Record
 from memlog.files import read_only
+from memlog.untrusted import shown
 
 MAINTENANCE = "maintenance"
 #: stamp, offset, segment number, length (its top bit: an observation)
@@ -159,7 +160,7 @@ def read_lines(events_dir: Path, found: Iterable[Line]) -> Iterator[tuple[Line, 
     for segment, wanted in sorted(by_segment.items()):
         device, _, name = segment.partition("/")
         if not device or "/" in name or device.startswith(".") or name.startswith("."):
-            raise Damaged(f"{segment!r} is not a segment of the log")
+            raise Damaged(f"{shown(segment)} is not a segment of the log")
         with read_only(events_dir / device / name) as handle:
             for line in sorted(wanted):
                 data = os.pread(handle.fileno(), line.end - line.start, line.start)

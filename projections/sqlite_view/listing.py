@@ -18,7 +18,7 @@ from memlog.projections.sqlite_view import store
 from memlog.projections.sqlite_view.queries import Listing
 
 #: the states an entry can be in, ``any`` for all of them
-STATUSES = ("live", "retired", "superseded")
+STATUSES = ("live", "held", "rejected", "retired", "superseded")
 
 
 class Filters(msgspec.Struct, frozen=True, kw_only=True):

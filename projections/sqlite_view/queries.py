@@ -17,6 +17,7 @@ from memlog.errors import EntryNotFound, InvalidInput
 from memlog.projections.fold import Entry
 from memlog.projections.sqlite_view import ranks, store
 from memlog.projections.sqlite_view import vectors as packed_vectors
+from memlog.untrusted import shown
 from memlog.vocabulary import Space
 
 #: live entries without a row in the table of vectors (of spaces not in force)
@@ -36,7 +37,7 @@ def find_entry(folder: Path, prefix: str) -> Entry:
     """The entry whose id starts with ``prefix``; a clear error when none or several."""
     text = prefix.strip().lower()
     if not text or any(c not in "0123456789abcdef" for c in text):
-        raise InvalidInput(f"{prefix!r} is not an entry id (16 hex characters or a prefix)")
+        raise InvalidInput(f"{shown(prefix)} is not an entry id (16 hex characters or a prefix)")
     with store.opened(folder / store.DB_NAME, readonly=True) as db:
         found = store.load_where(db, "id LIKE ?", [text + "%"])
         packed_vectors.attach(db, folder, {e.id: e for e in found})
@@ -292,3 +293,9 @@ def of_source(folder: Path, source: str) -> list[Entry]:
         return []
     with store.opened(path, readonly=True) as db:
         return store.load_where(db, "source = ?", [source], vectors=False)
+
+
+def all_live(folder: Path) -> list[Entry]:
+    """Every live entry (without vectors), in id order."""
+    with store.opened(folder / store.DB_NAME, readonly=True) as db:
+        return store.load_where(db, "status = 'live'", [], vectors=False)

@@ -256,6 +256,18 @@ def m010_use(db: sqlite3.Connection) -> None:
     )
 
 
+def m011_provenance_and_holds(db: sqlite3.Connection) -> None:
+    """Where each entry came from (its doors, the devices whose folders hold its
+    observations) and what the scan of lessons held of it, as reviewed.  The next catch-up
+    rebuilds the view (``VIEW_FORMAT``), which fills them."""
+    columns = {row[1] for row in db.execute("PRAGMA table_info(entries)")}
+    for name in ("doors", "devices", "held", "holds", "accepted"):
+        if name not in columns:
+            db.execute(f"ALTER TABLE entries ADD COLUMN {name} TEXT NOT NULL DEFAULT '[]'")
+    if "review" not in columns:
+        db.execute("ALTER TABLE entries ADD COLUMN review TEXT NOT NULL DEFAULT ''")
+
+
 MIGRATIONS: list[tuple[str, Migration]] = [
     ("m001_initial", m001_initial),
     ("m002_rank_index", m002_rank_index),
@@ -267,10 +279,11 @@ MIGRATIONS: list[tuple[str, Migration]] = [
     ("m008_packed_slots", m008_packed_slots),
     ("m009_event_lines", m009_event_lines),
     ("m010_use", m010_use),
+    ("m011_provenance_and_holds", m011_provenance_and_holds),
 ]
 #: the format of the rows and packed files the code writes; a view recorded with another
 #: (``_metadata.view_format``) is rebuilt from the log before it is caught up
-VIEW_FORMAT = "4"
+VIEW_FORMAT = "5"
 SCHEMA_VERSION = len(MIGRATIONS)
 
 

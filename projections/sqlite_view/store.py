@@ -30,7 +30,8 @@ BUSY_TIMEOUT_MS = 5000
 
 _LIST_COLUMNS = (
     "keywords", "references", "projects", "features", "sources", "origins", "provenance", "details",
-    "branches", "branch_stamps", "layout", "declined",
+    "branches", "branch_stamps", "layout", "declined", "doors", "devices", "held", "holds",
+    "accepted",
 )  # fmt: skip
 ENTRY_COLUMNS = (
     "id", "name", "description", "reasoning", "category", "keywords", "references",
@@ -39,7 +40,8 @@ ENTRY_COLUMNS = (
     "sources", "origins", "provenance", "details", "last_observed", "promoted",
     "promotion_reason", "status", "status_reason", "superseded_by", "section", "branches",
     "branch_stamps", "layout", "verdicts", "judged_count", "applied_count",
-    "contradicted_count", "proposal", "declined",
+    "contradicted_count", "proposal", "declined", "doors", "devices", "held", "holds",
+    "accepted", "review",
 )  # fmt: skip
 QUOTED_COLUMNS = _QUOTED = ", ".join(f'"{c}"' for c in ENTRY_COLUMNS)
 _UPSERT = (

@@ -183,6 +183,38 @@ def test_memlog_import_claude_memory(
     assert f"auto memory  on (on by default); {folder}: 2 memory files, 2 recorded" in doctor.output
 
 
+def test_a_file_too_large_or_too_deep_is_skipped_named_and_the_others_stored(
+    project: Path, folder: Path, memlog_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    record(project, memlog_home)  # the two files as they were: entries of their own
+    big = "---\nname: big\ndescription: A large memory\n---\n" + "word " * 14_000
+    (folder / "big.md").write_text(big)
+    deep = "[" * 5000 + "]" * 5000
+    (folder / "deep.md").write_text(f"---\nname: deep\ndescription: {deep}\n---\nBody\n")
+    # under the file's cap, but its event would pass what an event may hold (escapes)
+    (folder / "quotes.md").write_text("---\nname: quotes\ndescription: q\n---\n" + '"' * 40_000)
+    (folder / "fine.md").write_text("---\nname: fine\ndescription: A fine new memory\n---\nB\n")
+    (folder / "user.md").write_text(USER + "\n" + "x " * 40_000)  # an old one grown too large
+    monkeypatch.chdir(project)
+    done = CliRunner().invoke(cli, ["import", "--claude-memory", "--json"])
+    assert done.exit_code == 0, done.output
+    said = [line for line in done.stderr.splitlines() if "skipped" in line]
+    assert [Path(line.split(":")[1].strip()).name for line in said] == [
+        "big.md",
+        "deep.md",
+        "user.md",
+        "quotes.md",
+    ], said
+    assert "more than the 64 KiB read" in said[0] and "nested more than 32 deep" in said[1]
+    assert "more than the 64 KiB an event may hold" in said[3]
+    figures = json.loads(done.stdout)
+    assert figures["added"] == 1 and figures["removed"] == 0
+    # the fine file stored, the one grown too large left as it was (not retired)
+    assert live(memlog_home) == {
+        "no-db-mocks": "heuristics", "user-role": "facts", "fine": "facts"
+    }  # fmt: skip
+
+
 def test_one_folder_is_said_as_one(
     project: Path, folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

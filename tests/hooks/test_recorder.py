@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from memlog.config import Config
+from memlog.eventlog.devices import local_digest
 from memlog.eventlog.events import Observed, Recalled, SessionPending
 from memlog.eventlog.log import EventLog
 from memlog.hooks import recorder, session_start
@@ -49,7 +50,9 @@ def test_the_recorder_writes_after_the_hook_and_leaves_the_views_current(
     recorder.hand_over(home, handover)
     assert recorder.settled(home), "the recorder did not finish"
     (recalled,) = recalls(home)
-    assert (recalled.session_id, recalled.query) == ("s-1", "tools")
+    # the text ranked stays here: the event keeps a digest under this home's own key
+    assert (recalled.session_id, recalled.query) == ("s-1", "")
+    assert recalled.digest == local_digest(home / "events", "tools") != ""
     assert recalled.writer is not None and recalled.writer.command == "inject"
     started = [r.event for r in EventLog(home).read() if isinstance(r.event, SessionPending)]
     assert [e.session_id for e in started] == ["s-1"]
@@ -65,7 +68,8 @@ def test_a_handover_too_large_for_a_pipe_is_written_by_the_hook_itself(
     payload = {"session_id": "s-2", "cwd": str(tmp_path), "source": "startup"}
     big = recall("x" * (MAX_STDIN + 1))
     session_start.leave(payload, home, {"recall": big, "space": tuple(SPACE)})
-    assert [len(e.query) for e in recalls(home)] == [MAX_STDIN + 1]
+    big_digest = local_digest(home / "events", "x" * (MAX_STDIN + 1))
+    assert [(e.query, e.digest) for e in recalls(home)] == [("", big_digest)]
     assert "recorder not started" in (home / "hook-errors.log").read_text()
     assert not list((home / recorder.MARKERS).iterdir())
 

@@ -79,6 +79,29 @@ def test_a_prompt_on_a_remembered_topic_gets_its_lessons(memlog_home: Path, tmp_
     assert LOCK not in again  # never one the session already received
 
 
+def test_the_prompt_stays_on_the_machine(memlog_home: Path, tmp_path: Path) -> None:
+    """The recall keeps entries, scores and a digest under this home's own key: no word of
+    the prompt is in the log (which sync carries), and another home's digest of the same
+    prompt differs, so a teammate cannot test guesses against it."""
+    lessons(memlog_home)
+    root = make_project(tmp_path)
+    secret_prompt = ON_TOPIC + " The customer is Globex Corporation, password hunter2."
+    run(memlog_home, payload(root, secret_prompt, "s1"), root)
+    assert settled(memlog_home)
+    (event,) = recalled(memlog_home)
+    assert event.query == "" and len(event.scores) == len(event.ids) > 0
+    log = b"".join(p.read_bytes() for p in (memlog_home / "events").rglob("*.jsonl"))
+    for word in (b"Globex", b"hunter2", b"How should"):
+        assert word not in log
+    other = tmp_path / "other-home"
+    lessons(other)
+    run(other, payload(root, secret_prompt, "s2"), root)
+    assert settled(other)
+    (theirs,) = recalled(other)
+    assert event.digest and theirs.digest and event.digest != theirs.digest
+    assert event.ids == theirs.ids  # the same entries: only the digest's key differs
+
+
 def test_an_unrelated_prompt_gets_nothing(memlog_home: Path, tmp_path: Path) -> None:
     lessons(memlog_home)
     root = make_project(tmp_path)

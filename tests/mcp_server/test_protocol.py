@@ -29,6 +29,12 @@ REFUSED: list[tuple[bytes, int, Any]] = [
     (b"not json", protocol.PARSE_ERROR, None),
     (b'{"jsonrpc": "2.0", "id": 1, "method": "ping"', protocol.PARSE_ERROR, None),
     (b"\xff\xfe{}", protocol.PARSE_ERROR, None),
+    # invalid UTF-8 inside a string of otherwise good JSON: still a parse error
+    (
+        b'{"jsonrpc": "2.0", "id": 11, "method": "ping", "params": {"a": "\xff\xfe"}}',
+        protocol.PARSE_ERROR,
+        None,
+    ),
     (b"42", protocol.INVALID_REQUEST, None),
     (b'"ping"', protocol.INVALID_REQUEST, None),
     (b"[]", protocol.INVALID_REQUEST, None),
@@ -187,3 +193,12 @@ def test_depth_is_counted_without_recursion() -> None:
     assert protocol.depth("text") == 0
     assert protocol.depth({"a": [1, {"b": []}]}) == 4
     assert protocol.depth(nested(100_000)) == 100_000
+
+
+def test_invalid_utf8_inside_a_string_is_named_where_it_is_in_the_line() -> None:
+    line = b'{"jsonrpc": "2.0", "id": 11, "method": "ping", "params": {"a": "ok \xff"}}'
+    with pytest.raises(protocol.Refused) as refused:
+        protocol.parse(line)
+    at = line.index(b"\xff")  # in the line, not in the string msgspec was reading
+    assert refused.value.code == protocol.PARSE_ERROR
+    assert refused.value.message == f"Parse error: not UTF-8 at byte {at}"

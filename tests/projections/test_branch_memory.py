@@ -36,6 +36,7 @@ from memlog.projections.runner import catch_up, rebuild
 from memlog.projections.sqlite_view import ledger
 from memlog.projections.sqlite_view.digest import sqlite_digest
 from memlog.projections.sqlite_view.schema import MIGRATIONS, migrate
+from memlog.vocabulary import LESSONS_NOTE
 
 SECTIONS_OF = {
     "facts": "facts", "architectural-decisions": "heuristics", "conventions": "patterns",
@@ -153,7 +154,7 @@ def test_the_block_shows_conventions_then_decisions_then_bug_patterns_never_fact
         entry("A decision.", "architectural-decisions", 3), entry("A rule.", "conventions", 4),
     ]  # fmt: skip
     assert injected_block(entries) == (
-        "## Branch Memory (auto-extracted)\n\n### Conventions\n\n- A rule.\n\n"
+        f"## Branch Memory (auto-extracted)\n{LESSONS_NOTE}\n\n### Conventions\n\n- A rule.\n\n"
         "### Architectural Decisions\n\n- A decision.\n\n### Bug Patterns\n\n- A bug.\n"
     )
     assert injected_block([entry("Only a fact.", "facts", 1)]) == ""
@@ -162,15 +163,15 @@ def test_the_block_shows_conventions_then_decisions_then_bug_patterns_never_fact
 @pytest.mark.ac("004:injected-block")
 def test_the_block_is_capped_at_4000_characters_item_by_item() -> None:
     rules = [entry(f"Rule {i:02d} " + "r" * 290, "conventions", i) for i in range(12)]
-    bugs = [entry(f"Bug {i} " + "b" * 200, "bug-patterns", 100 + i) for i in range(3)]
+    bugs = [entry(f"Bug {i} " + "b" * 150, "bug-patterns", 100 + i) for i in range(3)]
     block = injected_block(rules + bugs)
     assert len(block) <= 4000
-    assert block.count("\n- Rule") == 12  # 12 × ~300 characters fit
+    assert block.count("\n- Rule") == 12  # 12 × ~300 characters fit (with the title's lines)
     assert "### Bug Patterns\n\n- Bug 0" in block and "Bug 1" not in block  # then one more
     more = injected_block(
         [entry(f"Rule {i:02d} " + "r" * 290, "conventions", i) for i in range(20)]
     )
-    assert len(more) <= 4000 and more.count("\n- Rule") == 13 and "Bug" not in more
+    assert len(more) <= 4000 and more.count("\n- Rule") == 12 and "Bug" not in more
 
 
 # -- CLAUDE.md -------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ import pytest
 
 from memlog.eventlog.events import (
     EventBase,
+    Held,
     Influenced,
     Labelled,
     MaintenanceRan,
@@ -23,6 +24,7 @@ from memlog.eventlog.events import (
     Proposed,
     Recalled,
     Retired,
+    Reviewed,
     SessionPending,
     SessionProgress,
     Superseded,
@@ -55,8 +57,8 @@ class Writer:
     def events(self) -> list[EventBase]:
         rng, n = self.rng, self.rng.randrange(LESSONS)
         kind = rng.choice(["new"] * 3 + ["recall", "retire", "supersede", "promote", "label",
-                                         "pending", "progress", "evolved", "maint", "judge",
-                                         "judge", "propose"])  # fmt: skip
+                                         "pending", "progress", "evolved", "maint", "held",
+                                         "review", "judge", "judge", "propose"])  # fmt: skip
         if kind == "new":
             return self.lesson(n)
         return [self.other(kind, content_hash(topic(n)), f"s{rng.randrange(3)}")]
@@ -71,7 +73,7 @@ class Writer:
         extra = self.rng.choice([{}, {"section": "facts", "project": "parser",
                                       "branch": self.rng.choice(["b1", "b2"])},
                                  {"revive": False}, {"confidence": "high"}, {"count": 3},
-                                 {"category": "anti-patterns"}])  # fmt: skip
+                                 {"category": "anti-patterns"}, {"door": "mcp"}])  # fmt: skip
         return [Observed(name=f"Lesson {n}", description=topic(n),
                          **{"category": "patterns", "project": "project-a", **extra})]  # fmt: skip
 
@@ -102,6 +104,10 @@ class Writer:
                 session_id=rng.choice([session, ""]),
                 operations=(Operation(op="keep", entry_id=entry_id),), usage=SPENT),
             "maint": lambda: MaintenanceRan(task=rng.choice(["weekly", "monthly"])),
+            "held": lambda: Held(entry_id=entry_id, rules=(rng.choice(["override", "frame"]),),
+                                 digest=rng.choice(["d1", "d2", ""])),
+            "review": lambda: Reviewed(entry_id=entry_id,
+                                       verdict=rng.choice(["accepted", "rejected"])),
         }[kind]()  # fmt: skip
 
 

@@ -17,6 +17,7 @@ from memlog.eventlog.log import EventLog
 from memlog.projections.markdown_view.kb_parser import parse_file
 from memlog.retrieval.legacy import parse_legacy
 from memlog.tests.support import FIXTURES
+from memlog.vocabulary import LESSONS_NOTE
 
 RECORDED = Path(__file__).parent / "fixtures" / "memory_py"
 STORE = RECORDED / "global-store"
@@ -103,9 +104,11 @@ def test_the_drop_in_is_never_cut_to_a_context_budget(root: Path, tmp_path: Path
 
 def test_memlog_inject_says_how_it_chose(root: Path, tmp_path: Path) -> None:
     """Only the drop-in is memory.py's output alone: ``memlog inject`` (what the hook would
-    inject) keeps the line that says how the entries were chosen."""
+    inject) keeps the line that says how the entries were chosen, and the one under the
+    title saying its lessons are notes, not instructions."""
     store = global_store(tmp_path, True)
-    expected = (RECORDED / "global-9.txt").read_text()
+    header = "## Engineering Memory (from knowledge bank)\n"
+    expected = (RECORDED / "global-9.txt").read_text().replace(header, header + LESSONS_NOTE + "\n")
     done = CliRunner().invoke(cli, ["inject", str(root), "--limit", "9"], env={
         "MEMLOG_HOME": str(store)})  # fmt: skip
     assert done.exit_code == 0, done.output

@@ -47,6 +47,7 @@ from memlog.tests.retrieval.helpers import (
     project,
     seed,
 )
+from memlog.vocabulary import LESSONS_NOTE
 
 # -- the semantic pipeline --------------------------------------------------------------------
 
@@ -109,7 +110,7 @@ def test_ac3_recall_count_and_last_recalled_at(memlog_home: Path, tmp_path: Path
 
 # The knowledge bank of a project and a global store, as iflow writes them.
 def legacy_block(*sections: tuple[str, list[str]], local: int, global_: int) -> str:
-    parts = [HEADER, ""]
+    parts = [HEADER, LESSONS_NOTE, ""]  # (the line on what lessons are: the hook's, not #023's)
     for title, blocks in sections:
         parts.append(title)
         for block in blocks:
@@ -316,7 +317,9 @@ def test_output_format_semantic(memlog_home: Path) -> None:
     query = "parser pitfalls and a very long context query that goes on and on past sixty chars"
     result = build(make_request(memlog_home, None, limit=9, query=query))
     text = result.text
-    assert text.startswith(HEADER + "\n\n### Anti-Patterns to Avoid\n### Anti-Pattern: parser")
+    assert text.startswith(
+        f"{HEADER}\n{LESSONS_NOTE}\n\n### Anti-Patterns to Avoid\n### Anti-Pattern: parser"
+    )
     positions = [text.index(t) for t in SECTION_TITLES]
     assert positions == sorted(positions)
     body, diagnostic = text.rstrip("\n").rsplit("\n---\n", 1)
