@@ -17,10 +17,14 @@ from memlog.vocabulary import DEFAULT_SPACE, Space
 
 
 def heal(home: Path, reason: str, space: Space = DEFAULT_SPACE) -> bool:
-    """Rebuild the views of ``home`` found damaged (``reason``); whether they were."""
+    """Rebuild the views of ``home`` found damaged (``reason``); whether they are sound
+    now (rebuilt here, or by another process whose rebuild, begun before the damage was
+    noted, swapped in sound views and cleared the note meanwhile)."""
     if not damage.mark(home, reason):
         return False
     try:
-        return catch_up(home, space).rebuilt
+        if catch_up(home, space).rebuilt:
+            return True
     except (MemlogError, OSError):
-        return False
+        pass
+    return damage.marked(home) is None and damage.check(home) is None
