@@ -60,6 +60,16 @@ def pytest_configure(config: pytest.Config) -> None:
     standalone.watch()
 
 
+#: tests that take minutes by design, started first: on workers that take tests in order,
+#: one started last would run alone at the end of the suite
+LONGEST = ("tests/test_chaos.py",)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The longest tests first (the order of the rest is kept)."""
+    items.sort(key=lambda item: not item.nodeid.startswith(LONGEST))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def within_the_repository() -> Iterator[None]:
     """The run fails when something read beside the repository outside any test (a test
