@@ -119,8 +119,11 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 @pytest.fixture(scope="module")
 def page(served: str) -> Iterator[Any]:
+    """A browser that opened the address ``memlog ui`` printed (its token), as a user's
+    does first: each test may then run alone, or on another worker than the first."""
     driver = browser()
     try:
+        driver.get(served)
         yield driver
     finally:
         driver.quit()
