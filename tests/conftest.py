@@ -82,8 +82,8 @@ def within_the_repository() -> Iterator[None]:
 
 @pytest.fixture(autouse=True)
 def reads_nothing_beside_the_repository(within_the_repository: None) -> Iterator[None]:
-    """The test fails when it read a file or folder beside the repository (``../shared``):
-    a clone has nothing there, so it would fail in the clone."""
+    """The test fails when it read a file or folder beside the repository (where its
+    fixtures once came from): a clone has nothing there, so it would fail in the clone."""
     before = len(standalone.outside)
     yield
     if len(standalone.outside) > before:

@@ -1,6 +1,6 @@
 """The repository stands alone: its tests and benchmarks read nothing beside it.
 
-A user's clone has no ``../shared``: every fixture lives in ``tests/fixtures/`` with a
+A user's clone has no folder beside it: every fixture lives in ``tests/fixtures/`` with a
 README saying where it comes from.  Statically, no test or benchmark names a path
 beside the repository or climbs out of it; while the suite runs, ``standalone``'s audit
 hook fails a test that reads there (``conftest.py``).  ``.ci/run`` runs the README's
@@ -23,7 +23,7 @@ from memlog.tests.support import FIXTURES, REPO
 SCANNED = ("tests", "benchmarks")
 #: text that names the folder beside the repository the fixtures once came from (fake
 #: absolute paths, a payload's ``cwd`` say, are never read: the audit hook sees reads)
-FORBIDDEN = ("../shared", "shared/fixtures")
+FORBIDDEN = (f"../{standalone.ORIGIN}", f"{standalone.ORIGIN}/fixtures")
 
 
 def sources() -> Iterator[Path]:
@@ -92,11 +92,11 @@ def test_no_test_or_benchmark_reaches_beside_the_repository() -> None:
 @pytest.mark.parametrize(
     "code",
     [
-        'FIXTURES = REPO.parent / "shared" / "fixtures"',
+        f'FIXTURES = REPO.parent / "{standalone.ORIGIN}" / "fixtures"',
         'BANK = Path(__file__).resolve().parents[2] / "bank"',
         "BANK = Path(__file__).parent.parent.parent / 'bank'",
-        'BANK = Path("/work/shared/fixtures/bank")',
-        'BANK = Path("../shared/fixtures") / "bank"',
+        f'BANK = Path("/work/{standalone.ORIGIN}/fixtures/bank")',
+        f'BANK = Path("../{standalone.ORIGIN}/fixtures") / "bank"',
     ],
 )
 def test_the_check_finds_a_path_beside_the_repository(code: str) -> None:
@@ -108,7 +108,7 @@ def test_the_check_passes_paths_inside_the_repository() -> None:
     ok = (
         'HERE = Path(__file__).resolve().parents[1] / "fixtures"\n'
         'STORE = Path(__file__).parent / "retrieval"\n'
-        'def f():\n    """Read what ../shared held, once."""\n'
+        f'def f():\n    """Read what ../{standalone.ORIGIN} held, once."""\n'
     )
     assert escapes(REPO / "tests" / "test_x.py", ok) == []
 
@@ -128,7 +128,7 @@ def test_every_fixture_folder_says_where_it_comes_from() -> None:
 
 def test_a_read_beside_the_repository_is_noted(tmp_path: Path) -> None:
     """The run's audit hook notes a read beside the repository, and only there."""
-    repo, shared = tmp_path / "clone", tmp_path / "shared" / "fixtures"
+    repo, shared = tmp_path / "clone", tmp_path / "beside" / "fixtures"
     (repo / "tests").mkdir(parents=True)
     shared.mkdir(parents=True)
     (shared / "bank.md").write_text("x")
