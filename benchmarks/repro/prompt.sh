@@ -1,25 +1,7 @@
 #!/usr/bin/env bash
-# A damaged memory.db: 40 KB flipped in its middle after a checkpoint, then list, show, catch-up, a SessionStart.
+# A damaged memory.db met by the prompt hook, then catch-up and verify.
 set -u
-M=${MEMLOG:-memlog}
-T=$(mktemp -d); cd "$T"; mkdir proj
-export MEMLOG_EMBEDDING_PROVIDER=hashing MEMLOG_EXTRACTION_PROVIDER=off MEMLOG_RESIDENT_MINUTES=0 HOME=$T/h MEMLOG_HOME=$T/home
-python3 - "$T/rows.jsonl" <<'PY'
-import json, sys
-with open(sys.argv[1], "w") as f:
-    for i in range(265):
-        f.write(json.dumps({"name": f"Lesson {i}", "description": f"Lesson {i}: keep the cache {i} apart from lock {i*7} when the parser retries {'x'*200}", "category": "patterns"}) + "\n")
-PY
-$M observe --from rows.jsonl >/dev/null 2>&1
-python3 - "$T/home/memory.db" <<'PY'
-import sqlite3, sys
-p = sys.argv[1]
-with sqlite3.connect(p) as db: db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-d = bytearray(open(p, "rb").read()); m = len(d) // 2
-for i in range(m, min(m + 40960, len(d))): d[i] ^= 0xFF
-open(p, "wb").write(bytes(d)); print(f"memory.db: {len(d)} bytes, 40 KB flipped at {m}")
-PY
-
+source "$(dirname "$0")/damaged-home.sh"
 echo "prompt: $(echo '{"session_id":"s2","cwd":"'$T/proj'","hook_event_name":"UserPromptSubmit","prompt":"how should the parser keep the cache apart from the lock when it retries"}' | $M hook user-prompt 2>$T/h.err | head -c 300); stderr: $(head -c 300 $T/h.err)"
 echo "catch-up: $($M catch-up 2>&1 | tr '\n' '|') exit $?"
 echo "verify: $($M verify 2>&1 | tail -1)"
