@@ -45,19 +45,24 @@ def observed(home: Path) -> set[str]:
     return {r.event.description for r in EventLog(home).read() if isinstance(r.event, Observed)}
 
 
+def synced_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, batches: int) -> Path:
+    """A device-layout home of small segments, ``batches`` of 40 lessons, synced."""
+    monkeypatch.setattr(devices, "ROLL_BYTES", 16 << 10)
+    home = tmp_path / "home"
+    init(home, str(bare_remote(tmp_path / "remote.git")))
+    for batch in range(batches):
+        memlog_ok(home, "observe", "--from", str(lessons_file(tmp_path, 40, batch * 40)))
+    memlog_ok(home, "sync")
+    return home
+
+
 def test_a_segment_deleted_then_taken_back_from_the_remote_rebuilds_the_views(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A device-layout home of four segments or more loses one holding lessons; a replay
     builds views of what is left; the next sync takes the segment back from the remote,
     and the views are a replay of the whole log again (they stayed at what was left)."""
-    monkeypatch.setattr(devices, "ROLL_BYTES", 16 << 10)
-    remote = str(bare_remote(tmp_path / "remote.git"))
-    home = tmp_path / "home"
-    init(home, remote)
-    for batch in range(4):
-        memlog_ok(home, "observe", "--from", str(lessons_file(tmp_path, 40, batch * 40)))
-    memlog_ok(home, "sync")
+    home = synced_home(tmp_path, monkeypatch, batches=4)
     own = EventLog(home).segments()
     assert len(own) >= 4
     whole = observed(home)
@@ -77,13 +82,7 @@ def test_a_segment_deleted_then_taken_back_from_the_remote_rebuilds_the_views(
 def test_a_segment_deleted_before_the_views_place_is_said_and_the_views_rebuilt(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(devices, "ROLL_BYTES", 16 << 10)
-    remote = str(bare_remote(tmp_path / "remote.git"))
-    home = tmp_path / "home"
-    init(home, remote)
-    for batch in range(3):
-        memlog_ok(home, "observe", "--from", str(lessons_file(tmp_path, 40, batch * 40)))
-    memlog_ok(home, "sync")
+    home = synced_home(tmp_path, monkeypatch, batches=3)
     own = EventLog(home).segments()
     own[1].unlink()
     done = memlog(home, "list", "--limit", "1")
