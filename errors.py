@@ -14,8 +14,6 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import NamedTuple
 
-ERROR_LOG = "errors.log"
-
 
 class MemlogError(Exception):
     """Base of all memlog errors: a message fit to show a user as one line."""
@@ -87,8 +85,9 @@ class Described(NamedTuple):
     bad_input: bool = False
 
 
-def describe(exc: BaseException, home: Path | None = None) -> Described:
-    """The one line for ``exc``; a crash's traceback goes to ``home/errors.log``."""
+def describe(exc: BaseException, log: Path | None = None) -> Described:
+    """The one line for ``exc``; a crash's traceback goes to ``log`` (the home's
+    ``errors_log``)."""
     if isinstance(exc, InvalidInput):
         return Described(str(exc), bad_input=True)
     if isinstance(exc, MemlogError):
@@ -99,16 +98,15 @@ def describe(exc: BaseException, home: Path | None = None) -> Described:
     if isinstance(exc, OSError):
         where = f"{exc.filename}: " if exc.filename else ""
         return Described(f"{where}{exc.strerror or exc}")
-    return Described(record_crash(exc, home))
+    return Described(record_crash(exc, log))
 
 
-def record_crash(exc: BaseException, home: Path | None) -> str:
-    """Keep the traceback in the home's error log; return the line a user sees."""
+def record_crash(exc: BaseException, path: Path | None) -> str:
+    """Keep the traceback in the error log at ``path``; return the line a user sees."""
     line = f"internal error: {type(exc).__name__}: {exc}"
-    if home is None:
+    if path is None:
         return line
     try:
-        path = home / ERROR_LOG
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         stamp = datetime.now(UTC).isoformat()
         import traceback  # (only for a crash: the hooks' path stays light)

@@ -51,9 +51,10 @@ def is_link(path: Path | str) -> bool:
         return False
 
 
-def no_links(path: Path, root: Path) -> Path:
-    """``path``, once neither it nor any folder between ``root`` and it is a link (what
-    does not exist yet is made by memlog); ``root`` itself may be one."""
+def no_links(path: Path, within: os.PathLike[str]) -> Path:
+    """``path``, once neither it nor any folder between ``within`` (the home) and it is a
+    link (what does not exist yet is made by memlog); ``within`` itself may be one."""
+    root = Path(within)
     try:
         parts = path.relative_to(root).parts
     except ValueError:
@@ -71,7 +72,7 @@ def no_links(path: Path, root: Path) -> Path:
     return path
 
 
-def private_dir(path: Path, root: Path) -> Path:
+def private_dir(path: Path, root: os.PathLike[str]) -> Path:
     """``path`` made (mode 0700, parents too) under ``root``, with no link on the way."""
     no_links(path, root)
     path.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -199,7 +200,7 @@ def write_synced(path: Path, data: bytes, exclusive: bool = False) -> None:
         os.close(fd)
 
 
-def atomic_write(path: Path, data: bytes, root: Path | None = None) -> None:
+def atomic_write(path: Path, data: bytes, root: os.PathLike[str] | None = None) -> None:
     """Write ``data`` to a private temporary file, fsync it, rename it over ``path``
     and fsync the directory (mode 0600, parents created 0700).
 

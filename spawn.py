@@ -21,9 +21,9 @@ MAX_STDIN = 60_000
 BLAS_PINNED = "MEMLOG_BLAS_PINNED"
 
 
-def child_environ(env: Mapping[str, str], home: Path) -> dict[str, str]:
+def child_environ(env: Mapping[str, str], home: os.PathLike[str]) -> dict[str, str]:
     """A child's environment: ``env`` for ``home``, without the caller's own BLAS pin."""
-    environ = {**env, "MEMLOG_HOME": str(home)}
+    environ = {**env, "MEMLOG_HOME": os.fspath(home)}
     if environ.pop(BLAS_PINNED, None) == "1":
         environ.pop("OPENBLAS_NUM_THREADS", None)
     return environ
@@ -31,7 +31,7 @@ def child_environ(env: Mapping[str, str], home: Path) -> dict[str, str]:
 
 def spawn_memlog(
     args: Sequence[str],
-    home: Path,
+    home: os.PathLike[str],
     env: Mapping[str, str] | None = None,
     stdin: bytes | None = None,
     project: str | Path | None = None,

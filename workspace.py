@@ -16,7 +16,7 @@ import msgspec
 
 from memlog.config import Config, load_config
 from memlog.errors import LinkRefused, MemlogError
-from memlog.home import resolve_cache, resolve_home
+from memlog.home import Home, resolve_cache, resolve_home
 from memlog.project import find_project_root
 from memlog.vocabulary import Space
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 class Workspace(msgspec.Struct, frozen=True):
     """Where memories live (``home``) and the project they are read and written for."""
 
-    home: Path
+    home: Home
     root: Path | None
     config: Config
     #: what was wrong with the configuration (each value fell back to its default)
@@ -42,7 +42,7 @@ class Workspace(msgspec.Struct, frozen=True):
         cls,
         where: Path | None = None,
         *,
-        home: Path | None = None,
+        home: Home | Path | None = None,
         exact: bool = False,
         env: Mapping[str, str] | None = None,
     ) -> Workspace:
@@ -55,18 +55,23 @@ class Workspace(msgspec.Struct, frozen=True):
 
     @classmethod
     def at(
-        cls, root: Path | None, *, home: Path | None = None, env: Mapping[str, str] | None = None
+        cls,
+        root: Path | None,
+        *,
+        home: Home | Path | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> Workspace:
         """The workspace of the project at ``root`` (``None``: no project, settings from
         the environment only)."""
         environ = os.environ if env is None else env
         config, warnings = load_config(root, environ)
-        return cls(home or resolve_home(dict(environ)), root, config, tuple(warnings))
+        where = Home.of(home) if home is not None else resolve_home(environ)
+        return cls(where, root, config, tuple(warnings))
 
     @classmethod
-    def unconfigured(cls, home: Path) -> Workspace:
+    def unconfigured(cls, home: Home | Path) -> Workspace:
         """The home alone, with default configuration: for reading the log only."""
-        return cls(home, None, Config())
+        return cls(Home.of(home), None, Config())
 
     @property
     def project(self) -> str:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from memlog.errors import MemlogError
-from memlog.home import ensure_dir
+from memlog.home import Home, ensure_dir
 from memlog.locking import locked
 
 if TYPE_CHECKING:
@@ -30,14 +30,13 @@ if TYPE_CHECKING:
     from memlog.workspace import Workspace
 
 STORE_FILES = ("anti-patterns.md", "heuristics.md", "patterns.md")
-LOCK_NAME = ".adopt.lock"
 REASON = "adopted from the iflow global store"
 
 
 class Adopted(NamedTuple):
     """What the adoption imported, and what it noticed."""
 
-    home: Path
+    home: Home
     files: list[str]
     entries: int
     events: int
@@ -54,9 +53,9 @@ class Adopted(NamedTuple):
         )
 
 
-def pending_store(home: Path) -> list[Path]:
+def pending_store(home: Home) -> list[Path]:
     """The iflow store files waiting to be adopted (none once the log has begun)."""
-    files = [home / name for name in STORE_FILES if (home / name).is_file()]
+    files = [home.markdown(n) for n in STORE_FILES if home.markdown(n).is_file()]
     from memlog.eventlog.scan import has_events
 
     if not files or has_events(home):
@@ -119,6 +118,6 @@ def promoted(events: list[EventBase]) -> list[EventBase]:
     return [*events, *more]
 
 
-def _locked(home: Path) -> AbstractContextManager[None]:
+def _locked(home: Home) -> AbstractContextManager[None]:
     ensure_dir(home)
-    return locked(home / LOCK_NAME)
+    return locked(home.adopt_lock)

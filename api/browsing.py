@@ -32,6 +32,7 @@ from memlog.eventlog import scan
 from memlog.eventlog.bounds import Bound, parse_bound, within
 from memlog.eventlog.events import Event
 from memlog.files import alive, atomic_write
+from memlog.home import Home
 from memlog.projections.fold import Entry
 from memlog.projections.markdown_view.writer import load_state
 from memlog.projections.runner import rebuild
@@ -52,7 +53,7 @@ class View:
     """Where a page reads: the live home, or the views as of ``until`` in ``folder``."""
 
     ws: Workspace
-    folder: Path
+    folder: Home
     until: str = ""
     seq: int | None = None
 
@@ -72,12 +73,11 @@ class View:
 
     @property
     def has_view(self) -> bool:
-        return (self.folder / "memory.db").exists()
+        return self.folder.db.exists()
 
 
 #: where a running page says, in the home, which folder holds its snapshots (one file per
 #: page, named by its process id), and the generation a redaction raises
-PAGES_DIR = ".pages"
 GENERATION = "generation"
 
 
@@ -89,7 +89,7 @@ class Snapshots:
     redaction is then dropped and built again from the rewritten log.
     """
 
-    def __init__(self, root: Path, home: Path | None = None) -> None:
+    def __init__(self, root: Path, home: Home | None = None) -> None:
         self.root = root
         self.home = home
         self.built: dict[str, tuple[View, str]] = {}
@@ -108,24 +108,24 @@ class Snapshots:
             if key not in self.built:
                 self._drop(list(self.built)[: max(0, len(self.built) - KEPT_SNAPSHOTS + 1)])
                 self.made += 1
-                folder = self.root / f"as-of-{self.made}"
+                folder = Home(self.root / f"as-of-{self.made}")
                 done = rebuild(ws.home, ws.space, bound, folder)
                 self.built[key] = (View(ws, folder, until.strip(), done.seq), generation)
             return self.built[key][0]
 
     def _generation(self) -> str:
-        return _read(self.home / PAGES_DIR / GENERATION) if self.home is not None else ""
+        return _read(self.home.pages / GENERATION) if self.home is not None else ""
 
     def _drop(self, keys: list[str]) -> None:
         for key in keys:
             view, _ = self.built.pop(key)
-            shutil.rmtree(view.folder, ignore_errors=True)
+            shutil.rmtree(view.folder.root, ignore_errors=True)
 
 
-def _register(home: Path, root: Path) -> Path | None:
+def _register(home: Home, root: Path) -> Path | None:
     """Say in ``home`` that this process keeps snapshots in ``root`` (None when the home
     cannot take it: a read-only snapshot home, say)."""
-    folder = home / PAGES_DIR
+    folder = home.pages
     try:
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)
         path = folder / str(os.getpid())
@@ -135,16 +135,16 @@ def _register(home: Path, root: Path) -> Path | None:
     return path
 
 
-def unregister(home: Path) -> None:
+def unregister(home: Home) -> None:
     """This process keeps no snapshots of ``home`` any more (it removes its folder)."""
-    (home / PAGES_DIR / str(os.getpid())).unlink(missing_ok=True)
+    (home.pages / str(os.getpid())).unlink(missing_ok=True)
 
 
-def forget_snapshots(home: Path) -> list[str]:
+def forget_snapshots(home: Home) -> list[str]:
     """Remove every snapshot a page of ``home`` built (a redaction's text may be in them)
     and make running pages build them again; a page no longer running loses its whole
     folder.  The folders removed."""
-    folder = home / PAGES_DIR
+    folder = home.pages
     if folder.is_symlink() or not folder.is_dir():
         return []
     generation = _read(folder / GENERATION)
@@ -301,7 +301,7 @@ def files(view: View) -> list[tuple[str, int]]:
     """The markdown files of the view (the global store, each project's, branch memory …)."""
     found = []
     for rel in sorted(load_state(view.folder).files):
-        path = view.folder / rel
+        path = view.folder.markdown(rel)
         if path.is_file():
             found.append((rel, path.stat().st_size))
     return found
@@ -311,4 +311,4 @@ def file_text(view: View, rel: str) -> str:
     """One markdown file the view wrote (no other path is ever read)."""
     if rel not in load_state(view.folder).files:
         raise InvalidInput(f"{shown(rel)} is not a file of the markdown view")
-    return (view.folder / rel).read_text(encoding="utf-8", errors="replace")
+    return view.folder.markdown(rel).read_text(encoding="utf-8", errors="replace")

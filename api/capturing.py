@@ -97,7 +97,7 @@ def observe(
 
 def _not_live(ws: Workspace, ids: Sequence[str], revive: bool) -> list[str]:
     """A note for each entry observed that is retired or superseded."""
-    if not (ws.home / "memory.db").exists():
+    if not ws.home.db.exists():
         return []  # no view: nothing observed yet, or nothing to tell from
     try:
         ws.catch_up()

@@ -8,15 +8,14 @@ that cannot be written keeps the note for the next command that can.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from memlog.errors import MemlogError
+from memlog.home import Home
 from memlog.projections.runner import catch_up
 from memlog.projections.sqlite_view import damage
 from memlog.vocabulary import DEFAULT_SPACE, Space
 
 
-def heal(home: Path, reason: str, space: Space = DEFAULT_SPACE) -> bool:
+def heal(home: Home, reason: str, space: Space = DEFAULT_SPACE) -> bool:
     """Rebuild the views of ``home`` found damaged (``reason``); whether they are sound
     now (rebuilt here, or by another process whose rebuild, begun before the damage was
     noted, swapped in sound views and cleared the note meanwhile)."""

@@ -21,7 +21,7 @@ from memlog.api.adoption import pending_store
 from memlog.capture.extraction.prompts import MAX_TRANSCRIPT_CHARS
 from memlog.errors import MemlogError
 from memlog.eventlog.devices import known_device_id
-from memlog.home import hook_errors
+from memlog.home import Home, hook_errors
 from memlog.llm.endpoints import Destination, destination
 from memlog.projections.freshness import current_seq
 from memlog.projections.sqlite_view import queries, store
@@ -57,7 +57,7 @@ def views(ws: Workspace, stats: Figures) -> Check:
 def home(ws: Workspace, stats: Figures) -> Check:
     """Where the home is, whether memlog can write there, and what it holds."""
     where = ws.home
-    if not where.exists():
+    if not ws.home.exists():
         return Check("home", "ok", f"{where} (not created yet: {reading.NO_MEMORIES})")
     if not os.access(where, os.W_OK | os.X_OK):
         return Check("home", "problem", f"{where} is not writable: nothing can be recorded")
@@ -168,7 +168,7 @@ def auto_memory(ws: Workspace, where: Path | None = None) -> Check:
     on, why = claude_files.auto_memory_on(cwd)
     folder = claude_files.memory_folder(cwd)
     files = sum(1 for _ in claude_files.memory_files(folder)) if folder.is_dir() else 0
-    device = known_device_id(ws.home / "events")
+    device = known_device_id(ws.home)
     prefix = claude_files.origin_prefix(device, folder)
     recorded = len(queries.with_origin(ws.home, "claude-code", prefix)) if device else 0
     state = "on" if on else "off"
@@ -202,28 +202,28 @@ def errors(ws: Workspace) -> Check:
     return Check("hook errors", "ok", "none")
 
 
-def disk_use(where: Path) -> dict[str, int]:
+def disk_use(home: Home) -> dict[str, int]:
     """Bytes the home uses: the log, memory.db (with its WAL), vectors, markdown, the rest."""
     use = {"log": 0, "memory.db": 0, "vectors": 0, "markdown": 0, "other": 0}
-    for folder, _, names in os.walk(where):
-        top = Path(folder).relative_to(where).parts[:1]
+    kinds = {home.events: "log", home.legacy_vectors: "vectors", home.index: "vectors"}
+    for folder, _, names in os.walk(home):
+        here = Path(folder)
+        top = home.root / here.relative_to(home.root).parts[0] if here != home.root else None
         for name in names:
             try:
-                size = (Path(folder) / name).stat().st_size
+                size = (here / name).stat().st_size
             except OSError:
                 continue
-            use[_kind(top[0] if top else "", name)] += size
+            use[_kind(home, kinds.get(top) if top else None, here / name)] += size
     return use
 
 
-def _kind(top: str, name: str) -> str:
-    if top == "events":
-        return "log"
-    if top == "vectors":
-        return "vectors"
-    if not top and name.startswith("memory.db"):
+def _kind(home: Home, kind: str | None, path: Path) -> str:
+    if kind is not None:
+        return kind
+    if path.parent == home.root and path.name.startswith(home.db.name):
         return "memory.db"
-    return "markdown" if name.endswith(".md") else "other"
+    return "markdown" if path.name.endswith(".md") else "other"
 
 
 def disk(ws: Workspace) -> Check:

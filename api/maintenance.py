@@ -11,9 +11,9 @@ from memlog.eventlog import redaction_journal, snapshot
 from memlog.eventlog.bounds import Bound, parse_bound
 from memlog.eventlog.log import DamageHandler, EventLog
 from memlog.eventlog.verify import Report, repair_log, verify_log
+from memlog.home import Home
 from memlog.projections.audit import Audit, audit
 from memlog.projections.fold import Entry
-from memlog.projections.freshness import db_path
 from memlog.projections.markdown_view.writer import markdown_digest
 from memlog.projections.runner import CatchUp, Rebuilt, rebuild
 from memlog.projections.scrub import truncate_wal
@@ -65,7 +65,7 @@ def check_replay(ws: Workspace, until: str | None, target: Path | None) -> Bound
     snapshot.refuse_writes(ws.home, "rebuild the views of")
     if until and target is None:
         raise InvalidInput("--until needs --to DIR (the live views always follow the whole log)")
-    if target is not None and target.resolve() == ws.home.resolve():
+    if target is not None and target.resolve() == ws.home.root.resolve():
         raise InvalidInput("--to must be another directory than the memlog home")
     if target is not None and EventLog(target).segments():
         raise InvalidInput(f"{target} holds a memlog log; --to needs a new directory or a snapshot")
@@ -80,10 +80,11 @@ def replay(
 ) -> Replayed:
     """Rebuild every view from zero; with ``until``/``target`` the views as they were, elsewhere."""
     bound = check_replay(ws, until, target)
-    result = rebuild(ws.home, ws.space, bound, target, progress)
-    folder = target or ws.home
+    aside = Home(target) if target is not None else None
+    result = rebuild(ws.home, ws.space, bound, aside, progress)
+    folder = aside or ws.home
     truncate_wal(folder)  # no page of the database before the replay stays on disk
-    return Replayed(result, folder, sqlite_digest(db_path(folder)), markdown_digest(folder))
+    return Replayed(result, folder.root, sqlite_digest(folder), markdown_digest(folder))
 
 
 def verify(ws: Workspace, repair: bool = False, log_only: bool = False) -> Verification:
@@ -101,7 +102,7 @@ def verify(ws: Workspace, repair: bool = False, log_only: bool = False) -> Verif
             views = audit(ws.home, ws.space)  # its catch-up rebuilds them first
     if views is not None and redaction_journal.pending(ws.home) is not None:
         views.drift.append(
-            f"{redaction_journal.JOURNAL_NAME}: a redaction is unfinished (its text may be "
+            f"{ws.home.redaction_journal.name}: a redaction is unfinished (its text may be "
             "left in the home): run memlog redact again"
         )
     clean = report.clean and (views is None or views.clean)

@@ -116,7 +116,7 @@ def last(
     log = ws.log("log")
     lower = parse_bound(since) if since else None
     upper = parse_bound(until) if until else None
-    if entry or devices.is_per_device(log.events_dir):
+    if entry or devices.is_per_device(log.home):
         return list(deque(numbered(ws, types, entry, since, until), maxlen=limit))
     found: list[tuple[int, Event]] = []
     up_to = upper.seq if upper is not None else None
@@ -185,7 +185,7 @@ def is_empty(ws: Workspace) -> bool:
 
 
 def has_view(ws: Workspace) -> bool:
-    return (ws.home / "memory.db").exists()
+    return ws.home.db.exists()
 
 
 def list_entries(

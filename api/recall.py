@@ -235,7 +235,7 @@ def branch_part(
         return "", [], others
     entries = [e for e in queries.entries(ws.home, mine, vectors=False) if e.id not in holds]
     entries.sort(key=lambda e: (e.created_seq, e.id))
-    elsewhere = foreign(entries, known_device_id(ws.home / "events"))
+    elsewhere = foreign(entries, known_device_id(ws.home))
     text, ids = injected(entries, min(BRANCH_BLOCK_MAX_CHARS, cap // 2), elsewhere)
     return text, ids, others
 

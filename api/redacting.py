@@ -11,7 +11,6 @@ again from their cleaned text.
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import NamedTuple, TypeVar
 
 from memlog.api.browsing import forget_snapshots
@@ -20,10 +19,10 @@ from memlog.errors import InvalidInput, Unfinished, describe
 from memlog.eventlog import redaction_journal
 from memlog.eventlog.events import Redacted
 from memlog.eventlog.expunge import Expunged, NothingFound, Target, check_target, expunge
+from memlog.home import Home
 from memlog.projections.runner import rebuild
 from memlog.projections.scrub import scrub_home, truncate_wal, views_hold
 from memlog.projections.sqlite_view import queries
-from memlog.sync.repo import GIT_DIR
 from memlog.workspace import Workspace
 
 
@@ -70,9 +69,9 @@ def _after(ws: Workspace, done: Expunged) -> Redaction:
     said = f"the text is out of the log (entry.redacted, seq {done.event.seq})"
     files, notes = _views_and_copies(ws, done.removed, said, rebuild_views=True)
     notes += _step(said, "embedding the entries again", lambda: settle(ws, done.event.ids), ws.home)
-    if (ws.home / GIT_DIR).is_dir():
+    if ws.home.sync_repo.is_dir():
         notes.append(
-            f"the old text stays in the history of {GIT_DIR} and of its remote, sealed (only "
+            f"the old text stays in the history of {ws.home.sync_repo.name} and of its remote, sealed (only "
             "the sync key opens it): memlog sync signs this device's rewritten lines again and "
             "sends them, and asks the device that wrote any other line to take the text out "
             "of it (its owner confirms: memlog sync --requests there); rewriting git history "
@@ -136,13 +135,13 @@ def _rebuild(ws: Workspace) -> list[str]:
 T = TypeVar("T")
 
 
-def _step(said: str, doing: str, work: Callable[[], T], home: Path | None = None) -> T:
+def _step(said: str, doing: str, work: Callable[[], T], home: Home | None = None) -> T:
     """``work()``; a failure becomes ``Unfinished`` saying what was done before it (a crash's
     traceback kept in ``home``'s error log)."""
     try:
         return work()
     except Exception as exc:  # noqa: BLE001 - whatever stops it, the user learns how far it got
-        cause = describe(exc, home).message
+        cause = describe(exc, home.errors_log if home is not None else None).message
         raise Unfinished(
             f"{said}; {doing} failed: {cause}; run the same memlog redact again to finish"
         ) from exc

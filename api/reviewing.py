@@ -67,7 +67,7 @@ def held(ws: Workspace, rejected: bool = False, limit: int = 200) -> tuple[list[
     """The entries held for review (with ``rejected``, the rejected ones too), most
     recently updated first, and how many there are in all."""
     ws.catch_up()
-    if not (ws.home / "memory.db").exists():
+    if not ws.home.db.exists():
         return [], 0
     found, total = [], 0
     for status in ("held", "rejected") if rejected else ("held",):
@@ -84,7 +84,7 @@ def review(ws: Workspace, prefix: str) -> Review:
     ws.catch_up()
     entry = queries.find_entry(ws.home, prefix)
     events = history(ws, entry.id, entry.description)
-    own = devices.known_device_id(ws.home / "events")
+    own = devices.known_device_id(ws.home)
     return Review(
         entry, scan(entry_fields(entry)), [e for e in events if isinstance(e, Held)],
         [e for e in events if isinstance(e, Reviewed)], _origins(events, entry, own),
@@ -131,7 +131,7 @@ def scan_stored(ws: Workspace, dry_run: bool = False) -> tuple[list[Held], list[
     hold those it finds steering text in: ``entry.held`` events, door ``review``.  Text
     already accepted is not held again (the fold ignores it)."""
     ws.catch_up()
-    if not (ws.home / "memory.db").exists():
+    if not ws.home.db.exists():
         return [], []
     from memlog.eventlog.screening import digest_hits
 

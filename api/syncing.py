@@ -78,7 +78,7 @@ def asked(ws: Workspace) -> list[Asking]:
     wait for its owner (``memlog sync --confirm``)."""
     if not set_up(ws.home):
         raise InvalidInput("sync is not set up here: memlog sync --init REMOTE")
-    last = load_state(ws.home / "sync.git").last
+    last = load_state(ws.home).last
     return [a for a in (last.asked if last is not None else []) if not a.applied_without_asking]
 
 

@@ -212,7 +212,7 @@ def read(ws: Workspace, folders: list[tuple[Path, str]]) -> NativePlan:
     skipped: list[Skipped] = []
     memories = [m for folder, project in folders for m in read_folder(folder, project, skipped)]
     known = queries.of_source(ws.home, SOURCE)
-    return plan(memories, known, device_id(ws.home / "events"), [f for f, _ in folders], skipped)
+    return plan(memories, known, device_id(ws.home), [f for f, _ in folders], skipped)
 
 
 def record(

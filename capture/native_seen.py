@@ -15,10 +15,10 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from memlog import claude_files, digests
+from memlog.home import Home
 
 #: what the recorder remembers of the folders it read last (a digest of their files'
 #: names, sizes and times): an unchanged folder is not read again
-STATE_FILE = ".claude-memory.json"
 
 
 def project_folder(cwd: str, env: Mapping[str, str] | None = None) -> tuple[Path, str]:
@@ -39,12 +39,12 @@ def fingerprint(folder: Path) -> str:
     return digests.sha256("\n".join(parts).encode("utf-8", "replace")).hexdigest()
 
 
-def changed(home: Path, folder: Path) -> str | None:
+def changed(home: Home, folder: Path) -> str | None:
     """The folder's fingerprint when it differs from the one last recorded (None: the
     same, nothing to read)."""
     now = fingerprint(folder)
     try:
-        seen = json.loads((home / STATE_FILE).read_text(encoding="utf-8"))
+        seen = json.loads(home.native_seen.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         seen = {}
     before = seen.get(str(folder)) if isinstance(seen, dict) else None
@@ -52,13 +52,13 @@ def changed(home: Path, folder: Path) -> str | None:
     return None if now == before or (before is None and now == empty) else now
 
 
-def remember(home: Path, folder: Path, print_: str) -> None:
+def remember(home: Home, folder: Path, print_: str) -> None:
     """Keep ``folder``'s fingerprint as read."""
     from memlog.files import atomic_write
 
     try:
-        seen = json.loads((home / STATE_FILE).read_text(encoding="utf-8"))
+        seen = json.loads(home.native_seen.read_text(encoding="utf-8"))
     except (OSError, ValueError):
         seen = {}
     seen = {**(seen if isinstance(seen, dict) else {}), str(folder): print_}
-    atomic_write(home / STATE_FILE, json.dumps(seen, sort_keys=True).encode())
+    atomic_write(home.native_seen, json.dumps(seen, sort_keys=True).encode())

@@ -38,6 +38,6 @@ class InputError(click.ClickException):
 
 def as_click_error(exc: BaseException) -> click.ClickException:
     """The one-line click error for any failure (a crash's traceback goes to errors.log)."""
-    found = describe(exc, resolve_home())
+    found = describe(exc, resolve_home().errors_log)
     message = said(found.message)
     return InputError(message) if found.bad_input else click.ClickException(message)

@@ -13,6 +13,7 @@ from memlog.api.adoption import adopt, pending_store
 from memlog.api.reading import NO_MEMORIES
 from memlog.commands.base import said
 from memlog.commands.conventions import metered
+from memlog.home import Home
 from memlog.workspace import Workspace
 
 
@@ -20,7 +21,7 @@ def open_workspace(
     where: Path | None = None,
     *,
     exact: bool = False,
-    home: Path | None = None,
+    home: Home | Path | None = None,
     project: str | None = None,
 ) -> Workspace:
     """The workspace of the project at ``where`` (default: here); config warnings printed,

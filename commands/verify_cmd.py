@@ -20,7 +20,7 @@ def verify(repair: bool, log_only: bool, as_json: bool) -> None:
     """Check every checksum, schema and sequence number, then rebuild the views aside
     and compare them with the live ones. Exit 0 only when all is clean."""
     ws = open_workspace()
-    if reading.is_empty(ws) and not (ws.home / "memory.db").exists():
+    if reading.is_empty(ws) and not ws.home.db.exists():
         say_empty(as_json)
         if as_json:
             echo_json(maintenance.verify(ws, False, True)._asdict())

@@ -34,8 +34,8 @@ from memlog.eventlog import segments as seg
 from memlog.eventlog.bounds import utc_moment
 from memlog.eventlog.codec import BadLine, decode_line
 from memlog.files import atomic_write, read_only
+from memlog.home import Home
 
-FLOOR_FILE = ".clock"
 #: the latest stamp ``iso`` writes (the year 9000: far past any clock, far from overflow)
 LATEST = 221_845_392_000_000_000
 _EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
@@ -67,12 +67,12 @@ def now_micros() -> int:
     return time.time_ns() // 1000
 
 
-def next_reading(append_dir: Path, events_dir: Path, last: int | None = None) -> int:
+def next_reading(append_dir: Path, home: Home, last: int | None = None) -> int:
     """The clock reading for the next event appended to ``append_dir`` (under the lock);
     ``last``: the stamp of its last line, when the caller already read it."""
     if last is None:
         last = last_stamp(seg.list_segments(append_dir))
-    return min(max(now_micros(), last + 1, read_floor(events_dir) + 1), LATEST)
+    return min(max(now_micros(), last + 1, read_floor(home) + 1), LATEST)
 
 
 def last_stamp(paths: list[Path]) -> int:
@@ -95,16 +95,16 @@ def last_stamp(paths: list[Path]) -> int:
     return 0
 
 
-def read_floor(events_dir: Path) -> int:
+def read_floor(home: Home) -> int:
     """The newest stamp received from other devices (0 when none was recorded)."""
     try:
-        found = int((events_dir / FLOOR_FILE).read_text(encoding="ascii").strip() or 0)
+        found = int(home.clock_floor.read_text(encoding="ascii").strip() or 0)
         return min(max(found, 0), LATEST)
     except (OSError, ValueError):
         return 0
 
 
-def raise_floor(events_dir: Path, stamp: int) -> None:
+def raise_floor(home: Home, stamp: int) -> None:
     """Record that this home now holds an event stamped ``stamp`` from another device."""
-    if stamp > read_floor(events_dir):
-        atomic_write(events_dir / FLOOR_FILE, f"{stamp}\n".encode("ascii"), events_dir.parent)
+    if stamp > read_floor(home):
+        atomic_write(home.clock_floor, f"{stamp}\n".encode("ascii"), home.root)

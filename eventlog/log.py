@@ -45,10 +45,9 @@ from memlog.eventlog.reader import is_own as is_own
 from memlog.eventlog.reader import read_segment as read_segment
 from memlog.eventlog.reader import written_in as written_in
 from memlog.eventlog.reader import written_whole as written_whole
-from memlog.home import ensure_dir
+from memlog.home import Home, ensure_dir
 
 DEFAULT_SEGMENT_BYTES = 64 << 20
-LOCK_NAME = ".lock"
 E = TypeVar("E", bound=EventBase)
 
 
@@ -57,7 +56,7 @@ class EventLog:
 
     def __init__(
         self,
-        home: Path,
+        home: Home | Path,
         *,
         segment_bytes: int = DEFAULT_SEGMENT_BYTES,
         redact: bool = True,
@@ -65,8 +64,8 @@ class EventLog:
         lock_wait: float | None = None,
         screen: bool = True,
     ) -> None:
-        self.home = home
-        self.events_dir = home / "events"
+        self.home = Home.of(home)
+        self.events_dir = self.home.events
         self.append_dir = self.events_dir  # or this device's directory (``_own_dir``)
         self.segment_bytes = segment_bytes
         self.redact = redact
@@ -108,7 +107,7 @@ class EventLog:
             return True
         except LogBusy:
             pass
-        spool.spool(self.events_dir, list(prepared))
+        spool.spool(self.home, list(prepared))
         self._fold_left_over()  # its holder may have let go before the file was there
         return False
 
@@ -142,7 +141,7 @@ class EventLog:
         self, events: Sequence[E], first: int, last_stamp: int | None = None, spooled: bool = False
     ) -> list[E]:
         """``events`` with their place in the log; spooled ones keep their ids and writer."""
-        reading = clock.next_reading(self.append_dir, self.events_dir, last_stamp)
+        reading = clock.next_reading(self.append_dir, self.home, last_stamp)
         times = [clock.iso(reading + i) for i in range(len(events))]
         end = first + len(events) - 1 if len(events) > 1 else 0
         ids = [e.id if spooled else uuid7() for e in events]
@@ -156,7 +155,7 @@ class EventLog:
 
     def _fold_spool(self) -> None:
         """Fold in what hooks spooled, in order, each file once (see ``spool``)."""
-        for path in spool.waiting(self.events_dir):
+        for path in spool.waiting(self.home):
             events = spool.load(path)
             if events is None:
                 continue  # folded by another writer already
@@ -172,12 +171,12 @@ class EventLog:
     def _fold_left_over(self) -> None:
         """Fold what was spooled while the lock was held, unless another writer holds it
         now (it folds them then)."""
-        if self._folding or not spool.waiting(self.events_dir):
+        if self._folding or not spool.waiting(self.home):
             return
         self._folding = True
         try:
             for _ in range(10):  # more keep coming only while hooks keep spooling
-                if not spool.waiting(self.events_dir):
+                if not spool.waiting(self.home):
                     break
                 with self._locked(wait=0):
                     pass  # taking the lock folds them
@@ -188,10 +187,10 @@ class EventLog:
 
     def _own_dir(self) -> Path:
         """``events/``, or this device's directory once the log is kept per device."""
-        if not devices.is_per_device(self.events_dir):
+        if not devices.is_per_device(self.home):
             return self.events_dir
-        own = self.events_dir / devices.device_id(self.events_dir, waiting.tell)
-        return ensure_dir(files.no_links(own, self.home))
+        own = self.home.device(devices.device_id(self.home, waiting.tell))
+        return ensure_dir(files.no_links(own, self.home.root))
 
     @contextmanager
     def _locked(self, wait: float | None = None) -> Iterator[None]:
@@ -199,14 +198,14 @@ class EventLog:
         by default: ``LogBusy`` past it), with a committed rewrite finished and the spool
         folded in; once it is let go, what was spooled meanwhile is folded too."""
         snapshot.refuse_writes(self.home, "append to the log of")
-        ensure_dir(self.home)
+        ensure_dir(self.home.root)
         created = not self.events_dir.exists()
-        ensure_dir(files.no_links(self.events_dir, self.home))
+        ensure_dir(files.no_links(self.events_dir, self.home.root))
         if created:
-            seg.fsync_dir(self.home)
+            seg.fsync_dir(self.home.root)
         patience = self.lock_wait if wait is None else wait
         lock = locking.held(
-            self.events_dir / LOCK_NAME,
+            self.home.events_lock,
             patience,
             waiting.busy(self.events_dir, patience),
             waiting.notice,
@@ -218,9 +217,9 @@ class EventLog:
                 raise HomeError(f"cannot write to {self.events_dir}: {exc.strerror}") from None
             from memlog.eventlog import rewrite  # (it imports this module)
 
-            rewrite.finish(self.events_dir)
+            rewrite.finish(self.home)
             self.append_dir = self._own_dir()
-            files.no_links(self.append_dir / seg.HIGH_WATER_NAME, self.home)  # before any write
+            files.no_links(seg.high_water_path(self.append_dir), self.home.root)  # before any write
             self._fold_spool()
             yield
         self._fold_left_over()
@@ -250,7 +249,7 @@ class EventLog:
     def written(self) -> int | None:
         """This device's high-water mark: the highest sequence it ever handed out (None for
         a log written before the mark was kept)."""
-        return written_in(self.events_dir, self.append_dir)
+        return written_in(self.home, self.append_dir)
 
     def raise_mark(self, seq: int) -> None:
         """Raise this device's high-water mark to ``seq`` in ``.seq``, synced (a repair, a
@@ -259,7 +258,7 @@ class EventLog:
             seg.raise_high_water_file(self.append_dir, seq)
         except OSError as exc:
             raise LogWriteError(
-                f"cannot write {self.append_dir / seg.HIGH_WATER_NAME}: {exc.strerror}"
+                f"cannot write {seg.high_water_path(self.append_dir)}: {exc.strerror}"
             ) from None
 
     def _acknowledge_lost_tail(self, last: int, written: int) -> None:
@@ -349,25 +348,25 @@ class EventLog:
 
     def segments(self) -> list[Path]:
         """Every segment: in log order when flat, by device then sequence when per device."""
-        files.no_links(self.events_dir, self.home)  # read as written: never through a link
-        names = devices.device_dirs(self.events_dir)
+        files.no_links(self.events_dir, self.home.root)  # read as written: never through a link
+        names = devices.device_dirs(self.home)
         if not names:
             return seg.list_segments(self.events_dir)
-        return [p for name in names for p in seg.list_segments(self.events_dir / name)]
+        return [p for name in names for p in seg.list_segments(self.home.device(name))]
 
     def name_of(self, path: Path) -> str:
         """A segment's name in reports and positions (``<device>/<file>`` per device)."""
-        return devices.relative_name(self.events_dir, path)
+        return devices.relative_name(self.home, path)
 
     def ends_at(self, position: Position, ordinal: int) -> bool:
         """Whether event ``ordinal`` still ends at ``position`` (not so after a rewrite)."""
         if not position.offset:
             return True
-        if devices.is_per_device(self.events_dir):
+        if devices.is_per_device(self.home):
             from memlog.eventlog.merged import marks_hold  # it imports this module
 
-            return marks_hold(self.events_dir, position)
-        return seg.seq_ending_at(self.events_dir / position.segment, position.offset) == ordinal
+            return marks_hold(self.home, position)
+        return seg.seq_ending_at(self.home.segment(position.segment), position.offset) == ordinal
 
     def read(
         self,
@@ -377,11 +376,11 @@ class EventLog:
     ) -> Iterator[Record]:
         """Every good event from ``start`` on, in log order (kept per device: the merged
         order, see ``merged``); bad lines go to ``on_damage``."""
-        files.no_links(self.events_dir, self.home)  # read as written: never through a link
-        if devices.is_per_device(self.events_dir):
+        files.no_links(self.events_dir, self.home.root)  # read as written: never through a link
+        if devices.is_per_device(self.home):
             from memlog.eventlog.merged import read_merged  # it imports this module
 
-            yield from read_merged(self.events_dir, start, on_damage)
+            yield from read_merged(self.home, start, on_damage)
             return
         paths = self.segments()
         written = self.written()

@@ -40,6 +40,7 @@ from memlog.eventlog.log import (
     written_whole,
 )
 from memlog.files import read_only
+from memlog.home import Home
 
 #: a materialised cursor every so many records keeps the chain of steps short
 _CHECKPOINT = 1024
@@ -136,17 +137,15 @@ _Item = tuple[tuple[int, str], str, str, Record]
 
 
 def read_merged(
-    events_dir: Path, start: Position = START, on_damage: DamageHandler | None = None
+    home: Home, start: Position = START, on_damage: DamageHandler | None = None
 ) -> Iterator[Record]:
     """Every good event after ``start`` in the merged order, each with its ``Step``."""
     base = decode(start)
-    names = devices.device_dirs(events_dir)
+    names = devices.device_dirs(home)
     gone = sorted(set(base.devices) - set(names))
     if gone:
         raise Unfollowable(f"device {gone[0]} is no longer in the log")
-    streams = [
-        _device_events(events_dir, name, base.devices.get(name), on_damage) for name in names
-    ]
+    streams = [_device_events(home, name, base.devices.get(name), on_damage) for name in names]
     merged = streams[0] if len(streams) == 1 else heapq.merge(*streams, key=itemgetter(0))
     previous: Step | Cursor = base
     ordinal = base.n
@@ -172,14 +171,14 @@ class Unfolded(NamedTuple):
 
 
 def unfolded(
-    events_dir: Path, start: Position, on_damage: DamageHandler | None = None
+    home: Home, start: Position, on_damage: DamageHandler | None = None
 ) -> Iterator[Unfolded]:
     """The good events past ``start`` on every device, device after device (not merged):
     the events a fold up to ``start`` has not seen, wherever they sort."""
     base = decode(start)
-    for name in devices.device_dirs(events_dir):
+    for name in devices.device_dirs(home):
         for key, device, _segment, record in _device_events(
-            events_dir, name, base.devices.get(name), on_damage
+            home, name, base.devices.get(name), on_damage
         ):
             yield Unfolded(key, device, record)
 
@@ -199,14 +198,14 @@ def advanced(base: Cursor, read: list[Unfolded]) -> Cursor:
 
 
 def _device_events(
-    events_dir: Path, device: str, mark: DeviceMark | None, on_damage: DamageHandler | None
+    home: Home, device: str, mark: DeviceMark | None, on_damage: DamageHandler | None
 ) -> Iterator[_Item]:
     """One device's events after ``mark``, in its sequence order, with their merge keys."""
-    folder = events_dir / device
+    folder = home.device(device)
     if mark is not None:
         _check_mark(folder / mark.segment, mark)
     stamp = mark.stamp if mark is not None else 0
-    paths, written = seg.list_segments(folder), written_in(events_dir, folder)
+    paths, written = seg.list_segments(folder), written_in(home, folder)
     for index, path in enumerate(paths):
         if mark is not None and path.name < mark.segment:
             continue
@@ -217,12 +216,12 @@ def _device_events(
             yield (stamp, record.event.id), device, path.name, record
 
 
-def marks_hold(events_dir: Path, position: Position) -> bool:
+def marks_hold(home: Home, position: Position) -> bool:
     """Whether every device's line under ``position`` is still the event it names."""
     try:
         cursor = decode(position)
         for device, mark in cursor.devices.items():
-            _check_mark(events_dir / device / mark.segment, mark)
+            _check_mark(home.segment(f"{device}/{mark.segment}"), mark)
     except Unfollowable:
         return False
     return True
@@ -247,36 +246,36 @@ def _check_mark(path: Path, mark: DeviceMark) -> None:
 # -- how far a position is from the end of the log ---------------------------------
 
 
-def unread_bytes(events_dir: Path, position: Position, folded: int = -1) -> int | None:
+def unread_bytes(home: Home, position: Position, folded: int = -1) -> int | None:
     """Bytes of log after ``position`` (None when the position does not fit the log: a
     segment it names is gone or shorter, or, given ``folded``, the bytes before it are no
     longer the ``folded`` bytes a fold up to it read: a segment was deleted, cut, taken
     back or rewritten before it)."""
-    found = _measure(events_dir, position)
+    found = _measure(home, position)
     if found is None or (folded >= 0 and found[0] != folded):
         return None
     return found[1]
 
 
-def folded_bytes(events_dir: Path, position: Position) -> int:
+def folded_bytes(home: Home, position: Position) -> int:
     """Bytes of log a fold up to ``position`` read (-1 when it does not fit the log)."""
-    found = _measure(events_dir, position)
+    found = _measure(home, position)
     return found[0] if found is not None else -1
 
 
-def _measure(events_dir: Path, position: Position) -> tuple[int, int] | None:
+def _measure(home: Home, position: Position) -> tuple[int, int] | None:
     """The bytes of log before ``position`` and after it (None when it does not fit)."""
-    if not devices.is_per_device(events_dir):
+    if not devices.is_per_device(home):
         if position.segment.startswith("{"):
             return None
-        return _flat_measure(_sizes(events_dir), position)
+        return _flat_measure(_sizes(home.events), position)
     try:
         cursor = decode(position)
     except Unfollowable:
         return None
     before = after = 0
-    for device in devices.device_dirs(events_dir):
-        sizes = _sizes(events_dir / device)
+    for device in devices.device_dirs(home):
+        sizes = _sizes(home.device(device))
         mark = cursor.devices.get(device)
         if mark is None:
             after += sum(sizes.values())

@@ -21,6 +21,7 @@ from memlog.eventlog import segments as seg
 from memlog.eventlog.codec import BadLine, decode_line, salvage
 from memlog.eventlog.events import Event
 from memlog.files import read_only
+from memlog.home import Home
 
 _READ_CHUNK = 8 << 20
 #: the first read of a segment: small, so a reader that stops early (``memlog log | head``)
@@ -95,20 +96,20 @@ def _seq_range(seqs: tuple[int, ...]) -> str:
 DamageHandler = Callable[[Damage], None]
 
 
-def is_own(events_dir: Path, folder: Path) -> bool:
+def is_own(home: Home, folder: Path) -> bool:
     """Whether ``folder`` holds this home's own segments (the flat log, or its device's)."""
-    return folder == events_dir or folder.name == devices.known_device_id(events_dir)
+    return folder == home.events or folder.name == devices.known_device_id(home)
 
 
-def written_in(events_dir: Path, folder: Path) -> int | None:
+def written_in(home: Home, folder: Path) -> int | None:
     """The high-water mark of this home's device, whose segments are in ``folder`` (None
     when it keeps none yet, and for another device's folder)."""
-    if not is_own(events_dir, folder):
+    if not is_own(home, folder):
         return None
     marks = [seg.read_high_water(folder)]
     marks += [seg.segment_mark(path) for path in seg.list_segments(folder)[-2:]]
-    if folder != events_dir:  # the flat log it grew from was its own
-        marks.append(seg.read_high_water(events_dir))
+    if folder != home.events:  # the flat log it grew from was its own
+        marks.append(seg.read_high_water(home.events))
     found = [m for m in marks if m is not None]
     return max(found) if found else None
 

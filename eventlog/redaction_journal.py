@@ -13,13 +13,10 @@ verify``, finishes a redaction whose journal they find before anything else
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import msgspec
 
 from memlog.files import atomic_write
-
-JOURNAL_NAME = ".redaction.journal"
+from memlog.home import Home
 
 
 class Pending(msgspec.Struct, frozen=True):
@@ -32,15 +29,15 @@ class Pending(msgspec.Struct, frozen=True):
     texts: tuple[str, ...] = ()
 
 
-def begin(home: Path, pending: Pending) -> None:
+def begin(home: Home, pending: Pending) -> None:
     """Write the journal, synced, before the rewrite that removes the text commits."""
-    atomic_write(home / JOURNAL_NAME, msgspec.json.encode(pending), home)
+    atomic_write(home.redaction_journal, msgspec.json.encode(pending), home.root)
 
 
-def pending(home: Path) -> Pending | None:
+def pending(home: Home) -> Pending | None:
     """The redaction a run left unfinished (None when there is none)."""
     try:
-        data = (home / JOURNAL_NAME).read_bytes()
+        data = home.redaction_journal.read_bytes()
     except FileNotFoundError:
         return None
     except OSError:
@@ -51,6 +48,6 @@ def pending(home: Path) -> Pending | None:
         return Pending(None, None, "unreadable journal")
 
 
-def done(home: Path) -> None:
+def done(home: Home) -> None:
     """The text is nowhere in the home: the journal goes."""
-    (home / JOURNAL_NAME).unlink(missing_ok=True)
+    home.redaction_journal.unlink(missing_ok=True)

@@ -33,18 +33,16 @@ from typing import TYPE_CHECKING, TypeVar
 
 import msgspec
 
-from memlog.eventlog import segments as seg
 from memlog.eventlog import snapshot
 from memlog.eventlog.codec import BadLine, bounded_line, decode_line
 from memlog.eventlog.events import Event, EventBase
 from memlog.eventlog.secrets import redact_batch
 from memlog.files import atomic_write, fsync_dir, write_synced
+from memlog.home import Home
 
 if TYPE_CHECKING:
     from memlog.eventlog.log import EventLog
 
-JOURNAL = seg.REWRITE_JOURNAL
-STAGING = ".rewrite.staging"
 STAGED_SUFFIX = ".rewrite"
 E = TypeVar("E", bound=EventBase)
 Edit = Callable[[Event], Event | None]
@@ -96,14 +94,14 @@ def rewrite(log: EventLog, edit: Edit, scrub: Scrub, closing: Closing) -> Rewrit
         if closing_events:
             done.appended = log._stamp(closing_events, first)
             staged[tail] = staged.pop(tail) + b"".join(bounded_line(e) for e in done.appended)
-            commit(log.events_dir, staged)
+            commit(log.home, staged)
             log.raise_mark(done.appended[-1].seq)
     return done
 
 
 def recover(log: EventLog) -> bool:
     """Finish a rewrite a crash cut short after its commit point; True when there was one."""
-    if not (log.events_dir / JOURNAL).exists() or snapshot.is_snapshot(log.home):
+    if not log.home.rewrite_journal.exists() or snapshot.is_snapshot(log.home):
         return False
     with log._locked():  # taking the lock finishes it
         return True
@@ -137,34 +135,34 @@ def _rewrite_line(line: bytes, edit: Edit, scrub: Scrub, changed: Rewritten) -> 
     return bounded_line(replacement)
 
 
-def commit(events_dir: Path, staged: dict[Path, bytes]) -> None:
+def commit(home: Home, staged: dict[Path, bytes]) -> None:
     """Stage every new segment, write the journal, then switch them in (see above)."""
-    names = Journal([os.path.relpath(p, events_dir) for p in staged])
-    write_synced(events_dir / STAGING, msgspec.json.encode(names))  # leftovers can be found
+    names = Journal([os.path.relpath(p, home.events) for p in staged])
+    write_synced(home.rewrite_staging, msgspec.json.encode(names))  # leftovers can be found
     for path, data in staged.items():
         write_synced(staged_path(path), data)
-    for folder in {p.parent for p in staged} | {events_dir}:
+    for folder in {p.parent for p in staged} | {home.events}:
         fsync_dir(folder)
-    atomic_write(events_dir / JOURNAL, msgspec.json.encode(names), events_dir.parent)
-    finish(events_dir)
+    atomic_write(home.rewrite_journal, msgspec.json.encode(names), home.root)
+    finish(home)
 
 
-def finish(events_dir: Path) -> bool:
+def finish(home: Home) -> bool:
     """Complete a committed rewrite a crash interrupted (True), or remove what one that
     never committed left staged (False).  Called under the append lock."""
-    journal = _read(events_dir / JOURNAL)
+    journal = _read(home.rewrite_journal)
     if journal is None:
-        _drop_staged(events_dir)
+        _drop_staged(home)
         return False
     for name in journal.segments:
-        segment = events_dir / name
+        segment = home.segment(name)
         with contextlib.suppress(FileNotFoundError):  # renamed before the crash
             os.replace(staged_path(segment), segment)
-    for folder in {(events_dir / n).parent for n in journal.segments}:
+    for folder in {home.segment(n).parent for n in journal.segments}:
         fsync_dir(folder)
-    (events_dir / JOURNAL).unlink()
-    (events_dir / STAGING).unlink(missing_ok=True)
-    fsync_dir(events_dir)
+    home.rewrite_journal.unlink()
+    home.rewrite_staging.unlink(missing_ok=True)
+    fsync_dir(home.events)
     return True
 
 
@@ -180,13 +178,14 @@ def _read(path: Path) -> Journal | None:
         return Journal([])
 
 
-def _drop_staged(events_dir: Path) -> None:
-    staging = _read(events_dir / STAGING)
+def _drop_staged(home: Home) -> None:
+    staging = _read(home.rewrite_staging)
     if staging is None:
         return  # the common case: no rewrite ever stopped half way
-    folders = {(events_dir / n).parent for n in staging.segments} | {events_dir}
+    folders = {home.segment(n).parent for n in staging.segments} | {home.events}
+    journal = home.rewrite_journal.name
     for folder in folders:
-        for path in [*folder.glob(f".*{STAGED_SUFFIX}"), *folder.glob(f".{JOURNAL}.*.tmp")]:
+        for path in [*folder.glob(f".*{STAGED_SUFFIX}"), *folder.glob(f".{journal}.*.tmp")]:
             path.unlink(missing_ok=True)
-    (events_dir / STAGING).unlink()
-    fsync_dir(events_dir)
+    home.rewrite_staging.unlink()
+    fsync_dir(home.events)

@@ -32,6 +32,7 @@ from memlog.eventlog.codec import BadLine, decode_line
 from memlog.eventlog.events import Event, content_hash
 from memlog.eventlog.log import EventLog
 from memlog.files import read_only
+from memlog.home import Home
 
 #: how much of the end of the log to read for its last complete lines
 TAIL_BYTES = 1 << 20
@@ -52,7 +53,7 @@ _DESCRIBED = msgspec.json.Decoder(_Described)
 _OBSERVED = b'{"type":"entry.observed"'
 
 
-def has_events(home: Path) -> bool:
+def has_events(home: Home | Path) -> bool:
     """Whether ``home``'s log holds anything at all (a look at its segments' sizes)."""
     return any(path.stat().st_size for path in EventLog(home).segments())
 
@@ -138,7 +139,7 @@ def unfinished_batch(log: EventLog) -> int:
 def about(log: EventLog, entry_id: str, description: str = "") -> Iterator[Event]:
     """Every event about the entry ``entry_id``, in log order.  Its ``description``, when
     known, lets observations of other entries be passed over without decoding them."""
-    if devices.is_per_device(log.events_dir):  # the merged order is the reader's to make
+    if devices.is_per_device(log.home):  # the merged order is the reader's to make
         yield from (r.event for r in log.read() if entry_id in r.event.entry_ids)
         return
     held = unfinished_batch(log)
@@ -171,7 +172,7 @@ def latest(
     """The newest ``limit`` events of the given type tags (any without), up to sequence
     ``up_to`` when given (kept per device: up to that rank in the merged order, the
     number ``memlog log`` shows); newest first."""
-    if devices.is_per_device(log.events_dir):
+    if devices.is_per_device(log.home):
         return _latest_merged(log, limit, set(tags), up_to)
     found: list[Event] = []
     for event in newest(log, tags, up_to):

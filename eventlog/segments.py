@@ -14,15 +14,12 @@ from memlog.eventlog.ids import utc_now
 from memlog.files import fsync_dir as fsync_dir
 from memlog.files import open_private
 from memlog.files import write_all as write_all
+from memlog.home import Home
 
 SEGMENT_SUFFIX = ".jsonl"
-QUARANTINE_NAME = "quarantine.jsonl"
 _SEQ_RE = re.compile(rb'"seq":(\d+)')
 _WINDOW = 1 << 16
 _CLEAN_WINDOW = 1 << 13
-
-#: the journal of a rewrite (``rewrite``) that has passed its commit point
-REWRITE_JOURNAL = ".rewrite.journal"
 
 
 def segment_name(first_seq: int) -> str:
@@ -30,13 +27,13 @@ def segment_name(first_seq: int) -> str:
     return f"{first_seq:020d}{SEGMENT_SUFFIX}"
 
 
-def list_segments(events_dir: Path) -> list[Path]:
+def list_segments(folder: Path) -> list[Path]:
     """The segments of a log, in log order."""
     try:
-        names = sorted(n for n in os.listdir(events_dir) if n.endswith(SEGMENT_SUFFIX))
+        names = sorted(n for n in os.listdir(folder) if n.endswith(SEGMENT_SUFFIX))
     except FileNotFoundError:
         return []
-    return [events_dir / n for n in names if not n.startswith(".")]
+    return [folder / n for n in names if not n.startswith(".")]
 
 
 def tail_window(fd: int, size: int, window: int) -> tuple[int, bytes]:
@@ -187,6 +184,16 @@ def raise_high_water_file(folder: Path, seq: int, sync: bool = True) -> None:
         os.close(fd)
 
 
+def high_water_path(folder: Path) -> Path:
+    """Where the high-water mark of the segments in ``folder`` is kept."""
+    return folder / HIGH_WATER_NAME
+
+
+def drop_high_water(folder: Path) -> None:
+    """Remove the high-water mark of ``folder`` (its segments moved to a device's)."""
+    (folder / HIGH_WATER_NAME).unlink()
+
+
 def read_high_water(folder: Path) -> int | None:
     """The high-water mark kept in ``folder`` (None when there is none: a log written by an
     earlier version, or another device's)."""
@@ -290,7 +297,7 @@ class QuarantineRecord(msgspec.Struct, frozen=True):
 
 
 def quarantine(
-    home: Path,
+    home: Home,
     segment: str,
     offset: int,
     data: bytes,
@@ -310,7 +317,7 @@ def quarantine(
         seqs=seqs,
     )
     payload = msgspec.json.encode(record) + b"\n"
-    fd = open_private(home / QUARANTINE_NAME, os.O_RDWR | os.O_APPEND | os.O_CREAT)
+    fd = open_private(home.quarantine, os.O_RDWR | os.O_APPEND | os.O_CREAT)
     try:
         size = os.fstat(fd).st_size
         if size and os.pread(fd, 1, size - 1) != b"\n":
@@ -321,13 +328,13 @@ def quarantine(
         os.close(fd)
 
 
-def read_quarantine(home: Path) -> list[QuarantineRecord]:
+def read_quarantine(home: Home) -> list[QuarantineRecord]:
     """Every record of the quarantine file (empty when there is none).
 
     A record a crash tore while it was written is skipped.
     """
     try:
-        raw = (home / QUARANTINE_NAME).read_bytes()
+        raw = home.quarantine.read_bytes()
     except FileNotFoundError:
         return []
     decoder = msgspec.json.Decoder(QuarantineRecord)

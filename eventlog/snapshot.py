@@ -9,14 +9,11 @@ rebuild its views from nothing.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import msgspec
 
 from memlog.errors import ReadOnlyHome
 from memlog.files import atomic_write
-
-MARKER = ".memlog-snapshot.json"
+from memlog.home import Home
 
 
 class Snapshot(msgspec.Struct, frozen=True):
@@ -28,16 +25,16 @@ class Snapshot(msgspec.Struct, frozen=True):
     made_at: str = ""
 
 
-def mark(folder: Path, snapshot: Snapshot) -> None:
+def mark(folder: Home, snapshot: Snapshot) -> None:
     """Mark ``folder`` as a snapshot (before its views are written)."""
     marker = msgspec.json.format(msgspec.json.encode(snapshot)) + b"\n"
-    atomic_write(folder / MARKER, marker, folder)
+    atomic_write(folder.snapshot_marker, marker, folder.root)
 
 
-def read(folder: Path) -> Snapshot | None:
+def read(folder: Home) -> Snapshot | None:
     """The marker of ``folder``, or None when it is not a snapshot."""
     try:
-        data = (folder / MARKER).read_bytes()
+        data = folder.snapshot_marker.read_bytes()
     except OSError:
         return None
     try:
@@ -46,11 +43,11 @@ def read(folder: Path) -> Snapshot | None:
         return Snapshot(source="?", seq=0)  # a damaged marker still marks a snapshot
 
 
-def is_snapshot(folder: Path) -> bool:
-    return (folder / MARKER).exists()
+def is_snapshot(folder: Home) -> bool:
+    return folder.snapshot_marker.exists()
 
 
-def refuse_writes(folder: Path, doing: str = "write") -> None:
+def refuse_writes(folder: Home, doing: str = "write") -> None:
     """Raise ``ReadOnlyHome`` (one line) when ``folder`` is a snapshot."""
     found = read(folder)
     if found is None:

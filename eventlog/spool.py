@@ -28,32 +28,28 @@ import msgspec
 from memlog.eventlog import segments as seg
 from memlog.eventlog.events import Event, EventBase
 from memlog.files import atomic_write, fsync_dir
+from memlog.home import Home
 
-SPOOL_DIR = ".spool"
 _SUFFIX = ".json"
 _ENCODER = msgspec.json.Encoder()
 
 
-def folder_of(events_dir: Path) -> Path:
-    return events_dir / SPOOL_DIR
-
-
-def spool(events_dir: Path, events: list[EventBase]) -> Path:
+def spool(home: Home, events: list[EventBase]) -> Path:
     """Keep ``events`` (their ids already given) for the next writer; the file made."""
     name = f"{time.time_ns():020d}-{os.getpid()}-{os.urandom(4).hex()}{_SUFFIX}"
-    path = folder_of(events_dir) / name
-    atomic_write(path, _ENCODER.encode(events), events_dir.parent)
+    path = home.spool / name
+    atomic_write(path, _ENCODER.encode(events), home.root)
     return path
 
 
-def waiting(events_dir: Path) -> list[Path]:
+def waiting(home: Home) -> list[Path]:
     """The spooled files, in the order they were spooled."""
     try:
-        names = os.listdir(folder_of(events_dir))
+        names = os.listdir(home.spool)
     except (FileNotFoundError, NotADirectoryError):
         return []
     found = sorted(n for n in names if n.endswith(_SUFFIX) and not n.startswith("."))
-    return [folder_of(events_dir) / n for n in found]
+    return [home.spool / n for n in found]
 
 
 def load(path: Path) -> list[Event] | None:
@@ -75,10 +71,10 @@ def done(path: Path) -> None:
     fsync_dir(path.parent)
 
 
-def drop(home: Path, path: Path, reason: str) -> None:
+def drop(home: Home, path: Path, reason: str) -> None:
     """Move an unreadable spooled file to the quarantine file, verbatim."""
     with contextlib.suppress(FileNotFoundError):
-        seg.quarantine(home, f"{SPOOL_DIR}/{path.name}", 0, path.read_bytes(), reason)
+        seg.quarantine(home, f"{home.spool.name}/{path.name}", 0, path.read_bytes(), reason)
     done(path)
 
 

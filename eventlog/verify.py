@@ -26,6 +26,7 @@ from memlog.eventlog.log import (
     written_whole,
 )
 from memlog.files import atomic_write
+from memlog.home import Home
 
 _SEQ_RE = re.compile(rb'"seq":(\d+)')
 
@@ -107,10 +108,10 @@ def lost_summary(seqs: list[int]) -> str:
     """One line naming the events lost to damage (their bytes kept in the quarantine file)."""
     shown = ", ".join(str(s) for s in seqs[:10]) + (", …" if len(seqs) > 10 else "")
     count = f"{len(seqs)} event{'s' if len(seqs) != 1 else ''}"
-    return f"{count} lost to damage (seq {shown}); their bytes are in {seg.QUARANTINE_NAME}"
+    return f"{count} lost to damage (seq {shown}); their bytes are in quarantine.jsonl"
 
 
-def acknowledged_seqs(home: Path, device: str = "") -> set[int]:
+def acknowledged_seqs(home: Home, device: str = "") -> set[int]:
     """Sequence numbers (of ``device``; "" when flat) whose lines a repair quarantined."""
     return {s for r in seg.read_quarantine(home) if _device_of(r.segment) == device for s in r.seqs}
 
@@ -121,10 +122,10 @@ def _device_of(segment: str) -> str:
 
 def sequences(log: EventLog) -> list[tuple[str, list[Path]]]:
     """The log's segments by sequence: one group when flat, one per device otherwise."""
-    names = devices.device_dirs(log.events_dir)
+    names = devices.device_dirs(log.home)
     if not names:
         return [("", seg.list_segments(log.events_dir))]
-    return [(name, seg.list_segments(log.events_dir / name)) for name in names]
+    return [(name, seg.list_segments(log.home.device(name))) for name in names]
 
 
 def verify_log(log: EventLog, finish: bool = True) -> Report:
@@ -137,8 +138,8 @@ def verify_log(log: EventLog, finish: bool = True) -> Report:
 
     for device, paths in sequences(log):
         check = _SeqCheck(acknowledged_seqs(log.home, device), report.damage)
-        folder = log.events_dir / device if device else log.events_dir
-        written = written_in(log.events_dir, folder)
+        folder = log.home.device(device) if device else log.home.events
+        written = written_in(log.home, folder)
         for index, path in enumerate(paths):
             name = log.name_of(path)
             check.segment_start(path, name)
@@ -156,7 +157,7 @@ def verify_log(log: EventLog, finish: bool = True) -> Report:
         report.last_seq = max(report.last_seq, check.last)
         if device:
             report.devices[device] = check.last
-    if report.devices and devices.flat_segments(log.events_dir):
+    if report.devices and devices.flat_segments(log.home):
         report.sequence.append("segments left outside the device directories")
     report.events, report.segments = counts.total(), len(log.segments())
     report.by_type = dict(sorted(counts.items()))
@@ -174,8 +175,8 @@ def repair_log(log: EventLog) -> list[str]:
     moved: list[str] = []
     with log._locked():
         for device, paths in sequences(log):
-            folder = log.events_dir / device if device else log.events_dir
-            written = written_in(log.events_dir, folder)
+            folder = log.home.device(device) if device else log.home.events
+            written = written_in(log.home, folder)
             plans = [
                 _plan(log, path, written_whole(paths, index, written))
                 for index, path in enumerate(paths)
@@ -184,7 +185,7 @@ def repair_log(log: EventLog) -> list[str]:
             if not plans:
                 continue
             top = max([written or 0, *(plan.top for plan in plans)])
-            if is_own(log.events_dir, folder):
+            if is_own(log.home, folder):
                 _raise_mark(folder, top)
             for plan in plans:
                 moved += _move(log, plan)
@@ -252,5 +253,5 @@ def _move(log: EventLog, plan: _Plan) -> list[str]:
         chunk = data[d.offset : d.offset + d.length]
         seqs = d.seqs or tuple(int(m) for m in _SEQ_RE.findall(chunk))
         seg.quarantine(log.home, plan.name, d.offset, chunk, d.reason, d.line, seqs)
-    atomic_write(plan.path, kept, log.home)
+    atomic_write(plan.path, kept, log.home.root)
     return [f"moved {d.describe()} ({d.length} bytes)" for d in plan.bad]

@@ -20,8 +20,8 @@ from typing import Any
 from memlog import digests
 from memlog.errors import MemlogError
 from memlog.files import private_dir
+from memlog.home import Home
 
-CLAIMS_DIR = ".hook-claims"
 #: a second run within this time of the first is a duplicate registration
 CLAIM_SECONDS = 60.0
 SWEEP_SECONDS = 86400.0
@@ -36,12 +36,12 @@ def claim_key(payload: dict[str, Any]) -> str | None:
     return digests.sha256("\0".join(parts).encode("utf-8", "replace")).hexdigest()[:32]
 
 
-def claim(home: Path, payload: dict[str, Any], now: float | None = None) -> bool:
+def claim(home: Home, payload: dict[str, Any], now: float | None = None) -> bool:
     """Whether this run is the one that injects for its session start."""
     key = claim_key(payload)
     if key is None:
         return True
-    folder = home / CLAIMS_DIR
+    folder = home.hook_claims
     try:
         private_dir(folder, home)
         return _claim(folder / key, now)

@@ -23,6 +23,8 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from memlog.home import Home
+
 TOLD = "extraction-told"
 
 
@@ -37,7 +39,7 @@ def watched(env: Mapping[str, str]) -> bool:
     return not entry.startswith("sdk") and env.get("CLAUDE_CODE_SESSION_ATTENDED") != "0"
 
 
-def first_time(payload: dict[str, Any], home: Path, env: Mapping[str, str] = os.environ) -> str:
+def first_time(payload: dict[str, Any], home: Home, env: Mapping[str, str] = os.environ) -> str:
     """The notice when the plugin runs this hook in a session someone watches and has not
     shown it yet, else ""."""
     told = _told_file(env)

@@ -20,14 +20,13 @@ from __future__ import annotations
 import os
 import sys
 import time
-from pathlib import Path
 from typing import Any
 
 import msgspec
 
+from memlog.home import Home
 from memlog.retrieval.record import Recall
 
-MARKERS = ".recording"
 #: the recorder's command line after ``python -m memlog``
 COMMAND = ("hook", "record")
 
@@ -44,7 +43,7 @@ class Handover(msgspec.Struct):
     kind: str = "start"
 
 
-def hand_over(home: Path, handover: Handover) -> None:
+def hand_over(home: Home, handover: Handover) -> None:
     """Start the recorder for ``handover`` (its marker is made first); raises OSError or
     ValueError when it cannot be started, and then no marker is left."""
     from memlog.spawn import spawn_memlog
@@ -53,24 +52,24 @@ def hand_over(home: Path, handover: Handover) -> None:
     try:
         spawn_memlog(COMMAND, home, stdin=msgspec.json.encode(handover))
     except BaseException:
-        (home / MARKERS / handover.marker).unlink(missing_ok=True)
+        (home.recording / handover.marker).unlink(missing_ok=True)
         raise
 
 
-def mark(home: Path) -> str:
+def mark(home: Home) -> str:
     """Make a recording's marker in ``.recording/`` and return its name."""
     from memlog.files import private_dir
 
-    folder = private_dir(home / MARKERS, home)  # a first start may make the home
+    folder = private_dir(home.recording, home)  # a first start may make the home
     name = f"{os.getpid()}-{time.time_ns()}"
     os.close(os.open(folder / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
     return name
 
 
-def settled(home: Path, timeout: float = 30.0) -> bool:
+def settled(home: Home, timeout: float = 30.0) -> bool:
     """Wait until no recorder of ``home`` runs (at most ``timeout`` seconds)."""
     deadline = time.monotonic() + timeout
-    folder = home / MARKERS
+    folder = home.recording
     while time.monotonic() < deadline:
         if not folder.is_dir() or not any(folder.iterdir()):
             return True
@@ -78,7 +77,7 @@ def settled(home: Path, timeout: float = 30.0) -> bool:
     return False
 
 
-def record(home: Path, handover: Handover) -> None:
+def record(home: Home, handover: Handover) -> None:
     """Everything the handover asks for; each failure is logged and the rest still done."""
     from memlog.hooks.session_start import log_error
 
@@ -91,13 +90,13 @@ def record(home: Path, handover: Handover) -> None:
                 log_error(home, note)
         if handover.kind == "start":
             _after_start(home, handover.payload)
-        if handover.space is not None and (home / "memory.db").exists():
+        if handover.space is not None and home.db.exists():
             _catch_up(home, handover.space)
     finally:
-        (home / MARKERS / handover.marker).unlink(missing_ok=True)
+        (home.recording / handover.marker).unlink(missing_ok=True)
 
 
-def _after_start(home: Path, payload: dict[str, Any]) -> None:
+def _after_start(home: Home, payload: dict[str, Any]) -> None:
     """The session's start, then Claude Code's auto memory of its project (what changed
     since the last start), each failure logged."""
     from memlog.hooks.session_start import log_error
@@ -116,7 +115,7 @@ def _after_start(home: Path, payload: dict[str, Any]) -> None:
         log_error(home, f"auto memory not read: {type(exc).__name__}: {exc}", exc)
 
 
-def _auto_memory(home: Path, payload: dict[str, Any]) -> None:
+def _auto_memory(home: Home, payload: dict[str, Any]) -> None:
     """Record what changed in the auto memory of the start's project (``claude_memory``)."""
     from memlog.capture.claude_memory import at_start
     from memlog.hooks.session_start import log_error, workspace
@@ -129,14 +128,14 @@ def _auto_memory(home: Path, payload: dict[str, Any]) -> None:
         log_error(home, f"auto memory: {note}")
 
 
-def native_changed(home: Path, cwd: str) -> bool:
+def native_changed(home: Home, cwd: str) -> bool:
     """Whether the auto memory folder of ``cwd``'s project changed since it was last read."""
     from memlog.capture.native_seen import changed, project_folder
 
     return changed(home, project_folder(cwd)[0]) is not None
 
 
-def _catch_up(home: Path, space: tuple[str, str, int]) -> None:
+def _catch_up(home: Home, space: tuple[str, str, int]) -> None:
     from memlog.errors import MemlogError
     from memlog.hooks.session_start import log_error
     from memlog.projections.runner import catch_up

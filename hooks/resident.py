@@ -34,6 +34,7 @@ from typing import Any
 
 import memlog
 from memlog import digests
+from memlog.home import Home
 from memlog.hooks.session_start import MARGIN
 from memlog.vocabulary import MAX_EVENT_BYTES
 
@@ -63,7 +64,7 @@ class ResidentError(Exception):
         self.spent = spent
 
 
-def start(home: Path, minutes: int, cwd: str) -> None:
+def start(home: Home, minutes: int, cwd: str) -> None:
     """Start ``home``'s resident detached (it leaves at once when one runs)."""
     from memlog.spawn import spawn_memlog
 
@@ -77,9 +78,9 @@ def folder(env: dict[str, str] | None = None) -> Path:
     return Path(base) / f"memlog-{os.getuid()}"
 
 
-def socket_path(home: Path, env: dict[str, str] | None = None) -> Path:
+def socket_path(home: Home, env: dict[str, str] | None = None) -> Path:
     """The socket of ``home``'s resident (short: a socket's path holds ~100 bytes)."""
-    name = digests.blake2b(str(home.resolve()).encode(), digest_size=10).hexdigest()
+    name = digests.blake2b(str(home.root.resolve()).encode(), digest_size=10).hexdigest()
     return folder(env) / f"{name}.sock"
 
 
@@ -99,7 +100,7 @@ def code_identity() -> tuple[str, str, int]:
     return (sys.executable, package, os.stat(package).st_mtime_ns)
 
 
-def key(home: Path, env: dict[str, str] | None = None) -> str:
+def key(home: Home, env: dict[str, str] | None = None) -> str:
     """What must match for the resident's answer to be the hook's own."""
     environ = os.environ if env is None else env
     kept = sorted(
@@ -108,11 +109,11 @@ def key(home: Path, env: dict[str, str] | None = None) -> str:
         if name not in KEY_IGNORED
         and (name.startswith(KEY_PREFIXES) or name in KEY_NAMES or name.endswith("_API_KEY"))
     )
-    text = json.dumps([PROTOCOL, str(home.resolve()), code_identity(), kept])
+    text = json.dumps([PROTOCOL, str(home.root.resolve()), code_identity(), kept])
     return digests.blake2b(text.encode(), digest_size=16).hexdigest()
 
 
-def ask(payload: dict[str, Any], home: Path, started: float, op: str = "start") -> str | None:
+def ask(payload: dict[str, Any], home: Home, started: float, op: str = "start") -> str | None:
     """The resident's context for this start (``op``: ``start``, or ``prompt`` for a
     prompt's recall); None when no resident serves this home (the hook then ranks
     itself).  Raises ResidentError when one answered wrongly."""
@@ -140,7 +141,7 @@ def ask(payload: dict[str, Any], home: Path, started: float, op: str = "start") 
         conn.close()
 
 
-def call(home: Path, op: str, wait: float = 2.0) -> dict[str, Any] | None:
+def call(home: Home, op: str, wait: float = 2.0) -> dict[str, Any] | None:
     """Send ``op`` (``status`` or ``stop``) to ``home``'s resident; None when none runs."""
     conn = _connect(home)
     if conn is None:
@@ -188,7 +189,7 @@ class Connection:
         self.sock.close()
 
 
-def _connect(home: Path) -> Connection | None:
+def _connect(home: Home) -> Connection | None:
     """A connection to ``home``'s resident; None when none may be asked or none listens."""
     path = socket_path(home)
     if not is_private(path.parent):

@@ -37,10 +37,10 @@ import signal
 import socket
 import time
 from collections import Counter
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from memlog.config import Config
+from memlog.home import Home
 from memlog.hooks import resident, user_prompt
 from memlog.hooks.recorder import Handover, mark, record
 from memlog.hooks.session_start import log_error, pin_blas, run, to_record, workspace
@@ -72,7 +72,7 @@ class Pending(NamedTuple):
 class Resident:
     """A bound socket and what it serves."""
 
-    def __init__(self, home: Path, sock: socket.socket, minutes: float) -> None:
+    def __init__(self, home: Home, sock: socket.socket, minutes: float) -> None:
         self.home = home
         self.sock = sock
         self.path = resident.socket_path(home)
@@ -179,7 +179,7 @@ class Resident:
 
     def _gone(self) -> str:
         """Why the resident should leave though no start came ("" when it should not)."""
-        if not self.home.is_dir():
+        if not self.home.exists():
             return "its home is gone"
         try:
             if os.stat(self.path).st_ino != self.inode:
@@ -311,7 +311,7 @@ def _teller(conn: resident.Connection) -> Any:
     return tell
 
 
-def bind(home: Path) -> tuple[socket.socket, int] | None:
+def bind(home: Home) -> tuple[socket.socket, int] | None:
     """The home's socket, bound and listening, with the lock that makes it this
     resident's; None when another resident holds the lock."""
     path = resident.socket_path(home)
@@ -332,7 +332,7 @@ def bind(home: Path) -> tuple[socket.socket, int] | None:
     return sock, lock
 
 
-def warm(home: Path, cwd: str) -> None:
+def warm(home: Home, cwd: str) -> None:
     """Load what a start loads, and run the local model once, before the first start."""
     from memlog.retrieval import light  # noqa: F401
     from memlog.retrieval.semantic import vector_weight
@@ -353,7 +353,7 @@ def main(argv: list[str]) -> None:
     reside(resolve_home(), *_arguments(argv))
 
 
-def reside(home: Path, minutes: int, cwd: str) -> None:
+def reside(home: Home, minutes: int, cwd: str) -> None:
     """Serve ``home``'s starts until a reason to leave (at once when a resident runs)."""
     pin_blas()  # as the hook does: one query at a time
     try:

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from memlog.errors import MemlogError
 from memlog.eventlog.snapshot import is_snapshot
 from memlog.files import append_private
-from memlog.home import HOOK_ERROR_LOG, resolve_home
+from memlog.home import Home, resolve_home
 from memlog.hooks import notice
 from memlog.spawn import BLAS_PINNED
 
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from memlog.workspace import Workspace
 
     #: what fills a hook's box: its context, the recall to record, the budget …
-    Work = Callable[[dict[str, Any], Path, float, dict[str, Any]], None]
+    Work = Callable[[dict[str, Any], Home, float, dict[str, Any]], None]
 
 DEFAULT_BUDGET = 2.5
 #: the prompt hook's budget until its configuration is read (``memory_prompt_budget_ms``)
@@ -75,7 +75,7 @@ def read_payload(stream: Any = None) -> dict[str, Any]:
     return data if isinstance(data, dict) else {}
 
 
-def log_error(home: Path, message: str, exc: BaseException | None = None) -> None:
+def log_error(home: Home, message: str, exc: BaseException | None = None) -> None:
     """Append to the hook's error log (stderr when the home cannot be written)."""
     stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
     import traceback  # (only when something failed)
@@ -85,9 +85,9 @@ def log_error(home: Path, message: str, exc: BaseException | None = None) -> Non
     try:
         if is_snapshot(home):  # a snapshot is read, never written
             raise OSError("a snapshot")
-        home.mkdir(mode=0o700, parents=True, exist_ok=True)
-        _roll(home / HOOK_ERROR_LOG)
-        append_private(home / HOOK_ERROR_LOG, text.encode("utf-8", "replace"))
+        home.root.mkdir(mode=0o700, parents=True, exist_ok=True)
+        _roll(home.hook_errors)
+        append_private(home.hook_errors, text.encode("utf-8", "replace"))
     except OSError:
         sys.stderr.write(f"memlog hook: {message}\n")
     except MemlogError as exc:  # a link where the log goes: said, never followed
@@ -107,7 +107,7 @@ def _roll(path: Path) -> None:
         pass
 
 
-def _work(payload: dict[str, Any], home: Path, started: float, box: dict[str, Any]) -> None:
+def _work(payload: dict[str, Any], home: Home, started: float, box: dict[str, Any]) -> None:
     """Build the injection: its text, the recall to record and the space go into ``box``."""
     from memlog.api.adoption import adopt
     from memlog.api.recall import for_hook
@@ -139,7 +139,7 @@ def _work(payload: dict[str, Any], home: Path, started: float, box: dict[str, An
         tell(home, note)
 
 
-def tell(home: Path, note: str, prefix: str = "") -> None:
+def tell(home: Home, note: str, prefix: str = "") -> None:
     """Keep a hook's note in its error log; damaged views are said on stderr too (the user
     learns why a hook injects less than the log knows)."""
     log_error(home, prefix + note)
@@ -147,7 +147,7 @@ def tell(home: Path, note: str, prefix: str = "") -> None:
         sys.stderr.write(f"memlog hook: {note}\n")
 
 
-def workspace(cwd: str, home: Path) -> Workspace:
+def workspace(cwd: str, home: Home) -> Workspace:
     """The workspace of the start's folder (none when the folder is gone)."""
     from memlog.workspace import Workspace
 
@@ -167,7 +167,7 @@ def _wanted(payload: dict[str, Any], enabled: bool, on_compact: bool) -> bool:
 
 def run(
     payload: dict[str, Any],
-    home: Path,
+    home: Home,
     started: float,
     kept: dict[str, Any] | None = None,
     told: Callable[[float], None] | None = None,
@@ -265,7 +265,7 @@ def adoption_said(box: dict[str, Any]) -> str:
 
 
 def from_resident(
-    payload: dict[str, Any], home: Path, started: float, op: str = "start"
+    payload: dict[str, Any], home: Home, started: float, op: str = "start"
 ) -> str | None:
     """The context as the home's resident ranks it (``op``: a ``start``, or a ``prompt``);
     None when none serves it."""
@@ -278,7 +278,7 @@ def from_resident(
         return "" if exc.spent else None  # no time left to rank here
 
 
-def start_resident(home: Path, box: dict[str, Any], payload: dict[str, Any]) -> None:
+def start_resident(home: Home, box: dict[str, Any], payload: dict[str, Any]) -> None:
     """After a start ranked here, start a resident for the next ones (when wanted)."""
     minutes = box.get("resident", 0)
     if not minutes or "space" not in box or is_snapshot(home):
@@ -297,7 +297,7 @@ def pin_blas() -> None:
         os.environ[BLAS_PINNED] = "1"
 
 
-def leave(payload: dict[str, Any], home: Path, box: dict[str, Any]) -> None:
+def leave(payload: dict[str, Any], home: Home, box: dict[str, Any]) -> None:
     """After the output: hand the recall and the start to the recorder, a process of its
     own (``hooks.recorder``); when it cannot start, write them here."""
     from memlog.hooks.recorder import Handover, hand_over
@@ -318,7 +318,7 @@ def leave(payload: dict[str, Any], home: Path, box: dict[str, Any]) -> None:
         after_start(payload, home)
 
 
-def to_record(payload: dict[str, Any], home: Path, box: dict[str, Any]) -> bool:
+def to_record(payload: dict[str, Any], home: Home, box: dict[str, Any]) -> bool:
     """Whether a start leaves anything to record: a recall, or a start of a home in use."""
     from memlog.hooks.sessions import start_wanted
 
@@ -329,7 +329,7 @@ def to_record(payload: dict[str, Any], home: Path, box: dict[str, Any]) -> bool:
     return auto_memory_changed(payload, home)
 
 
-def auto_memory_changed(payload: dict[str, Any], home: Path) -> bool:
+def auto_memory_changed(payload: dict[str, Any], home: Home) -> bool:
     """Whether the start's project has auto memory files memlog has not read yet."""
     from memlog.hooks.recorder import native_changed
     from memlog.hooks.sessions import guarded

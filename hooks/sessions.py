@@ -31,6 +31,8 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from memlog.home import Home
+
 GUARD = "MEMLOG_EXTRACTING"
 #: how much of a transcript's end is read for its git branch
 TAIL_BYTES = 64 << 10
@@ -38,7 +40,6 @@ _BRANCH = re.compile(rb'"gitBranch"\s*:\s*"((?:[^"\\]|\\.)*)"')
 EVENTS = {"session-end": "SessionEnd", "pre-compact": "PreCompact"}
 #: the payload field each hook's own word comes from
 REASONS = {"SessionEnd": "reason", "PreCompact": "trigger", "SessionStart": "source"}
-SWEEP_STAMP = ".sweep-started"
 SWEEP_INTERVAL = 300.0
 #: the longest the SessionStart hook waits, after its output, for the start to be recorded
 AFTER_START_SECONDS = 0.5
@@ -98,7 +99,7 @@ def pending_event(payload: dict[str, Any], hook: str) -> Any:
     )  # fmt: skip
 
 
-def record(payload: dict[str, Any], home: Path, hook: str) -> bool:
+def record(payload: dict[str, Any], home: Home, hook: str) -> bool:
     """Append the session's ``session.pending``; whether there was one to append."""
     from memlog.eventlog.log import EventLog
 
@@ -109,7 +110,7 @@ def record(payload: dict[str, Any], home: Path, hook: str) -> bool:
     return True
 
 
-def start_extraction(home: Path, cwd: str = "") -> int:
+def start_extraction(home: Home, cwd: str = "") -> int:
     """``memlog memorize --background``, detached, for the session's folder ``cwd`` (its
     project's configuration) and this process's environment: nothing waits for it.
     Returns its pid."""
@@ -119,9 +120,9 @@ def start_extraction(home: Path, cwd: str = "") -> int:
     return spawn_memlog(["memorize", "--background"], home, project=project)
 
 
-def start_sweep(home: Path, now: float, cwd: str = "") -> bool:
+def start_sweep(home: Home, now: float, cwd: str = "") -> bool:
     """Start the background sweep unless one started less than ``SWEEP_INTERVAL`` ago."""
-    stamp = home / SWEEP_STAMP
+    stamp = home.sweep_started
     try:
         if now - stamp.stat().st_mtime < SWEEP_INTERVAL:
             return False
@@ -138,12 +139,12 @@ def start_sweep(home: Path, now: float, cwd: str = "") -> bool:
     return True
 
 
-def start_wanted(payload: dict[str, Any], home: Path) -> bool:
+def start_wanted(payload: dict[str, Any], home: Home) -> bool:
     """Whether a start is recorded: not within extraction, with a payload, in a home in use."""
-    return not guarded() and bool(payload) and (home / "events").is_dir()
+    return not guarded() and bool(payload) and home.events.is_dir()
 
 
-def record_start(payload: dict[str, Any], home: Path) -> None:
+def record_start(payload: dict[str, Any], home: Home) -> None:
     """Record the session's start and start the sweep when one is due, for a home
     already in use (the hook's recorder does it after the hook's output)."""
     import time
@@ -154,7 +155,7 @@ def record_start(payload: dict[str, Any], home: Path) -> None:
     start_sweep(home, time.time(), str(payload.get("cwd") or ""))
 
 
-def after_start(payload: dict[str, Any], home: Path) -> None:
+def after_start(payload: dict[str, Any], home: Home) -> None:
     """``record_start`` in this process, when the hook could not start its recorder: waited
     for ``AFTER_START_SECONDS`` at most (the thread dies with the hook).  Never raises."""
     import threading

@@ -12,11 +12,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from memlog.home import Home
+
 #: what ``memlog sync --init`` leaves in the home (``sync/repo.py``)
 SYNC_REPOSITORY = Path("sync.git") / "HEAD"  # ``sync.repo.set_up``, without loading subprocess
 
 
-def start_sync(home: Path, cwd: str) -> bool:
+def start_sync(home: Home, cwd: str) -> bool:
     """Start ``memlog sync --at-session-end`` detached, for the project at ``cwd``, if
     sync is set up; whether it was started."""
     if not (home / SYNC_REPOSITORY).is_file():

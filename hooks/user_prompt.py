@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from memlog import digests
-from memlog.home import resolve_home
+from memlog.home import Home, resolve_home
 from memlog.hooks.session_start import (
     MARGIN,
     RANK_RESERVE,
@@ -53,7 +53,7 @@ def claim_payload(payload: dict[str, Any]) -> dict[str, Any]:
     return {"session_id": payload.get("session_id"), "source": "prompt", "prompt_id": digest}
 
 
-def work(payload: dict[str, Any], home: Path, started: float, box: dict[str, Any]) -> None:
+def work(payload: dict[str, Any], home: Home, started: float, box: dict[str, Any]) -> None:
     """Rank the prompt: its text, the recall to record and the space go into ``box``."""
     from memlog.api.recall import for_prompt
     from memlog.hooks.claims import claim
@@ -106,7 +106,7 @@ def main() -> None:
     os._exit(0)  # a late worker thread must not hold the exit
 
 
-def leave(payload: dict[str, Any], home: Path, box: dict[str, Any]) -> None:
+def leave(payload: dict[str, Any], home: Home, box: dict[str, Any]) -> None:
     """After the output: hand the recall to the recorder (or write it here)."""
     from memlog.errors import MemlogError
     from memlog.eventlog.snapshot import is_snapshot

@@ -197,7 +197,7 @@ class Server:
 
 
 def _described(exc: BaseException, ws: Workspace | None = None) -> str:
-    return describe(exc, ws.home if ws is not None else None).message
+    return describe(exc, ws.home.errors_log if ws is not None else None).message
 
 
 def serve(cwd: Path, stdin: IO[bytes], stdout: IO[bytes]) -> None:

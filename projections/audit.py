@@ -10,8 +10,9 @@ from typing import NamedTuple
 import msgspec
 
 from memlog.eventlog.bounds import Bound
+from memlog.home import Home
 from memlog.projections import markdown_sync
-from memlog.projections.freshness import db_path, stored_seq
+from memlog.projections.freshness import stored_seq
 from memlog.projections.markdown_view.writer import load_state, markdown_files
 from memlog.projections.runner import catch_up, rebuild
 from memlog.projections.sqlite_view import index_files, packsums, store
@@ -22,7 +23,6 @@ from memlog.projections.sqlite_view.digest import (
     entry_digests_of,
     sqlite_digest,
 )
-from memlog.projections.sqlite_view.index_files import INDEX_DIR
 from memlog.vocabulary import Space
 
 
@@ -39,7 +39,7 @@ class Audit(msgspec.Struct):
         return not self.drift
 
 
-def audit(home: Path, space: Space) -> Audit:
+def audit(home: Home, space: Space) -> Audit:
     """Compare the live views with views rebuilt from the log up to the same event.
 
     Writers may run meanwhile (a loop of ``observe``): the database and the packed
@@ -55,20 +55,20 @@ def audit(home: Path, space: Space) -> Audit:
     except sqlite3.DatabaseError as exc:
         if not is_corrupt(exc):
             raise
-        live = _Live(stored_seq(home), None, "", {}, [f"{store.DB_NAME}: {exc}"])
+        live = _Live(stored_seq(home), None, "", {}, [f"{home.db.name}: {exc}"])
     md_seq, md_live = _live_markdown(home)
     kept = live.space or space
     with tempfile.TemporaryDirectory(prefix="memlog-audit-") as tmp:
-        aside = Path(tmp) / "views"
+        aside = Home(Path(tmp) / "views")
         rebuild(home, kept, Bound(live.seq, None), aside)
-        aside_db = sqlite_digest(db_path(aside))
+        aside_db = sqlite_digest(aside)
         drift = (
             []
             if live.digest == aside_db or not live.digest
-            else _entry_drift(live.entries, db_path(aside))
+            else _entry_drift(live.entries, aside.db)
         )
         if md_seq != live.seq:
-            aside = Path(tmp) / "markdown"
+            aside = Home(Path(tmp) / "markdown")
             rebuild(home, kept, Bound(md_seq, None), aside)
         md_aside = markdown_files(aside)
         drift += _file_drift(md_live, md_aside)
@@ -86,12 +86,12 @@ class _Live(NamedTuple):
     packed_drift: list[str]
 
 
-def _live_database(home: Path) -> _Live:
+def _live_database(home: Home) -> _Live:
     """Read under the view's write lock: a catch-up patches packed records in place
     inside its write transaction, so a read transaction alone could see records of
     a later position than its rows'.  The sweep is held off meanwhile (the files the
     view names stay while they are checked)."""
-    path = db_path(home)
+    path = home.db
     with index_files.preparing(home), store.opened(path) as db, store.transaction(db):
         with index_files.undoable(db, home):  # what a killed catch-up patched goes back
             pass
@@ -99,28 +99,29 @@ def _live_database(home: Path) -> _Live:
         return _Live(
             store.get_position(db).seq,
             store.space_of(db),
-            digest_of(db, path.parent),
+            digest_of(db, home),
             entry_digests_of(db),
             _packed_drift(home, _named_files(db)),
         )
 
 
 def _named_files(db: sqlite3.Connection) -> list[str]:
-    return sorted(f"{INDEX_DIR}/{row[0]}" for row in db.execute("SELECT file FROM packed_sets"))
+    return sorted(row[0] for row in db.execute("SELECT file FROM packed_sets"))
 
 
-def _packed_drift(home: Path, names: list[str]) -> list[str]:
+def _packed_drift(home: Home, names: list[str]) -> list[str]:
     """Every packed file the view names, checked block by block against its sums (what
     the files hold is compared with a rebuild's in the digest)."""
     drift = []
-    for rel in names:
-        reason = packsums.full(home / rel)
+    for name in names:
+        reason = packsums.full(home.index / name)
         if reason is not None:
+            rel = f"{home.index.name}/{name}"
             drift.append(f"{rel}: {reason} (memlog replay writes it again)")
     return drift
 
 
-def _live_markdown(home: Path) -> tuple[int, dict[str, str]]:
+def _live_markdown(home: Home) -> tuple[int, dict[str, str]]:
     """The markdown files as they are and the position they reflect (no writer between)."""
     with markdown_sync.locked(home):
         return load_state(home).seq, markdown_files(home)

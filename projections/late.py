@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable
-from pathlib import Path
 from typing import NamedTuple
 
 from memlog.eventlog.events import (
@@ -42,6 +41,7 @@ from memlog.eventlog.events import (
 )
 from memlog.eventlog.log import DamageHandler, EventLog, Position
 from memlog.eventlog.merged import Unfolded, Unfollowable, advanced, decode, encode, unfolded
+from memlog.home import Home
 from memlog.projections import markdown_sync, writes
 from memlog.projections.fold import Entry, State, apply
 from memlog.projections.holds import device_of
@@ -88,7 +88,7 @@ class Refolded(NamedTuple):
 
 def fold_in(
     db: sqlite3.Connection,
-    folder: Path,
+    folder: Home,
     space: Space,
     log: EventLog,
     stored_at: store.Stored,
@@ -98,7 +98,7 @@ def fold_in(
     as a catch-up writes its events (inside its transaction); the markdown changes and
     how many events there were.  ``Unplaceable`` when they cannot be."""
     try:
-        found = late_records(log.events_dir, stored_at.position, on_damage)
+        found = late_records(log.home, stored_at.position, on_damage)
         base = decode(stored_at.position)
     except Unfollowable as exc:
         raise Unplaceable(str(exc)) from None
@@ -106,15 +106,13 @@ def fold_in(
     stored = store.load_entries(db, touched.ids)
     vectors.attach(db, folder, stored)
     before = writes.Snapshot.of(stored, space)
-    done = refold(db, log.events_dir, found, touched)
+    done = refold(db, log.home, found, touched)
     check_held(db, done.held, stored, touched)
-    after = store.Stored.measured(
-        log.events_dir, encode(advanced(base, found)), base.n + len(found)
-    )
+    after = store.Stored.measured(log.home, encode(advanced(base, found)), base.n + len(found))
     from memlog.projections import placing  # numpy: only when a late event comes
 
     try:
-        placed = placing.place(db, folder, space, log.events_dir, done.firsts, after.seq)
+        placed = placing.place(db, folder, space, done.firsts, after.seq)
     except placing.Unplaced as exc:
         raise Unplaceable(str(exc)) from None
     lines.add(db, (row for item in found for row in _rows(item)))
@@ -144,13 +142,11 @@ def _whole_where(
     return markdown_sync.Changes(changes.files, edits)
 
 
-def late_records(
-    events_dir: Path, position: Position, on_damage: DamageHandler | None
-) -> list[Unfolded]:
+def late_records(home: Home, position: Position, on_damage: DamageHandler | None) -> list[Unfolded]:
     """The events past ``position`` on every device (``Unfollowable`` when it no longer
     fits the log); a redaction among them is ``Unplaceable`` (only a replay removes the
     text it took out of earlier lines)."""
-    late = list(unfolded(events_dir, position, on_damage))
+    late = list(unfolded(home, position, on_damage))
     if any(isinstance(item.record.event, Redacted) for item in late):
         raise Unplaceable(REDACTION)
     return late
@@ -166,14 +162,12 @@ class _Timed(NamedTuple):
     device: str
 
 
-def refold(
-    db: sqlite3.Connection, events_dir: Path, late: list[Unfolded], touched: Touched
-) -> Refolded:
+def refold(db: sqlite3.Connection, home: Home, late: list[Unfolded], touched: Touched) -> Refolded:
     """Fold again what ``late`` touched from every event about it: those the views hold
     (read where ``lines`` says they are) and the late ones, in the log's order."""
     held = [
         _Timed((line.stamp, e.id), e, False, device_of(line.segment))
-        for line, e in _read(events_dir, _held(db, touched))
+        for line, e in _read(home, _held(db, touched))
     ]
     arrived = (_Timed(i.key, i.record.event, True, device_of(i.record.segment)) for i in late)
     timed = sorted([*held, *arrived], key=lambda t: t.key)
@@ -201,13 +195,11 @@ def _held(db: sqlite3.Connection, touched: Touched) -> dict[lines.Line, set[str]
         raise Unplaceable(str(exc)) from None
 
 
-def _read(
-    events_dir: Path, found: dict[lines.Line, set[str]]
-) -> Iterable[tuple[lines.Line, Event]]:
+def _read(home: Home, found: dict[lines.Line, set[str]]) -> Iterable[tuple[lines.Line, Event]]:
     """The events at ``found`` (``Unplaceable`` when a line is gone, no longer one, or not
     an event about a key whose row named it)."""
     try:
-        for line, event in lines.events_at(events_dir, sorted(found)):
+        for line, event in lines.events_at(home, sorted(found)):
             if found[line].isdisjoint(lines.keys(event, event.entry_ids)):
                 raise Unplaceable(f"a line indexed under {min(found[line])} is about other keys")
             yield line, event

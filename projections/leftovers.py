@@ -21,28 +21,29 @@ from pathlib import Path
 
 from memlog.errors import ViewError
 from memlog.files import alive, nearly_full, open_private, sweep_temps
+from memlog.home import Home
+from memlog.projections.markdown_view.writer import load_state
 from memlog.projections.sqlite_view import store
 from memlog.projections.sqlite_view.damage import is_corrupt
 
 #: SQLite's primary result codes for a full disk and an I/O error
 _SQLITE_FULL, _SQLITE_IOERR = 13, 10
-_ASIDE = ".memory.db.rebuild-"
 _AFTER_DISK = (
     "nothing was lost: the log holds every event (run the command again once the disk has room)"
 )
 
 
-def sweep(home: Path) -> list[Path]:
+def sweep(home: Home) -> list[Path]:
     """Remove the temporary files and aside databases of processes that are gone."""
     removed = [p for folder in _folders(home) for p in sweep_temps(folder)]
     return removed + remove_stale_asides(home)
 
 
-def remove_stale_asides(folder: Path) -> list[Path]:
+def remove_stale_asides(folder: Home) -> list[Path]:
     """Aside databases (and their ``-wal``, ``-shm``) of rebuilds whose process is gone."""
     removed = []
-    for path in folder.glob(f"{_ASIDE}*"):
-        pid = path.name[len(_ASIDE) :].split("-", 1)[0]
+    for tag, path in folder.db_asides().items():
+        pid = tag.split("-", 1)[0]
         if pid.isdigit() and not alive(int(pid)):
             with contextlib.suppress(OSError):  # gone already, or a home only read
                 path.unlink()
@@ -50,18 +51,12 @@ def remove_stale_asides(folder: Path) -> list[Path]:
     return removed
 
 
-def _folders(home: Path) -> list[Path]:
-    """Every folder memlog writes files in (the markdown view's: those it wrote)."""
-    events = home / "events"
-    found = [home, events, events / ".spool", home / "vectors", home / "index", home / "sync.git"]
-    with contextlib.suppress(OSError):
-        found += [p for p in events.iterdir() if p.is_dir() and not p.is_symlink()]
-    projects = home / "projects"
-    with contextlib.suppress(OSError):
-        for project in projects.iterdir():
-            if project.is_dir() and not project.is_symlink():
-                found += [project, project / "branches"]
-    return found
+def _folders(home: Home) -> list[Path]:
+    """Every folder memlog writes files in (the markdown view's: those it wrote or was
+    writing)."""
+    state = load_state(home)
+    written = {home.markdown(rel).parent for rel in [*state.files, *state.pending]}
+    return home.folders() + sorted(p for p in written if p.is_dir() and not p.is_symlink())
 
 
 def failure(exc: BaseException, path: Path) -> ViewError | None:
@@ -104,10 +99,10 @@ def _too_large(name: str) -> ViewError:
     )
 
 
-def new_aside(folder: Path) -> Path:
+def new_aside(folder: Home) -> Path:
     """A new, empty file for a database built aside: an unpredictable name (with the pid,
     for ``remove_stale_asides``), made here, so SQLite never opens a file planted there."""
-    aside = folder / f"{_ASIDE}{os.getpid()}-{os.urandom(6).hex()}"
+    aside = folder.db_aside(f"{os.getpid()}-{os.urandom(6).hex()}")
     os.close(open_private(aside, os.O_WRONLY | os.O_CREAT | os.O_EXCL))
     return aside
 

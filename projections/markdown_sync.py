@@ -24,6 +24,7 @@ from typing import NamedTuple
 from memlog import locking
 from memlog.errors import HomeError
 from memlog.files import no_links
+from memlog.home import Home
 from memlog.projections.fold import Entry
 from memlog.projections.markdown_view import branch, render
 from memlog.projections.markdown_view.writer import (
@@ -43,15 +44,14 @@ from memlog.projections.sqlite_view.queries import (
     source_projects,
 )
 
-LOCK_NAME = ".markdown.lock"
 #: the most edits a file is patched with: each is a pass over its text (12,000 edits of a
 #: 5 MB file took 80 s), where rendering it whole reads its entries once
 MOST_EDITS = 64
 Signature = tuple[tuple[str, ...], str]
 
 
-def locked(folder: Path) -> contextlib.AbstractContextManager[None]:
-    return locking.locked(folder / LOCK_NAME)
+def locked(folder: Home) -> contextlib.AbstractContextManager[None]:
+    return locking.locked(folder.markdown_lock)
 
 
 class Edit(NamedTuple):
@@ -103,7 +103,7 @@ def changed_files(
 
 
 def follow(
-    folder: Path, db_path: Path, changed: Changes, before: store.Stored, after: store.Stored
+    folder: Home, db_path: Path, changed: Changes, before: store.Stored, after: store.Stored
 ) -> list[str]:
     """Bring the files to the view's position; notes on hand edits kept."""
     with locked(folder):
@@ -127,7 +127,7 @@ def follow(
 
 
 def _render_changed(
-    db: sqlite3.Connection, folder: Path, changed: Changes, state: MarkdownState
+    db: sqlite3.Connection, folder: Home, changed: Changes, state: MarkdownState
 ) -> tuple[dict[str, str], set[str]]:
     """The changed files, rendered or patched; and those no entry belongs to any longer
     (a replay makes no such file: they are removed)."""
@@ -157,7 +157,7 @@ def _note_last(state: MarkdownState, path: str, members: list[Entry]) -> None:
         state.last.pop(path, None)
 
 
-def _patched(folder: Path, path: str, edits: list[Edit], state: MarkdownState) -> str | None:
+def _patched(folder: Home, path: str, edits: list[Edit], state: MarkdownState) -> str | None:
     """The file at ``path`` with ``edits`` made in place, when it is the one memlog last
     wrote and every edit can be made where the whole file would have it; else None."""
     if branch.is_branch_file(path) or not edits or path not in state.files:
@@ -165,7 +165,7 @@ def _patched(folder: Path, path: str, edits: list[Edit], state: MarkdownState) -
     if len(edits) > MOST_EDITS:
         return None  # each edit is a pass over the text: rendered whole, in one
     try:
-        text = no_links(folder / path, folder).read_text(encoding="utf-8")
+        text = no_links(folder.markdown(path), folder).read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError, HomeError):
         return None  # rendered whole: ``write_files`` says what is wrong
     if digest(text.encode("utf-8")) != state.files[path]:
@@ -221,7 +221,7 @@ def _file_of(db: sqlite3.Connection, path: str, projects: set[str]) -> tuple[str
 
 
 def write_markdown(
-    folder: Path, files: dict[str, str], state: MarkdownState, now: store.Stored
+    folder: Home, files: dict[str, str], state: MarkdownState, now: store.Stored
 ) -> list[str]:
     """Write ``files`` and record the position they reflect."""
     notes = write_files(folder, files, state)

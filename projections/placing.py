@@ -14,10 +14,10 @@ every record moves to its new slot (``reslot``) first.
 from __future__ import annotations
 
 import sqlite3
-from pathlib import Path
 
 import numpy as np
 
+from memlog.home import Home
 from memlog.projections import writes
 from memlog.projections.sqlite_view import lines, ranks, reslot, store
 from memlog.vocabulary import Space
@@ -29,7 +29,7 @@ class Unplaced(Exception):
     """The slots cannot be worked out (a line or a packed file no longer reads)."""
 
 
-def place(db: sqlite3.Connection, folder: Path, space: Space, events_dir: Path,
+def place(db: sqlite3.Connection, folder: Home, space: Space,
           firsts: dict[str, lines.First], ordinal: int) -> writes.Slots:  # fmt: skip
     """The slot of each entry of ``firsts`` as a replay gives it, every row and packed
     record moved first when an entry with a slot moves (inside the caller's transaction,
@@ -40,7 +40,7 @@ def place(db: sqlite3.Connection, folder: Path, space: Space, events_dir: Path,
     total = count + sum(1 for i in firsts if i not in slots)
     if not coming:
         return writes.Slots(dict(slots), total)
-    keys = _Keys(db, folder, events_dir)
+    keys = _Keys(db, folder)
     below = _counts([key for key, _ in coming], keys, count)
     moved_slots = np.array(sorted(slots[i] for i in moved), dtype=np.int64)
     at = np.array(below, dtype=np.int64) - np.searchsorted(moved_slots, below)  # among the rest
@@ -88,8 +88,8 @@ def _counts(wanted: list[Key], keys: _Keys, count: int) -> list[int]:
 class _Keys:
     """The merge key of the first observation of the entry at each slot, read on demand."""
 
-    def __init__(self, db: sqlite3.Connection, folder: Path, events_dir: Path) -> None:
-        self.db, self.events_dir = db, events_dir
+    def __init__(self, db: sqlite3.Connection, folder: Home) -> None:
+        self.db, self.home = db, folder
         found = ranks.read(db, folder)
         if found is None:
             raise Unplaced("the ranking records are missing")
@@ -105,7 +105,7 @@ class _Keys:
         entry_id = bytes(self.ids.data[slot * size : slot * size + 16]).decode("ascii")
         try:
             found = lines.first_observations(self.db, entry_id)
-            keys = [(line.stamp, e.id) for line, e in lines.events_at(self.events_dir, found)]
+            keys = [(line.stamp, e.id) for line, e in lines.events_at(self.home, found)]
         except lines.Damaged as exc:
             raise Unplaced(f"the first observation of {entry_id} no longer reads: {exc}") from None
         if not keys:

@@ -26,10 +26,11 @@ from memlog.eventlog.events import Redacted
 from memlog.eventlog.ids import utc_now
 from memlog.eventlog.log import START, DamageHandler, EventLog, Record
 from memlog.eventlog.merged import Late, Unfollowable, unread_bytes
+from memlog.home import Home
 from memlog.projections import late, leftovers, markdown_sync, writes
 from memlog.projections.fold import State, apply
 from memlog.projections.freshness import SHRUNK as SHRUNK
-from memlog.projections.freshness import current_seq, db_path, shrunk, stored_seq
+from memlog.projections.freshness import current_seq, shrunk, stored_seq
 from memlog.projections.holds import device_of
 from memlog.projections.markdown_view import render
 from memlog.projections.markdown_view.writer import load_state, remove_unplanned
@@ -48,7 +49,6 @@ from memlog.spawn import spawn_memlog
 from memlog.vocabulary import DEFAULT_SPACE, Space
 
 #: where versions before the packed slots kept the vector files
-LEGACY_VECTOR_DIR = "vectors"
 Progress = Callable[[int], None]
 
 
@@ -81,7 +81,7 @@ class _NeedsRebuild(Exception):
 
 
 def catch_up(
-    home: Path,
+    home: Home | Path,
     space: Space = DEFAULT_SPACE,
     on_damage: DamageHandler | None = None,
     lock_wait: float | None = None,
@@ -93,13 +93,14 @@ def catch_up(
     with ``ViewError``; readers are never blocked by a writer, so a caller in
     a hurry reads the view as it stands instead.
     """
+    home = Home.of(home)
     log = EventLog(home)
     rewrite.recover(log)  # a redaction a crash cut short is finished before anything reads
     finished = _finish_redaction(home, space)
     if finished:
         return finished
     _fold_spool(log)
-    if not log.segments() and not db_path(home).exists():
+    if not log.segments() and not home.db.exists():
         return CatchUp(0, False, 0, [])
     if snapshot.is_snapshot(home):
         return CatchUp(0, False, stored_seq(home), [])
@@ -117,15 +118,15 @@ def catch_up(
         return _rebuilt(home, space, exc.said, exc.redacted)
     except sqlite3.DatabaseError as exc:
         if not is_corrupt(exc):
-            raise leftovers.failure(exc, db_path(home)) or ViewError(
-                f"cannot update {db_path(home)}: {exc}"
+            raise leftovers.failure(exc, home.db) or ViewError(
+                f"cannot update {home.db}: {exc}"
             ) from None
-        return _rebuilt(home, space, [f"{db_path(home).name} was damaged ({exc}): rebuilt"])
+        return _rebuilt(home, space, [f"{home.db.name} was damaged ({exc}): rebuilt"])
     except OSError as exc:
-        raise leftovers.failure(exc, db_path(home)) or exc from None
+        raise leftovers.failure(exc, home.db) or exc from None
 
 
-def _rebuilt(home: Path, space: Space, said: list[str], redacted: bool = False) -> CatchUp:
+def _rebuilt(home: Home, space: Space, said: list[str], redacted: bool = False) -> CatchUp:
     """A catch-up that rebuilds the views from zero (``redacted``: after a redaction, so no
     page of the views from before it stays on disk)."""
     done = rebuild(home, space)
@@ -136,7 +137,7 @@ def _rebuilt(home: Path, space: Space, said: list[str], redacted: bool = False) 
     return CatchUp(done.applied, True, done.seq, said + done.notes)
 
 
-def _finish_redaction(home: Path, space: Space) -> CatchUp | None:
+def _finish_redaction(home: Home, space: Space) -> CatchUp | None:
     """The views rebuilt once a redaction a run left unfinished is finished (None when
     there was none: its journal is what tells)."""
     if redaction_journal.pending(home) is None or snapshot.is_snapshot(home):
@@ -151,7 +152,7 @@ def _finish_redaction(home: Path, space: Space) -> CatchUp | None:
 
 def _fold_spool(log: EventLog) -> None:
     """Fold in what hooks spooled, when no writer holds the log (else it does)."""
-    if not spool.waiting(log.events_dir) or snapshot.is_snapshot(log.home):
+    if not spool.waiting(log.home) or snapshot.is_snapshot(log.home):
         return
     with contextlib.suppress(MemlogError, OSError):  # a read-only home reads the log as it is
         with log._locked(wait=0):
@@ -159,14 +160,14 @@ def _fold_spool(log: EventLog) -> None:
 
 
 def _incremental(
-    home: Path,
+    home: Home,
     log: EventLog,
     space: Space,
     on_damage: DamageHandler | None,
     lock_wait: float | None = None,
 ) -> CatchUp:
     busy = store.BUSY_TIMEOUT_MS if lock_wait is None else max(int(lock_wait * 1000), 0)
-    with _preparing(home), store.opened(db_path(home), busy_ms=busy) as db:
+    with _preparing(home), store.opened(home.db, busy_ms=busy) as db:
         with store.transaction(db), index_files.undoable(db, home):
             before = store.get_position(db)
             kept = _check_layout(db, before, space)
@@ -185,7 +186,7 @@ def _incremental(
             after = store.get_position(db)
         index_files.committed(home)
     _sweep(home)
-    notes = markdown_sync.follow(home, db_path(home), changed, before, after)
+    notes = markdown_sync.follow(home, home.db, changed, before, after)
     return CatchUp(applied, False, after.seq, notes, arrived_late)
 
 
@@ -197,8 +198,8 @@ def _records_after(
     log: EventLog, stored: store.Stored, on_damage: DamageHandler | None
 ) -> list[Record]:
     segment = stored.position.segment
-    if segment and unread_bytes(log.events_dir, stored.position, stored.folded) is None:
-        raise _NeedsRebuild(shrunk(log.events_dir, stored))  # cut, rewritten or restored
+    if segment and unread_bytes(log.home, stored.position, stored.folded) is None:
+        raise _NeedsRebuild(shrunk(log.home, stored))  # cut, rewritten or restored
     if not segment and stored.seq:
         raise _NeedsRebuild
     if not log.ends_at(stored.position, stored.seq):
@@ -217,7 +218,7 @@ def _records_after(
 
 
 def _apply(
-    db: sqlite3.Connection, folder: Path, space: Space, records: list[Record]
+    db: sqlite3.Connection, folder: Home, space: Space, records: list[Record]
 ) -> markdown_sync.Changes:
     """Fold ``records`` into the stored entries they touch; return the markdown files changed.
 
@@ -239,7 +240,7 @@ def _apply(
         slots[entry_id] = count + n
     total = count + len(state.created)
     lines.add(db, (row for r in records for row in lines.rows_of(r)))
-    after = store.Stored.measured(folder / "events", records[-1].after, records[-1].ordinal)
+    after = store.Stored.measured(folder, records[-1].after, records[-1].ordinal)
     return writes.write(db, folder, space, state, before, writes.Slots(slots, total), after)
 
 
@@ -288,14 +289,14 @@ def fold_log(
     if progress is not None:
         progress(applied % 1000)
     place = (last.after, last.ordinal) if last else (START, 0)
-    return state, store.Stored.measured(log.events_dir, *place), applied
+    return state, store.Stored.measured(log.home, *place), applied
 
 
 def rebuild(
-    home: Path,
+    home: Home,
     space: Space = DEFAULT_SPACE,
     until: Bound | None = None,
-    target: Path | None = None,
+    target: Home | None = None,
     progress: Progress | None = None,
 ) -> Rebuilt:
     """Rebuild both views from zero into ``target`` (the home by default).
@@ -304,7 +305,7 @@ def rebuild(
     """
     snapshot.refuse_writes(home, "rebuild the views of")
     folder = target or home
-    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    folder.root.mkdir(mode=0o700, parents=True, exist_ok=True)
     indexed: list[lines.Row] = []
     state, stored, applied = fold_log(EventLog(home), until, progress, indexed)
     if target is not None:
@@ -313,7 +314,7 @@ def rebuild(
     try:
         _build_database(folder, state, space, stored, indexed)
     except (sqlite3.Error, OSError) as exc:
-        raise leftovers.failure(exc, db_path(folder)) or exc from None
+        raise leftovers.failure(exc, folder.db) or exc from None
     with markdown_sync.locked(folder):
         files, written = render.plan(state.entries.values()), load_state(folder)
         written.last = {}  # the files of a rebuild are rendered whole: no order known yet
@@ -325,7 +326,7 @@ def rebuild(
     return Rebuilt(applied, live, stored.seq, notes)
 
 
-def _build_database(folder: Path, state: State, space: Space, stored: store.Stored,
+def _build_database(folder: Home, state: State, space: Space, stored: store.Stored,
                     indexed: list[lines.Row]) -> None:  # fmt: skip
     leftovers.sweep(folder)
     aside = leftovers.new_aside(folder)
@@ -340,29 +341,29 @@ def _build_database(folder: Path, state: State, space: Space, stored: store.Stor
                 lines.add(db, indexed)
                 store.set_meta(db, meta)
                 indexes.rebuild(db, folder, space, ordered, stored.seq)
-            leftovers.switch_in(aside, db_path(folder))
+            leftovers.switch_in(aside, folder.db)
     finally:
         leftovers.remove_db_files(aside)  # a failed rebuild leaves nothing the size of the view
     _sweep(folder, wait=True)
 
 
 @contextlib.contextmanager
-def _preparing(folder: Path) -> Iterator[None]:
+def _preparing(folder: Home) -> Iterator[None]:
     """Hold off sweeps of every packed file while new ones are written and named."""
     with index_files.preparing(folder):
         yield
 
 
-def _sweep(folder: Path, wait: bool = False) -> None:
+def _sweep(folder: Home, wait: bool = False) -> None:
     """Remove the packed files the committed view no longer names (and the folder of
     vector files earlier versions kept apart)."""
-    index_files.sweep(folder, db_path(folder), wait, spare=not wait)  # a rebuild: every one
-    legacy = folder / LEGACY_VECTOR_DIR
+    index_files.sweep(folder, folder.db, wait, spare=not wait)  # a rebuild: every one
+    legacy = folder.legacy_vectors
     if legacy.is_dir() and not legacy.is_symlink():  # a link: not memlog's to follow
         shutil.rmtree(legacy, ignore_errors=True)
 
 
-def catch_up_in_background(home: Path, project: Path | None = None) -> None:
+def catch_up_in_background(home: Home, project: Path | None = None) -> None:
     """Start ``memlog catch-up`` detached, for ``project``'s configuration (its embedding
     space); nothing waits for it."""
-    spawn_memlog(["catch-up"], home, project=project)
+    spawn_memlog(["catch-up"], home.root, project=project)

@@ -27,19 +27,10 @@ from memlog.eventlog import redaction_journal
 from memlog.eventlog import segments as seg
 from memlog.eventlog.redaction import REDACTED
 from memlog.files import atomic_write
+from memlog.home import Home
 from memlog.projections.markdown_view.writer import load_state
 from memlog.projections.sqlite_view import store
-from memlog.projections.sqlite_view.index_files import INDEX_DIR
 
-#: the log (rewritten by the redaction itself) and the views (rebuilt; ``vectors``: where
-#: earlier versions kept the packed vectors)
-_SKIP_DIRS = frozenset({"events", INDEX_DIR, "vectors"})
-_SKIP_FILES = frozenset(
-    {
-        store.DB_NAME, f"{store.DB_NAME}-wal", f"{store.DB_NAME}-shm", seg.QUARANTINE_NAME,
-        redaction_journal.JOURNAL_NAME,  # what is being removed: it goes once all else is clean
-    }
-)  # fmt: skip
 _CHECKPOINT_TRIES = 20
 
 
@@ -60,21 +51,21 @@ def forms(texts: Iterable[str]) -> list[re.Pattern[bytes]]:
     return [found[k] for k in sorted(found, key=len, reverse=True)]
 
 
-def scrub_home(home: Path, texts: Iterable[str]) -> list[str]:
+def scrub_home(home: Home, texts: Iterable[str]) -> list[str]:
     """Remove ``texts`` from every file of the home but the log and the views; the files
     changed, relative to the home."""
     patterns = forms(texts)
     if not patterns:
         return []
-    changed = ["quarantine.jsonl"] if scrub_quarantine(home, patterns) else []
-    views = {home / rel for rel in load_state(home).files}  # rebuilt, not scrubbed
+    changed = [home.quarantine.name] if scrub_quarantine(home, patterns) else []
+    views = {home.markdown(rel) for rel in load_state(home).files}  # rebuilt, not scrubbed
     for path in _files(home):
         if path not in views and _scrub_file(home, path, patterns):
-            changed.append(str(path.relative_to(home)))
+            changed.append(str(path.relative_to(home.root)))
     return changed
 
 
-def _scrub_file(home: Path, path: Path, patterns: list[re.Pattern[bytes]]) -> bool:
+def _scrub_file(home: Home, path: Path, patterns: list[re.Pattern[bytes]]) -> bool:
     """Whether ``path`` held the text and was rewritten without it.  A file that vanishes
     meanwhile (a recorder's marker, a claim) is passed over, never made again."""
     try:
@@ -90,12 +81,12 @@ def _scrub_file(home: Path, path: Path, patterns: list[re.Pattern[bytes]]) -> bo
     return True
 
 
-def views_hold(home: Path, texts: Iterable[str]) -> bool:
+def views_hold(home: Home, texts: Iterable[str]) -> bool:
     """Whether ``memory.db`` (with its write-ahead log) or a file of the markdown view
     still holds any of ``texts``: a redaction that stopped before it rebuilt them."""
     patterns = forms(texts)
-    views = [home / store.DB_NAME, home / f"{store.DB_NAME}-wal"]
-    views += [home / rel for rel in load_state(home).files]
+    views = [home.db, home.db.with_name(f"{home.db.name}-wal")]
+    views += [home.markdown(rel) for rel in load_state(home).files]
     for path in views:
         try:
             data = path.read_bytes()
@@ -106,9 +97,9 @@ def views_hold(home: Path, texts: Iterable[str]) -> bool:
     return False
 
 
-def scrub_quarantine(home: Path, patterns: list[re.Pattern[bytes]]) -> bool:
+def scrub_quarantine(home: Home, patterns: list[re.Pattern[bytes]]) -> bool:
     """The quarantine file with the text taken out of the bytes each record keeps."""
-    path = home / seg.QUARANTINE_NAME
+    path = home.quarantine
     records = seg.read_quarantine(home)
     if not records:
         return False
@@ -128,12 +119,12 @@ def scrub_quarantine(home: Path, patterns: list[re.Pattern[bytes]]) -> bool:
     return False
 
 
-def truncate_wal(home: Path) -> bool:
+def truncate_wal(home: Home) -> bool:
     """Checkpoint ``memory.db`` and truncate its write-ahead log (old pages leave the disk).
 
     Retried while a reader holds the log; False when it never let go.
     """
-    path = home / store.DB_NAME
+    path = home.db
     if not path.exists():
         return True
     for _ in range(_CHECKPOINT_TRIES):
@@ -145,15 +136,21 @@ def truncate_wal(home: Path) -> bool:
     return False
 
 
-def _files(home: Path) -> Iterator[Path]:
+def _files(home: Home) -> Iterator[Path]:
+    """Every file of the home but the log (rewritten by the redaction itself), the views
+    (rebuilt; ``legacy_vectors``: where earlier versions kept the packed vectors), the
+    quarantine (scrubbed record by record) and the journal of what is being removed (it
+    goes once all else is clean)."""
+    skip_dirs = {home.events, home.index, home.legacy_vectors}
+    skip = {home.db.with_name(home.db.name + side) for side in ("", *store.SIDE_FILES)}
+    skip |= {home.quarantine, home.redaction_journal}
+    aside = home.db_aside("").name
     for folder, dirs, names in os.walk(home):
         here = Path(folder)
-        if here == home:
-            dirs[:] = [d for d in dirs if d not in _SKIP_DIRS]
+        dirs[:] = [d for d in dirs if here / d not in skip_dirs]
         for name in names:
             path = here / name
-            skipped = name in _SKIP_FILES or name.startswith(f".{store.DB_NAME}.")
-            if (here == home and skipped) or path.is_symlink():
+            if path in skip or name.startswith(aside) or path.is_symlink():
                 continue  # the log, the views, a database being rebuilt
             yield path
 
@@ -164,7 +161,7 @@ def _replace(data: bytes, patterns: list[re.Pattern[bytes]]) -> bytes:
     return data
 
 
-def finish_redaction(home: Path, rebuild_views: Callable[[], object]) -> list[str]:
+def finish_redaction(home: Home, rebuild_views: Callable[[], object]) -> list[str]:
     """Finish the redaction a run left unfinished (its journal, ``redaction_journal``):
     the log rewritten if its rewrite never committed, the text out of every other file
     of the home, the views rebuilt (``rebuild_views``), the write-ahead log truncated;

@@ -9,9 +9,9 @@ late (``late``).
 from __future__ import annotations
 
 import sqlite3
-from pathlib import Path
 from typing import NamedTuple
 
+from memlog.home import Home
 from memlog.projections import markdown_sync
 from memlog.projections.fold import Entry, State
 from memlog.projections.markdown_view import render
@@ -46,7 +46,7 @@ class Slots(NamedTuple):
 
 def write(
     db: sqlite3.Connection,
-    folder: Path,
+    folder: Home,
     space: Space,
     state: State,
     before: Snapshot,

@@ -27,6 +27,7 @@ from typing import NamedTuple
 from memlog import claude_files
 from memlog.eventlog.devices import known_device_id
 from memlog.eventlog.events import content_hash
+from memlog.home import Home
 from memlog.projections.fold import branch_key
 from memlog.projections.sqlite_view import queries
 from memlog.retrieval import received
@@ -98,17 +99,17 @@ def passages(text: str) -> Iterable[str]:
             yield line
 
 
-def native_ids(home: Path, cwd: str, env: dict[str, str] | None = None) -> list[str]:
+def native_ids(home: Home, cwd: str, env: dict[str, str] | None = None) -> list[str]:
     """The live memories recorded on this machine from the auto memory folder Claude
     Code loads for ``cwd`` (none while auto memory is off there)."""
-    device = known_device_id(home / "events")
+    device = known_device_id(home)
     if not device or not claude_files.auto_memory_on(cwd, env)[0]:
         return []
     prefix = claude_files.origin_prefix(device, claude_files.memory_folder(cwd, env))
     return queries.with_origin(home, NATIVE_SOURCE, prefix)
 
 
-def branch_excluded(home: Path, here: Checkout) -> tuple[list[str], dict[str, str]]:
+def branch_excluded(home: Home, here: Checkout) -> tuple[list[str], dict[str, str]]:
     """The live entries of this checkout's branch memory, and those of other branches'
     (not promoted) that are not given here."""
     mine, others = [], {}
@@ -121,7 +122,7 @@ def branch_excluded(home: Path, here: Checkout) -> tuple[list[str], dict[str, st
 
 
 def excluded(
-    home: Path,
+    home: Home,
     cwd: str | None,
     session: str = "",
     env: dict[str, str] | None = None,

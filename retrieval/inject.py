@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import sqlite3
 import time
-from pathlib import Path
 
 import msgspec
 
 from memlog.errors import LinkRefused, MemlogError
 from memlog.eventlog.scan import has_events
+from memlog.home import Home
 from memlog.projections.freshness import current_seq
 from memlog.projections.sqlite_view import damage
 from memlog.projections.sqlite_view.packsums import noticed, refused
-from memlog.projections.sqlite_view.store import DB_NAME
 from memlog.retrieval import light
 from memlog.retrieval.request import Injection, Request
 
@@ -72,11 +71,11 @@ def _healed(request: Request, exc: sqlite3.DatabaseError, writes: bool) -> Injec
     from memlog.projections.runner import catch_up, catch_up_in_background
 
     home, space = request.home, request.ws.space
-    damage.mark(home, f"{DB_NAME}: {exc}")
+    damage.mark(home, f"{home.db.name}: {exc}")
     fallback = markdown_injection(request)
     if not writes and fallback.chosen:
         catch_up_in_background(home, request.ws.root)
-        fallback.notes.append(f"{DB_NAME} is damaged ({exc}): rebuilt in the background")
+        fallback.notes.append(f"{home.db.name} is damaged ({exc}): rebuilt in the background")
         return fallback
     left = request.deadline - time.monotonic()
     if log_bytes(home) <= left * REBUILD_BYTES_PER_SECOND:
@@ -87,18 +86,18 @@ def _healed(request: Request, exc: sqlite3.DatabaseError, writes: bool) -> Injec
             exc = sqlite3.DatabaseError(f"{exc}; rebuilding failed: {again}")
     catch_up_in_background(home, request.ws.root)
     fallback.notes.append(
-        f"{DB_NAME} is damaged ({exc}): it is being rebuilt from the log in the background; "
+        f"{home.db.name} is damaged ({exc}): it is being rebuilt from the log in the background; "
         "this time ranked from the markdown files"
     )
     return fallback
 
 
-def log_bytes(home: Path) -> int:
+def log_bytes(home: Home) -> int:
     """The bytes of the log (what a rebuild folds)."""
     from memlog.eventlog.merged import unread_bytes
     from memlog.eventlog.reader import START
 
-    return unread_bytes(home / "events", START) or 0
+    return unread_bytes(home, START) or 0
 
 
 def _ranked(request: Request) -> Injection:
@@ -157,8 +156,8 @@ def markdown_injection(request: Request) -> Injection:
     return legacy(request)
 
 
-def never_written(home: Path) -> bool:
+def never_written(home: Home) -> bool:
     """No log and no view yet: an empty memory, not a failure to report."""
-    if (home / DB_NAME).exists():
+    if home.db.exists():
         return False
     return not has_events(home)

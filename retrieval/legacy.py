@@ -50,6 +50,7 @@ import msgspec
 
 from memlog.eventlog.events import content_hash
 from memlog.eventlog.markup import neutral
+from memlog.home import Home
 from memlog.retrieval.render import diagnostic
 from memlog.retrieval.request import Chosen, Injection, Request
 from memlog.untrusted import Refused, read_bytes
@@ -288,21 +289,21 @@ def markdown_injection(request: Request) -> Injection:
 
 
 def read_markdown_sources(
-    root: Path | None, home: Path
+    root: Path | None, home: Home
 ) -> tuple[list[LegacyEntry], list[LegacyEntry]]:
     """Entries of the project's knowledge bank and of the global store files."""
     local: list[LegacyEntry] = []
     if root is not None:
         for name in READ_ORDER:
-            local += _parsed(root / "docs" / "knowledge-bank", name, False)
-    global_ = [e for name in READ_ORDER for e in _parsed(home, name, True)]
+            local += _parsed(root / "docs" / "knowledge-bank" / f"{name}.md", name, False)
+    global_ = [e for name in READ_ORDER for e in _parsed(home.markdown(f"{name}.md"), name, True)]
     return local, global_
 
 
-def _parsed(folder: Path, category: KbCategory, is_global: bool) -> list[LegacyEntry]:
-    """The entries of ``<category>.md`` in ``folder`` (none when it cannot be read)."""
+def _parsed(path: Path, category: KbCategory, is_global: bool) -> list[LegacyEntry]:
+    """The entries of ``<category>.md`` at ``path`` (none when it cannot be read)."""
     try:  # read_text turned \r\n and \r into \n, as memory.py's open() did
-        data = read_bytes(folder / f"{category}.md", MAX_FILE_BYTES)
+        data = read_bytes(path, MAX_FILE_BYTES)
     except (OSError, Refused):
         return []
     text = data.decode("utf-8", "replace").replace("\r\n", "\n").replace("\r", "\n")

@@ -108,7 +108,7 @@ def injection(
     )  # fmt: skip
     if request.floor is not None:
         result.chosen = passing(result.chosen, request.floor)
-    others = foreign(entries, known_device_id(request.home / "events"))
+    others = foreign(entries, known_device_id(request.home))
     if request.max_chars is not None:  # a block: never two lessons that contradict
         drop_contradicting(result, by_id)  # each other, the stale ones marked
         mark_stale(request, result, by_id)

@@ -26,8 +26,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from memlog import digests
+from memlog.home import Home
 
-FOLDER = ".received"
 #: triggers after which a session's context holds nothing memlog gave it before
 FRESH = ("startup", "clear", "compact")
 KEEP_DAYS = 30
@@ -35,12 +35,12 @@ KEEP_DAYS = 30
 MAX_BYTES = 1 << 20
 
 
-def path(home: Path, session: str) -> Path:
+def path(home: Home, session: str) -> Path:
     name = digests.sha256(session.encode("utf-8", "replace")).hexdigest()[:32]
-    return home / FOLDER / name
+    return home.received / name
 
 
-def add(home: Path, session: str, trigger: str, ids: Iterable[str]) -> list[str]:
+def add(home: Home, session: str, trigger: str, ids: Iterable[str]) -> list[str]:
     """Note that ``session`` received ``ids`` at ``trigger`` (nothing without a session);
     a note when it cannot be kept (a read-only home: the next hooks may repeat them)."""
     given, where = sorted(set(ids)), path(home, session)
@@ -59,7 +59,7 @@ def add(home: Path, session: str, trigger: str, ids: Iterable[str]) -> list[str]
     return []
 
 
-def received(home: Path, session: str) -> set[str]:
+def received(home: Home, session: str) -> set[str]:
     """The ids ``session`` holds from memlog: those since its latest fresh start."""
     if not session:
         return set()
@@ -83,11 +83,11 @@ def received(home: Path, session: str) -> set[str]:
     return found
 
 
-def sweep(home: Path, now: float | None = None) -> None:
+def sweep(home: Home, now: float | None = None) -> None:
     """Remove the files of sessions untouched for ``KEEP_DAYS``."""
     limit = (time.time() if now is None else now) - KEEP_DAYS * 86400
     try:
-        entries = list(os.scandir(home / FOLDER))
+        entries = list(os.scandir(home.received))
     except OSError:
         return
     for entry in entries:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import math
 from datetime import UTC, datetime
-from pathlib import Path
 
 import msgspec
 
@@ -19,10 +18,10 @@ from memlog.eventlog.bounds import slices
 from memlog.eventlog.devices import local_digest
 from memlog.eventlog.events import Recalled
 from memlog.files import atomic_write
+from memlog.home import Home
 from memlog.retrieval.request import Injection, Request
 from memlog.vocabulary import TYPE_NAMES
 
-LAST_INJECTION = ".last-injection.json"
 #: decimals of a score a recall keeps
 SCORE_DIGITS = 4
 
@@ -64,7 +63,7 @@ def record(request: Request, result: Injection, session_id: str = "") -> list[st
     return write(request.home, recall, "inject") if recall is not None else []
 
 
-def write(home: Path, recall: Recall, command: str, wait: bool = True) -> list[str]:
+def write(home: Home, recall: Recall, command: str, wait: bool = True) -> list[str]:
     """Record ``recall`` in ``home``'s log (as written by ``command``); notes of what failed.
     ``wait``: wait for another writer holding the log; else (the hook and its recorder)
     spool the event for it."""
@@ -77,7 +76,7 @@ def write(home: Path, recall: Recall, command: str, wait: bool = True) -> list[s
     notes: list[str] = []
     try:
         log = EventLog(home, command=command)
-        digest = local_digest(log.events_dir, recall.query)
+        digest = local_digest(log.home, recall.query)
         # one event; several of one batch for thousands of ids (limit -1 on a large store)
         scores = _scores(recall)
         recalled = [
@@ -92,11 +91,11 @@ def write(home: Path, recall: Recall, command: str, wait: bool = True) -> list[s
     except (MemlogError, OSError) as exc:
         notes.append(f"recall not recorded: {exc}")
     try:
-        atomic_write(home / LAST_INJECTION, recall.last_injection, home)
+        atomic_write(home.last_injection, recall.last_injection, home)
     except OSError as exc:
-        notes.append(f"{LAST_INJECTION} not written: {exc.strerror}")
+        notes.append(f"{home.last_injection.name} not written: {exc.strerror}")
     except MemlogError as exc:  # a link where it goes
-        notes.append(f"{LAST_INJECTION} not written: {exc}")
+        notes.append(f"{home.last_injection.name} not written: {exc}")
     return notes
 
 

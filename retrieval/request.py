@@ -12,12 +12,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Collection, Sequence
-from pathlib import Path
 from typing import cast
 
 import msgspec
 
 from memlog.config import Config
+from memlog.home import Home
 from memlog.vocabulary import CATEGORIES, KB_CATEGORIES, PROMPT_RECALL_MAX_CHARS
 from memlog.workspace import Workspace
 
@@ -109,7 +109,7 @@ class Request(msgspec.Struct, frozen=True):
         return self.ws.config
 
     @property
-    def home(self) -> Path:
+    def home(self) -> Home:
         return self.ws.home
 
     @property

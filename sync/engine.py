@@ -28,13 +28,12 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from pathlib import Path
 
 from memlog.eventlog import devices
 from memlog.eventlog import segments as seg
 from memlog.eventlog.ids import utc_now
 from memlog.eventlog.log import EventLog
-from memlog.home import ensure_dir
+from memlog.home import Home, ensure_dir
 from memlog.locking import locked_within
 from memlog.sync import keys, local, members, setup, team, versions, views, writing
 from memlog.sync.job import NO_ASKS, Asks, Exchange
@@ -55,22 +54,21 @@ from memlog.sync.setup import Fetched
 from memlog.sync.state import Outcome, load_state, save_state
 from memlog.vocabulary import MAX_EVENT_BYTES, Space
 
-LOCK_NAME = ".sync.lock"
 LOCK_WAIT = 60.0
 PUSH_ATTEMPTS = 5
 
 
 @contextmanager
-def sync_lock(home: Path, wait: float = LOCK_WAIT) -> Iterator[int]:
+def sync_lock(home: Home, wait: float = LOCK_WAIT) -> Iterator[int]:
     """The sync lock (its descriptor is inherited by every git a sync starts)."""
     ensure_dir(home)
     busy = "another sync is still running; try again later"
-    with locked_within(home / LOCK_NAME, wait, lambda: SyncError(busy)) as fd:
+    with locked_within(home.sync_lock, wait, lambda: SyncError(busy)) as fd:
         yield fd
 
 
 def sync(
-    home: Path, space: Space, remote: str | None = None, init: bool = False,
+    home: Home, space: Space, remote: str | None = None, init: bool = False,
     key: str | None = None, asks: Asks = NO_ASKS,
 ) -> Outcome:  # fmt: skip
     """Sync ``home`` with ``remote`` (the configured one by default); see the module.
@@ -80,7 +78,7 @@ def sync(
         return _finish(job, space)
 
 
-def rotate(home: Path, space: Space, asks: Asks = NO_ASKS) -> Outcome:
+def rotate(home: Home, space: Space, asks: Asks = NO_ASKS) -> Outcome:
     """Sync, then seal everything the remote holds with a new team key, pushed on top of
     what every machine has (``memlog sync --rotate-key``); the other machines follow with
     ``--init URL --key -``.  The remote's history before it stays sealed with the old key."""
@@ -100,25 +98,25 @@ def rotate(home: Path, space: Space, asks: Asks = NO_ASKS) -> Outcome:
 
 
 def _run(
-    home: Path, remote: str | None, init: bool, key: str | None, asks: Asks, fd: int
+    home: Home, remote: str | None, init: bool, key: str | None, asks: Asks, fd: int
 ) -> Exchange:
     """One sync's exchange with the remote, under the sync lock: set up, roster, take back,
     offer, join, write and push; the views are left to ``_finish``."""
     log = EventLog(home, command="sync")
     said: list[str] = []
-    own = devices.device_id(log.events_dir, said.append)
+    own = devices.device_id(log.home, said.append)
     git = Git(home, own, fd)
     swept = git.sweep_stale_locks()
     ready = setup.ready(git, home, remote, init, key)  # before the layout changes: a
     migrated = _to_devices(log)  # home never set up for sync is left as it was
     outcome = Outcome(remote=ready.url, device=own, migrated=len(migrated), swept=swept)
     outcome.key_made, outcome.notes = ready.made, [*said, *ready.notes]
-    state = load_state(git.git_dir)
+    state = load_state(git.home)
     sealer = Sealer(ready.key, git, state.sealed, own)
     before = git.ref(REMOTE_REF)
     fetched = ready.fetched or setup.fetch(git, ready.url)
     setup.check_remote(git, sealer, ready.url, fetched.branch)
-    job = Exchange(git, log, local.Files(log.events_dir, state.cache), sealer, own, ready.url,
+    job = Exchange(git, log, local.Files(log.home, state.cache), sealer, own, ready.url,
                    state, outcome, asks)  # fmt: skip
     members.take_roster(job, fetched)
     members.check_asks(job)
@@ -138,21 +136,21 @@ def _finish(job: Exchange, space: Space) -> Outcome:
     state."""
     outcome, state = job.outcome, job.state
     home = job.log.home
-    outcome.notes += writing.raise_floor(job.log.events_dir, job.own)
+    outcome.notes += writing.raise_floor(job.log.home, job.own)
     job.git.tidy()
     began = time.perf_counter()
     outcome.views = views.settle(home, space)  # a failure there is a note
     outcome.views_seconds = round(time.perf_counter() - began, 3)
-    outcome.devices = len(devices.device_dirs(job.log.events_dir))
+    outcome.devices = len(devices.device_dirs(job.log.home))
     outcome.finished = utc_now()
     state.last = outcome
-    save_state(job.git.git_dir, state)
+    save_state(job.git.home, state)
     return outcome
 
 
 def _to_devices(log: EventLog) -> list[str]:
     with log._locked():
-        return devices.to_devices(log.events_dir)
+        return devices.to_devices(log.home)
 
 
 def _exchange(job: Exchange, fetched: Fetched, before: str | None) -> None:

@@ -8,34 +8,33 @@ from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-from pathlib import Path
 
 from memlog.files import atomic_write
+from memlog.home import Home
 from memlog.sync.repo import SyncError
 from memlog.sync.sealed import Key
 
-KEY_FILE = "sync.key"
 ENV = "MEMLOG_SYNC_KEY"
 
 
-def stored(home: Path) -> Key | None:
+def stored(home: Home) -> Key | None:
     """The key kept in ``home`` (None when there is none)."""
     try:
-        text = (home / KEY_FILE).read_text(encoding="ascii")
+        text = home.sync_key.read_text(encoding="ascii")
     except FileNotFoundError:
         return None
     except (OSError, UnicodeDecodeError) as exc:
-        raise SyncError(f"cannot read the sync key in {home / KEY_FILE}: {exc}") from None
+        raise SyncError(f"cannot read the sync key in {home.sync_key}: {exc}") from None
     key = Key.parse(text)
     if key is None:
-        raise SyncError(f"{home / KEY_FILE} holds no sync key; memlog sync --init REMOTE --key "
+        raise SyncError(f"{home.sync_key} holds no sync key; memlog sync --init REMOTE --key "
                         "KEY puts one there")  # fmt: skip
     return key
 
 
-def store(home: Path, key: Key) -> None:
-    atomic_write(home / KEY_FILE, (key.text() + "\n").encode("ascii"), home)
-    os.chmod(home / KEY_FILE, 0o600)
+def store(home: Home, key: Key) -> None:
+    atomic_write(home.sync_key, (key.text() + "\n").encode("ascii"), home)
+    os.chmod(home.sync_key, 0o600)
 
 
 def given(text: str | None, environ: Mapping[str, str] | None = None) -> Key | None:

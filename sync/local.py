@@ -24,6 +24,7 @@ from typing import NamedTuple
 
 from memlog.eventlog import devices
 from memlog.eventlog import segments as seg
+from memlog.home import Home
 from memlog.sync import opening, signing, versions
 from memlog.sync.repo import LOCAL_REF, Git, TreeEntry
 from memlog.sync.roster import Head
@@ -69,20 +70,20 @@ class Offered(NamedTuple):
 class Files:
     """The segment files of ``events/``, with blob ids cached by their stat."""
 
-    def __init__(self, events_dir: Path, cache: StatCache) -> None:
-        self.events_dir = events_dir
+    def __init__(self, home: Home, cache: StatCache) -> None:
+        self.home = home
         self.cache = cache
 
     def paths(self) -> dict[str, Path]:
         found = {}
-        for device in devices.device_dirs(self.events_dir):
-            for path in seg.list_segments(self.events_dir / device):
+        for device in devices.device_dirs(self.home):
+            for path in seg.list_segments(self.home.device(device)):
                 found[f"{device}/{path.name}"] = path
         return found
 
     def blob_id(self, rel: str) -> str | None:
         """The blob id of the file at ``rel`` as it is now (None when there is none)."""
-        path = self.events_dir / rel
+        path = self.home.segment(rel)
         try:
             info = path.stat()
         except FileNotFoundError:
@@ -97,14 +98,14 @@ class Files:
 
     def read(self, rel: str) -> bytes | None:
         try:
-            return (self.events_dir / rel).read_bytes()
+            return self.home.segment(rel).read_bytes()
         except FileNotFoundError:
             return None
 
     def prev_of(self, rel: str) -> int:
         """The last sequence of the device's segment before ``rel`` (0 when none)."""
         device, name = rel.split("/", 1)
-        return last_seq([p for p in seg.list_segments(self.events_dir / device) if p.name < name])
+        return last_seq([p for p in seg.list_segments(self.home.device(device)) if p.name < name])
 
 
 def last_seq(paths: list[Path]) -> int:

@@ -14,7 +14,7 @@ import msgspec
 
 from memlog.eventlog import devices
 from memlog.eventlog.ids import utc_now
-from memlog.sync import keys, restore, sealed, setup, signing, team, versions
+from memlog.sync import restore, sealed, setup, signing, team, versions
 from memlog.sync.job import Exchange, once
 from memlog.sync.repo import LOCAL_REF, SyncError
 from memlog.sync.roster import Roster
@@ -28,7 +28,7 @@ from memlog.sync.state import Asking
 def rotated_note(job: Exchange) -> str:
     return (
         f"made a new team key and sealed {job.url} with it (kept in this home's "
-        f"{keys.KEY_FILE}; the old one no longer opens what is pushed from now on).  Every "
+        "sync.key; the old one no longer opens what is pushed from now on).  Every "
         "other machine's sync now stops, saying the key changed, until it runs `memlog sync "
         f"--init {job.url} --key -` with the key `memlog sync --print-key` prints here (or "
         "MEMLOG_SYNC_KEY set to it); the remote's history from before stays sealed with the "
@@ -72,7 +72,7 @@ def check_asks(job: Exchange) -> None:
     if evict == job.own:
         raise SyncError("a machine cannot evict itself: run memlog sync --evict on another one")
     listed = set(job.trust.keys) | set(job.trust.roster.legacy or {})
-    if evict not in listed and evict not in devices.device_dirs(job.log.events_dir):
+    if evict not in listed and evict not in devices.device_dirs(job.log.home):
         raise SyncError(f"no device {evict} in the team (memlog sync --status lists them)")
 
 
@@ -112,7 +112,7 @@ def signer_of(job: Exchange) -> DeviceKey:
     key, made = signing.for_device(job.log.home, job.own)
     if made:
         job.outcome.notes.append(
-            f"made this device's signing key (kept in {signing.KEY_FILE}, readable by you "
+            "made this device's signing key (kept in sync.device.key, readable by you "
             "only, never sent): its public key goes in the team's roster, and every line this "
             "device sends is signed with it"
         )

@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from memlog.errors import MemlogError
+from memlog.home import Home
 
-GIT_DIR = "sync.git"
 BRANCH = "memlog"
 LOCAL_REF = f"refs/heads/{BRANCH}"
 REMOTE_REF = f"refs/remotes/sync/{BRANCH}"
@@ -55,9 +55,9 @@ KEPT_GIT_VARIABLES = (
 )  # fmt: skip
 
 
-def set_up(home: Path) -> bool:
+def set_up(home: Home) -> bool:
     """Whether sync was ever set up in ``home`` (its repository exists)."""
-    return (home / GIT_DIR / "HEAD").is_file()
+    return (home.sync_repo / "HEAD").is_file()
 
 
 class SyncError(MemlogError):
@@ -74,9 +74,10 @@ class TreeEntry(NamedTuple):
 class Git:
     """One repository, driven with bounded, isolated git commands."""
 
-    def __init__(self, home: Path, device: str, lock_fd: int | None = None) -> None:
-        self.git_dir = home / GIT_DIR
-        self.work_tree = home / "events"
+    def __init__(self, home: Home, device: str, lock_fd: int | None = None) -> None:
+        self.home = home
+        self.git_dir = home.sync_repo
+        self.work_tree = home.events
         self.lock_fd = lock_fd
         self.env = _environment(os.environ, self.git_dir, self.work_tree, device)
         self._trees: dict[str, dict[str, TreeEntry]] = {}
@@ -129,13 +130,13 @@ class Git:
     # -- the repository ------------------------------------------------------------------
 
     def exists(self) -> bool:
-        return set_up(self.git_dir.parent)
+        return set_up(self.home)
 
     def init(self) -> None:
         """Make the repository aside and rename it into place: a killed init leaves none."""
-        for stale in self.git_dir.parent.glob(f".{GIT_DIR}.*"):
+        for stale in self.home.sync_repo_asides():
             shutil.rmtree(stale, ignore_errors=True)
-        aside = self.git_dir.with_name(f".{GIT_DIR}.{os.getpid()}")
+        aside = self.home.sync_repo_aside(str(os.getpid()))
         env = {**self.env, "GIT_DIR": str(aside)}
         self.run("init", "--quiet", f"--initial-branch={BRANCH}", env=env)
         for key, value in SETTINGS:

@@ -86,7 +86,7 @@ def take_back(
             return TakenBack(*_become_new_device(log, own, remote, mine, missing))
         if not _restored(mine, by_id):
             return TakenBack(None, own)
-        folder = log.events_dir / own
+        folder = log.home.device(own)
         staged = {folder / name: data for name, data in remote.files.items()}
         grown = _grown(folder, remote)
         staged.update({path: data for path, (data, _) in grown.items()})
@@ -98,7 +98,7 @@ def take_back(
             lines = b"".join(encode_line(e) for e in renumbered)
             staged[folder / seg.segment_name(last + 1)] = lines
         others = [p for p in seg.list_segments(folder) if p not in staged]
-        rewrite.commit(log.events_dir, {**staged, **dict.fromkeys(others, b"")})
+        rewrite.commit(log.home, {**staged, **dict.fromkeys(others, b"")})
         for path in others:  # their lines are in the staged files now
             path.unlink(missing_ok=True)
         log.raise_mark(renumbered[-1].seq if renumbered else last)
@@ -150,16 +150,16 @@ def _become_new_device(
     journalled rewrite; the line that says so, and the new id."""
     known = {line.id for line in remote.lines}
     extra = [e for e in mine if e.id not in known]
-    new = devices.new_device_id(log.events_dir)
-    old_folder, new_folder = log.events_dir / old, log.events_dir / new
+    new = devices.new_device_id(log.home)
+    old_folder, new_folder = log.home.device(old), log.home.device(new)
     ensure_dir(new_folder)
-    seg.fsync_dir(log.events_dir)
+    seg.fsync_dir(log.home.events)
     staged = {old_folder / name: data for name, data in remote.files.items()}
     others = [p for p in seg.list_segments(old_folder) if p not in staged]
     renumbered = _renumbered(extra, 0)
     if renumbered:
         staged[new_folder / seg.segment_name(1)] = b"".join(encode_line(e) for e in renumbered)
-    rewrite.commit(log.events_dir, {**staged, **dict.fromkeys(others, b"")})
+    rewrite.commit(log.home, {**staged, **dict.fromkeys(others, b"")})
     for path in others:
         path.unlink(missing_ok=True)
     if renumbered:
@@ -186,7 +186,7 @@ def _as_offered(git: Git, log: EventLog, own: str, theirs: str | None, sealer: S
             return False
         committed = sealer.info(path, entry.oid)
         try:
-            data = (log.events_dir / event_path(path)).read_bytes()
+            data = log.home.segment(event_path(path)).read_bytes()
         except FileNotFoundError:
             return False
         if versions.blob_id(data[: committed.plain_size]) != committed.plain_id:
@@ -214,7 +214,7 @@ def _theirs(git: Git, own: str, commit: str | None, sealer: Sealer) -> _Theirs |
 
 
 def _mine(log: EventLog, own: str) -> list[Record]:
-    folder = log.events_dir / own
+    folder = log.home.device(own)
     return [r for path in seg.list_segments(folder) for r in read_segment(path)]
 
 

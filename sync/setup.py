@@ -12,13 +12,12 @@ from __future__ import annotations
 
 import os
 import shutil
-from pathlib import Path
 from typing import NamedTuple
 
+from memlog.home import Home
 from memlog.sync import keys, roster
 from memlog.sync.repo import (
     BRANCH,
-    GIT_DIR,
     LOCAL_REF,
     NETWORK_TIMEOUT,
     REMOTE_REF,
@@ -67,7 +66,7 @@ PLAIN_HOME = (
 )
 
 
-def ready(git: Git, home: Path, remote: str | None, init: bool, key_text: str | None) -> Ready:
+def ready(git: Git, home: Home, remote: str | None, init: bool, key_text: str | None) -> Ready:
     """The key and the remote for this sync (``--init``: set up, joining or making a key)."""
     if init or (remote and not git.exists()):
         if not remote:
@@ -92,7 +91,7 @@ def ready(git: Git, home: Path, remote: str | None, init: bool, key_text: str | 
     return Ready(key, url)
 
 
-def _init(git: Git, home: Path, url: str, given: Key | None) -> Ready:
+def _init(git: Git, home: Home, url: str, given: Key | None) -> Ready:
     """Set up (again) for ``url``: nothing here changes unless the key opens it."""
     made_now = not git.exists()
     if made_now:
@@ -125,7 +124,7 @@ def _init(git: Git, home: Path, url: str, given: Key | None) -> Ready:
 
 
 def _key_for(
-    git: Git, home: Path, url: str, sealed_at: str | None, given: Key | None
+    git: Git, home: Home, url: str, sealed_at: str | None, given: Key | None
 ) -> tuple[Key, bool]:
     """The key for ``url`` (the remote's commit ``sealed_at`` when it holds memlog data),
     and whether it was made now."""
@@ -152,7 +151,7 @@ def _key_for(
 def _joined_note(url: str, made: bool, sealed: bool) -> tuple[str, ...]:
     if made:
         return (
-            f"made a sync key, kept in this home ({keys.KEY_FILE}, readable by you only) and "
+            f"made a sync key, kept in this home (sync.key, readable by you only) and "
             f"never sent: {url} holds only what it seals.  To join another machine, run "
             f"`memlog sync --init {url} --key -` there and paste the key `memlog sync "
             "--print-key` prints here (or set MEMLOG_SYNC_KEY); whoever has the key can read "
@@ -253,14 +252,14 @@ def _start_over(git: Git) -> bool:
     kept)."""
     if git.ref(LOCAL_REF) is None and git.ref(REMOTE_REF) is None:
         return False
-    kept = load_state(git.git_dir)
-    aside = git.git_dir.with_name(f".{GIT_DIR}.old.{os.getpid()}")
+    kept = load_state(git.home)
+    aside = git.home.sync_repo_aside(f"old.{os.getpid()}")
     os.rename(git.git_dir, aside)
     shutil.rmtree(aside, ignore_errors=True)
     git.init()
-    fresh = load_state(git.git_dir)
+    fresh = load_state(git.home)
     fresh.pins, fresh.answers, fresh.told = kept.pins, kept.answers, kept.told
-    save_state(git.git_dir, fresh)
+    save_state(git.home, fresh)
     return True
 
 
@@ -284,7 +283,7 @@ def fetch(git: Git, url: str, into: str = REMOTE) -> Fetched:
     return Fetched(git.ref(f"{into}{BRANCH}"), git.ref(f"{into}{roster.BRANCH}"))
 
 
-def print_key(home: Path) -> str:
+def print_key(home: Home) -> str:
     """The key kept in ``home``, on one line (SyncError when there is none)."""
     key = keys.stored(home)
     if key is None:

@@ -28,16 +28,15 @@ import binascii
 import hashlib
 import os
 import struct
-from pathlib import Path
 
 from cryptography.exceptions import InvalidSignature
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from memlog.eventlog.events import MAX_SEQ
 from memlog.files import atomic_write
+from memlog.home import Home
 from memlog.sync.repo import SyncError
 
-KEY_FILE = "sync.device.key"
 KEY_PREFIX = "memlog-device-key-1"
 #: the most sequence numbers a signed line may skip: a device whose own log lost lines it
 #: never sent (a repair) signs the gap; nothing else skips
@@ -82,10 +81,10 @@ def parse_public(text: str) -> Ed25519PublicKey | None:
         return None
 
 
-def stored(home: Path) -> DeviceKey | None:
+def stored(home: Home) -> DeviceKey | None:
     """The signing key kept in ``home`` (None when there is none, or it is unreadable)."""
     try:
-        text = (home / KEY_FILE).read_text(encoding="ascii").strip()
+        text = home.signing_key.read_text(encoding="ascii").strip()
     except (OSError, UnicodeDecodeError):
         return None
     parts = text.split(".")
@@ -98,7 +97,7 @@ def stored(home: Path) -> DeviceKey | None:
         return None
 
 
-def for_device(home: Path, device: str) -> tuple[DeviceKey, bool]:
+def for_device(home: Home, device: str) -> tuple[DeviceKey, bool]:
     """This device's signing key, made (and kept in the home) when the home holds none for
     ``device``; whether it was made now."""
     found = stored(home)
@@ -106,10 +105,10 @@ def for_device(home: Path, device: str) -> tuple[DeviceKey, bool]:
         return found, False
     made = DeviceKey.generate(device)
     try:
-        atomic_write(home / KEY_FILE, (made.text() + "\n").encode("ascii"), home)
-        os.chmod(home / KEY_FILE, 0o600)
+        atomic_write(home.signing_key, (made.text() + "\n").encode("ascii"), home)
+        os.chmod(home.signing_key, 0o600)
     except OSError as exc:
-        raise SyncError(f"cannot keep this device's signing key in {home / KEY_FILE}: "
+        raise SyncError(f"cannot keep this device's signing key in {home.signing_key}: "
                         f"{exc.strerror}") from None  # fmt: skip
     return made, True
 

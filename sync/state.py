@@ -8,14 +8,11 @@ again from the remote on first sight.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import msgspec
 
 from memlog.files import atomic_write
+from memlog.home import Home
 from memlog.sync.roster import Roster
-
-STATE_NAME = "memlog-sync.json"
 
 
 class Asking(msgspec.Struct, kw_only=True):
@@ -83,12 +80,12 @@ class SyncState(msgspec.Struct, kw_only=True):
     last: Outcome | None = None
 
 
-def load_state(git_dir: Path) -> SyncState:
+def load_state(home: Home) -> SyncState:
     try:
-        return msgspec.json.decode((git_dir / STATE_NAME).read_bytes(), type=SyncState)
+        return msgspec.json.decode(home.sync_state.read_bytes(), type=SyncState)
     except (OSError, msgspec.DecodeError, UnicodeDecodeError):
         return SyncState()
 
 
-def save_state(git_dir: Path, state: SyncState) -> None:
-    atomic_write(git_dir / STATE_NAME, msgspec.json.encode(state), git_dir.parent)
+def save_state(home: Home, state: SyncState) -> None:
+    atomic_write(home.sync_state, msgspec.json.encode(state), home)

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import msgspec
 
 from memlog.eventlog import devices
 from memlog.eventlog import segments as seg
+from memlog.home import Home
 from memlog.sync import keys, team
 from memlog.sync.local import last_seq
 from memlog.sync.repo import LOCAL_REF, REMOTE_REF, Git, set_up
@@ -43,24 +42,23 @@ class Status(msgspec.Struct, kw_only=True):
     last: Outcome | None = None
 
 
-def status(home: Path) -> Status:
-    events_dir = home / "events"
+def status(home: Home) -> Status:
     if not set_up(home):
         return Status(set_up=False)
-    own = devices.known_device_id(events_dir) or devices.device_id(events_dir)
+    own = devices.known_device_id(home) or devices.device_id(home)
     git = Git(home, own)
-    state = load_state(git.git_dir)
+    state = load_state(git.home)
     found = Status(set_up=True, remote=git.remote_url(), device=own, last=state.last)
     found.refused = len(state.refused)
     trust = team.take(state.pins, None, own).trust
     found.roster = {d: fingerprint(m.key) for d, m in sorted(state.pins.devices.items())}
     found.evicted, found.redactions = sorted(trust.evictions), trust.redactions
-    for name in devices.device_dirs(events_dir):
-        paths = seg.list_segments(events_dir / name)
+    for name in devices.device_dirs(home):
+        paths = seg.list_segments(home.device(name))
         found.devices.append(DeviceStatus(name, len(paths), last_seq(paths), name == own))
     key = keys.stored(home)
     if key is not None:
-        found.unsent = _unsent(Sealer(key, git, state.sealed), events_dir, own)
+        found.unsent = _unsent(Sealer(key, git, state.sealed), home, own)
     elif git.ref(LOCAL_REF) is not None:  # else nothing was ever synced from here
         found.plain = True
     else:
@@ -68,9 +66,9 @@ def status(home: Path) -> Status:
     return found
 
 
-def _unsent(sealer: Sealer, events_dir: Path, own: str) -> int:
+def _unsent(sealer: Sealer, home: Home, own: str) -> int:
     """Lines of this device's segments past what the remote held when last seen."""
     remote = sealer.git.tree(sealer.git.ref(REMOTE_REF))
     held = sealer.count_lines({p: e for p, e in remote.items() if p.startswith(own + "/")})
-    here = sum(path.read_bytes().count(b"\n") for path in seg.list_segments(events_dir / own))
+    here = sum(path.read_bytes().count(b"\n") for path in seg.list_segments(home.device(own)))
     return max(0, here - held)

@@ -14,14 +14,14 @@ its views from zero, as ``memlog replay`` does.
 from __future__ import annotations
 
 import sqlite3
-from pathlib import Path
 
 from memlog.errors import MemlogError, describe
+from memlog.home import Home
 from memlog.projections.runner import catch_up
 from memlog.vocabulary import Space
 
 
-def settle(home: Path, space: Space) -> str:
+def settle(home: Home, space: Space) -> str:
     """Bring the views up to the end of the log; say what that took."""
     try:
         done = catch_up(home, space)

@@ -9,14 +9,12 @@ the same way; a copy is replaced only by one that loses none of its events.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from memlog.eventlog import clock, devices, screening
 from memlog.eventlog import segments as seg
 from memlog.eventlog.codec import BadLine, decode_line
 from memlog.eventlog.log import EventLog
 from memlog.files import atomic_write
-from memlog.home import ensure_dir
+from memlog.home import Home, ensure_dir
 from memlog.sync import local, versions
 from memlog.sync.job import Exchange
 from memlog.sync.merge import Merged
@@ -63,8 +61,10 @@ def write(
         for path, oid in sorted(tree.items()):
             rel = event_path(path)
             if path.startswith(job.own + "/"):
-                if not (log.events_dir / rel).exists():
-                    atomic_write(log.events_dir / rel, sealer.plain(path, oid), log.home)  # deleted
+                if not log.home.segment(rel).exists():
+                    atomic_write(
+                        log.home.segment(rel), sealer.plain(path, oid), log.home
+                    )  # deleted
                 continue
             current = files.blob_id(rel)
             requests = asked.get(device_of(path), {})
@@ -111,7 +111,7 @@ def _screen_received(
         received.append(data[len(old) :] if data.startswith(old) else data)
     held, newest = screening.received_holds(received)
     if held:
-        clock.raise_floor(log.events_dir, newest)
+        clock.raise_floor(log.home, newest)
         log._append_locked(held)
     return len(held)
 
@@ -183,27 +183,27 @@ def _replace_foreign(
     old = files.read(path) or b""
     if keep_old and old and not data.startswith(old):
         seg.quarantine(log.home, path, 0, old, "this home's copy, replaced by the synced one")
-    target = log.events_dir / path
+    target = log.home.segment(path)
     if not target.parent.is_dir():
         ensure_dir(target.parent)
-        seg.fsync_dir(log.events_dir)
+        seg.fsync_dir(log.home.events)
     atomic_write(target, data, log.home)
-    clock.raise_floor(log.events_dir, clock.last_stamp([target]))  # before anything appends
+    clock.raise_floor(log.home, clock.last_stamp([target]))  # before anything appends
     return max(0, data.count(b"\n") - old.count(b"\n"))
 
 
-def raise_floor(events_dir: Path, own: str) -> list[str]:
+def raise_floor(home: Home, own: str) -> list[str]:
     """Events appended from now on sort after every event received; a note when that
     puts this machine's events ahead of its own clock (another clock runs fast)."""
     stamps = {
-        device: clock.last_stamp(seg.list_segments(events_dir / device))
-        for device in devices.device_dirs(events_dir)
+        device: clock.last_stamp(seg.list_segments(home.device(device)))
+        for device in devices.device_dirs(home)
         if device != own
     }
     if not stamps:
         return []
     newest = max(stamps.values())
-    clock.raise_floor(events_dir, newest)
+    clock.raise_floor(home, newest)
     ahead = (newest - clock.now_micros()) / 3.6e9
     if ahead < 1:
         return []

@@ -85,7 +85,7 @@ def _guarded(site: Site, request: Request, endpoint: Endpoint) -> Response:
     except InvalidInput as exc:
         return _error(request, 400, str(exc))
     except Exception as exc:  # noqa: BLE001 - a failure is a page, never a traceback
-        return _error(request, 500, describe(exc, site.ws.home).message)
+        return _error(request, 500, describe(exc, site.ws.home.errors_log).message)
 
 
 def _error(request: Request, status: int, message: str) -> Response:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import msgspec
 
@@ -28,6 +27,7 @@ from memlog.capture.pipeline import capture, settle
 from memlog.errors import MemlogError
 from memlog.eventlog.events import EventBase, MaintenanceRan
 from memlog.eventlog.log import EventLog
+from memlog.home import Home
 from memlog.projections import branch_memory
 from memlog.projections.markdown_view.branch import split_key
 from memlog.projections.sqlite_view import ledger, queries
@@ -52,13 +52,13 @@ def parse_time(ts: str) -> datetime | None:
         return None
 
 
-def first_event_time(home: Path) -> str:
+def first_event_time(home: Home) -> str:
     for record in EventLog(home).read():
         return record.event.ts
     return ""
 
 
-def due(home: Path, now: datetime) -> list[str]:
+def due(home: Home, now: datetime) -> list[str]:
     """The tasks whose interval has passed since they last ran (or, for a task that
     never ran, since the log began: fresh memory is not consolidated at once)."""
     last = ledger.maintenance_times(home)
@@ -71,7 +71,7 @@ def due(home: Path, now: datetime) -> list[str]:
     return found
 
 
-def changed_branches(home: Path, since: str, limit: int = MAX_BRANCHES) -> list[str]:
+def changed_branches(home: Home, since: str, limit: int = MAX_BRANCHES) -> list[str]:
     """Branch memories with at least two live items, changed after ``since``, latest first."""
     latest: dict[str, str] = {}
     for entry in queries.entries(home, vectors=False):

@@ -38,7 +38,7 @@ from memlog.capture.extraction.session import Budget, Deferred, Off, Outcome, Ru
 from memlog.capture.extraction.whose import recorded_here, split_here, transcript_stat
 from memlog.eventlog.bounds import utc_moment
 from memlog.eventlog.events import SessionPending
-from memlog.home import ensure_dir
+from memlog.home import Home, ensure_dir
 from memlog.llm.base import Chain
 from memlog.locking import locked_within
 from memlog.projections.fold import Entry, Session
@@ -49,7 +49,6 @@ if TYPE_CHECKING:
     import numpy as np
     import numpy.typing as npt
 
-LOCK_NAME = "extraction.lock"
 MAX_SESSIONS = 20
 IDLE_SECONDS = 3600
 #: near-duplicates: cosine at or above this between a new item and an existing one
@@ -61,10 +60,12 @@ class Busy(Deferred):
 
 
 @contextlib.contextmanager
-def locked(home: Path, wait: float = 0.0) -> Iterator[None]:
+def locked(home: Home, wait: float = 0.0) -> Iterator[None]:
     """Hold ``extraction.lock`` (waiting up to ``wait`` seconds); ``Busy`` when taken."""
     ensure_dir(home)
-    with locked_within(home / LOCK_NAME, wait, lambda: Busy("another extraction is running"), 0.2):
+    with locked_within(
+        home.extraction_lock, wait, lambda: Busy("another extraction is running"), 0.2
+    ):
         yield
 
 
@@ -84,7 +85,7 @@ def budget_for(ws: Workspace) -> Budget:
 # -- which sessions ----------------------------------------------------------------------------
 
 
-def stale_open(home: Path, now: float, idle: float = IDLE_SECONDS) -> list[Session]:
+def stale_open(home: Home, now: float, idle: float = IDLE_SECONDS) -> list[Session]:
     """Sessions that started but never ended: their transcript grew and has been idle, or,
     recorded here, they have none and started that long ago."""
     found, missing = [], []
@@ -124,7 +125,7 @@ def adopt(ws: Workspace, sessions: Sequence[Session]) -> None:
 
 
 def select(
-    home: Path,
+    home: Home,
     ids: Sequence[str] = (),
     branch: str | None = None,
     project: str | None = None,
@@ -147,7 +148,7 @@ def select(
     return pending[:limit]
 
 
-def workspace_of(home: Path, session: Session, env: Mapping[str, str] | None) -> Workspace:
+def workspace_of(home: Home, session: Session, env: Mapping[str, str] | None) -> Workspace:
     """The workspace a session's project is configured by (its own name kept)."""
     cwd = Path(session.cwd) if session.cwd else None
     if cwd is not None and cwd.is_dir():
@@ -175,7 +176,7 @@ ChainFor = Callable[[Workspace], Chain]
 
 
 def process(
-    home: Path,
+    home: Home,
     sessions: Sequence[Session],
     chain_for: ChainFor,
     deadline: float,
@@ -265,7 +266,7 @@ def fold_spool(ws: Workspace) -> list[str]:
     from memlog.errors import MemlogError
     from memlog.eventlog import spool
 
-    if not spool.waiting(ws.home / "events"):
+    if not spool.waiting(ws.home):
         return []
     try:
         ws.log("memorize").fold()

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import os
 from collections.abc import Collection, Sequence
-from pathlib import Path
 
 from memlog.eventlog import devices, segments
 from memlog.eventlog.events import SessionPending
 from memlog.eventlog.log import read_segment
+from memlog.home import Home
 from memlog.projections.fold import Session
 
 
@@ -28,16 +28,15 @@ def transcript_stat(transcript: str) -> tuple[int | None, float]:
     return (stat.st_size, stat.st_mtime) if stat is not None else (None, 0.0)
 
 
-def recorded_here(home: Path, ids: Collection[str]) -> set[str]:
+def recorded_here(home: Home, ids: Collection[str]) -> set[str]:
     """Of the sessions ``ids``, those a hook of this machine recorded: all of them in a log
     that is not kept per device, else those with a ``session.pending`` of this device's
     own (a sweep's adoption does not count)."""
     wanted = set(ids)
-    events = home / "events"
-    if not wanted or not devices.is_per_device(events):
+    if not wanted or not devices.is_per_device(home):
         return wanted
     found: set[str] = set()
-    for path in segments.list_segments(events / devices.device_id(events)):
+    for path in segments.list_segments(home.device(devices.device_id(home))):
         for record in read_segment(path):
             event = record.event
             if isinstance(event, SessionPending) and event.trigger != "sweep":
@@ -45,7 +44,7 @@ def recorded_here(home: Path, ids: Collection[str]) -> set[str]:
     return found
 
 
-def split_here(home: Path, sessions: Sequence[Session]) -> tuple[list[Session], list[Session]]:
+def split_here(home: Home, sessions: Sequence[Session]) -> tuple[list[Session], list[Session]]:
     """``sessions`` this machine extracts or settles (their transcript is here, or this
     machine recorded them), and those left to the machines that recorded them."""
     missing = {s.id for s in sessions if s.transcript and transcript_stat(s.transcript)[0] is None}

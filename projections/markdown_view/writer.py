@@ -19,8 +19,8 @@ import msgspec
 
 from memlog import digests
 from memlog.files import atomic_write, no_links, write_synced
+from memlog.home import Home
 
-STATE_NAME = ".markdown-state.json"
 #: the version of the files' text: raised whenever the same entries render differently, so
 #: files an older memlog wrote are all written again by the next catch-up
 FORMAT = 1
@@ -44,17 +44,17 @@ def digest(data: bytes) -> str:
     return digests.sha256(data).hexdigest()
 
 
-def load_state(folder: Path) -> MarkdownState:
+def load_state(folder: Home) -> MarkdownState:
     try:
-        return msgspec.json.decode((folder / STATE_NAME).read_bytes(), type=MarkdownState)
+        return msgspec.json.decode(folder.markdown_state.read_bytes(), type=MarkdownState)
     except (OSError, msgspec.DecodeError, UnicodeDecodeError):
         return MarkdownState()
 
 
-def save_state(folder: Path, state: MarkdownState) -> None:
+def save_state(folder: Home, state: MarkdownState) -> None:
     state.files = dict(sorted(state.files.items()))  # the same files, the same bytes
     state.last = dict(sorted(state.last.items()))
-    atomic_write(folder / STATE_NAME, msgspec.json.encode(state), folder)
+    atomic_write(folder.markdown_state, msgspec.json.encode(state), folder)
 
 
 def _backup(path: Path, data: bytes) -> Path:
@@ -66,15 +66,15 @@ def _backup(path: Path, data: bytes) -> Path:
     return backup
 
 
-def _current(folder: Path, rel: str) -> bytes | None:
+def _current(folder: Home, rel: str) -> bytes | None:
     """The bytes of a file of the view as it is (None when missing); a link is refused."""
     try:
-        return no_links(folder / rel, folder).read_bytes()
+        return no_links(folder.markdown(rel), folder).read_bytes()
     except FileNotFoundError:
         return None
 
 
-def write_files(folder: Path, files: dict[str, str], state: MarkdownState) -> list[str]:
+def write_files(folder: Home, files: dict[str, str], state: MarkdownState) -> list[str]:
     """Write ``files`` (path → text) under ``folder``; return notes on hand edits kept."""
     notes: list[str] = []
     interrupted, writes = state.pending, {}
@@ -87,7 +87,7 @@ def write_files(folder: Path, files: dict[str, str], state: MarkdownState) -> li
         state.pending = {rel: digest(data) for rel, (_, data) in writes.items()}
         save_state(folder, state)
     for rel, (current, data) in writes.items():
-        path = folder / rel
+        path = folder.markdown(rel)
         ours = (state.files.get(rel), interrupted.get(rel))
         if current is not None and digest(current) not in ours:
             why = "was edited by hand" if rel in state.files else "was not written by memlog"
@@ -99,13 +99,13 @@ def write_files(folder: Path, files: dict[str, str], state: MarkdownState) -> li
     return notes
 
 
-def remove_unplanned(folder: Path, planned: Iterable[str], state: MarkdownState) -> list[str]:
+def remove_unplanned(folder: Home, planned: Iterable[str], state: MarkdownState) -> list[str]:
     """Remove the files memlog wrote that a full plan no longer has (a rebuild from the
     same log then leaves the same files); one edited by hand is kept as a backup first."""
     notes: list[str] = []
     keep = set(planned)
     for rel in sorted(set(state.files) - keep):
-        path = folder / rel
+        path = folder.markdown(rel)
         current = _current(folder, rel)
         if current is not None and digest(current) != state.files[rel]:
             notes.append(f"{rel} was edited by hand; kept a copy as {_backup(path, current).name}")
@@ -115,17 +115,17 @@ def remove_unplanned(folder: Path, planned: Iterable[str], state: MarkdownState)
     return notes
 
 
-def markdown_files(folder: Path) -> dict[str, str]:
+def markdown_files(folder: Home) -> dict[str, str]:
     """Digest of each markdown file the view wrote, as it is on disk now."""
     found = {}
     for rel in sorted(load_state(folder).files):
         try:
-            found[rel] = digest((folder / rel).read_bytes())
+            found[rel] = digest(folder.markdown(rel).read_bytes())
         except FileNotFoundError:
             found[rel] = "missing"
     return found
 
 
-def markdown_digest(folder: Path) -> str:
+def markdown_digest(folder: Home) -> str:
     """One fingerprint of every markdown file the view wrote."""
     return digest(msgspec.json.encode(sorted(markdown_files(folder).items())))

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import sqlite3
-from pathlib import Path
 
 from memlog.errors import MemlogError
 from memlog.files import atomic_write
+from memlog.home import Home
 from memlog.projections.sqlite_view import index_files, packsums, store
 
-MARKER = ".views-damaged"
 _CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
 
 
@@ -34,38 +33,40 @@ def is_corrupt(exc: BaseException) -> bool:
     return "malformed" in str(exc) or "not a database" in str(exc)
 
 
-def mark(home: Path, reason: str) -> bool:
+def mark(home: Home, reason: str) -> bool:
     """Note that the views of ``home`` are damaged (``reason``); False when the home cannot
     be written (a snapshot, a read-only folder: the damage is then only said)."""
     from memlog.eventlog.snapshot import is_snapshot
 
-    if is_snapshot(home) or not (home / store.DB_NAME).exists():
+    if is_snapshot(home) or not (home.db).exists():
         return False
     try:
-        atomic_write(home / MARKER, f"{reason}\n".encode("utf-8", "replace"), home)
+        atomic_write(home.views_damaged, f"{reason}\n".encode("utf-8", "replace"), home)
     except (OSError, MemlogError):
         return False
     return True
 
 
-def marked(home: Path) -> str | None:
+def marked(home: Home) -> str | None:
     """Why the views were noted damaged (None when they were not)."""
     try:
-        return (home / MARKER).read_text(encoding="utf-8", errors="replace").strip() or "damaged"
+        return (home.views_damaged).read_text(
+            encoding="utf-8", errors="replace"
+        ).strip() or "damaged"
     except OSError:
         return None
 
 
-def clear(home: Path) -> None:
+def clear(home: Home) -> None:
     with contextlib.suppress(FileNotFoundError):
-        (home / MARKER).unlink()
+        (home.views_damaged).unlink()
 
 
-def check(home: Path) -> str | None:
+def check(home: Home) -> str | None:
     """Why the views of ``home`` cannot be read as they were written: SQLite's check of
     every page of ``memory.db``, then every block of each packed file the view names
     (None when all is sound, or there is no view)."""
-    path = home / store.DB_NAME
+    path = home.db
     if not path.exists():
         return None
     try:
@@ -73,11 +74,11 @@ def check(home: Path) -> str | None:
             found = db.execute("PRAGMA quick_check").fetchone()[0]
             names = sorted(index_files.named(db))
     except sqlite3.DatabaseError as exc:
-        return f"{store.DB_NAME}: {exc}"
+        return f"{path.name}: {exc}"
     if found != "ok":
-        return f"{store.DB_NAME}: {found}"
+        return f"{path.name}: {found}"
     for name in names:
-        reason = packsums.full(home / index_files.INDEX_DIR / name)
+        reason = packsums.full(home.index / name)
         if reason is not None:
-            return f"{index_files.INDEX_DIR}/{name}: {reason}"
+            return f"{home.index.name}/{name}: {reason}"
     return None

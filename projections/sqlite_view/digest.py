@@ -14,6 +14,7 @@ from pathlib import Path
 
 import msgspec
 
+from memlog.home import Home
 from memlog.projections.sqlite_view import index_files, ranks, store, vectors
 from memlog.projections.sqlite_view.plain import GRAPH
 
@@ -30,14 +31,14 @@ _TABLES = (
 _SLOT_FILES = ((ranks.KIND, ranks.MAGIC), (vectors.KIND, vectors.MAGIC), GRAPH)
 
 
-def sqlite_digest(path: Path) -> str:
+def sqlite_digest(home: Home) -> str:
     """sha256 of the view's content in a canonical order: the database's rows and what its
     packed files hold."""
-    with store.opened(path, readonly=True) as db, store.snapshot(db):
-        return digest_of(db, path.parent)
+    with store.opened(home.db, readonly=True) as db, store.snapshot(db):
+        return digest_of(db, home)
 
 
-def digest_of(db: sqlite3.Connection, folder: Path) -> str:
+def digest_of(db: sqlite3.Connection, folder: Home) -> str:
     """``sqlite_digest`` of an open connection (inside a read transaction: one state) to the
     database in ``folder``."""
     hasher = hashlib.sha256()
@@ -48,7 +49,7 @@ def digest_of(db: sqlite3.Connection, folder: Path) -> str:
     return hasher.hexdigest()
 
 
-def packed_digest(db: sqlite3.Connection, folder: Path) -> str:
+def packed_digest(db: sqlite3.Connection, folder: Home) -> str:
     """sha256 of the records this snapshot's slot files cover and of the lexical index as
     one base (missing ones count as empty)."""
     from memlog.projections.sqlite_view import lexicon  # numpy: only when digesting

@@ -24,22 +24,18 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from memlog.home import Home
 from memlog.projections.sqlite_view import packed, packsums, store
 
-INDEX_DIR = "index"
 ID_WIDTH = 16
 SUFFIXES = (".rnk", ".vec", ".nbr", ".lex", ".lxd")
 #: the packed files' little-endian types and their sizes
 SIZES = {"<u8": 8, "<i8": 8, "<f8": 8, "<u4": 4, "<i4": 4, "<f4": 4, "<u2": 2, "<u1": 1, "<i1": 1}
 
 
-def folder_of(home: Path) -> Path:
-    return home / INDEX_DIR
-
-
-def preparing(folder: Path) -> contextlib.AbstractContextManager[None]:
+def preparing(folder: Home) -> contextlib.AbstractContextManager[None]:
     """Hold off sweeps of ``folder/index`` while files are written and the view names them."""
-    return packed.preparing(folder / INDEX_DIR)
+    return packed.preparing(folder.index)
 
 
 def named(db: sqlite3.Connection) -> set[str]:
@@ -48,7 +44,7 @@ def named(db: sqlite3.Connection) -> set[str]:
 
 
 @contextlib.contextmanager
-def undoable(db: sqlite3.Connection, folder: Path) -> Iterator[None]:
+def undoable(db: sqlite3.Connection, folder: Home) -> Iterator[None]:
     """Inside the view's write transaction on ``db``: the records it patches are put back
     unless it commits, and records a writer killed before its commit patched are put back
     first (``packed.undoable``).  Call ``packed.committed`` once it has."""
@@ -56,13 +52,13 @@ def undoable(db: sqlite3.Connection, folder: Path) -> Iterator[None]:
         "SELECT group_concat(key || '=' || value, ';') FROM "
         "(SELECT key, value FROM _metadata WHERE key LIKE 'log_%' ORDER BY key)"
     ).fetchone()[0]
-    with packed.undoable(folder / INDEX_DIR, str(token or ""), named(db)):
+    with packed.undoable(folder.index, str(token or ""), named(db)):
         yield
 
 
-def committed(folder: Path) -> None:
+def committed(folder: Home) -> None:
     """The write transaction committed: its patches stand."""
-    packed.committed(folder / INDEX_DIR)
+    packed.committed(folder.index)
 
 
 def pointer(db: sqlite3.Connection, kind: str) -> tuple[str, int] | None:
@@ -83,7 +79,7 @@ def point(db: sqlite3.Connection, kind: str, name: str | None, count: int) -> No
         )
 
 
-def sweep(folder: Path, db_path: Path, wait: bool = False, spare: bool = True) -> list[str]:
+def sweep(folder: Home, db_path: Path, wait: bool = False, spare: bool = True) -> list[str]:
     """Remove index files the committed view no longer points at (but the newest delta
     of the lexical index unless not ``spare``: ``packed.sweep``); the names removed."""
 
@@ -94,14 +90,14 @@ def sweep(folder: Path, db_path: Path, wait: bool = False, spare: bool = True) -
     if not db_path.exists():
         return []
     spared = (".lxd",) if spare else ()
-    return packed.sweep(folder / INDEX_DIR, SUFFIXES, referenced, wait, spared)
+    return packed.sweep(folder.index, SUFFIXES, referenced, wait, spared)
 
 
-def mapped(folder: Path, name: str) -> memoryview | None:
+def mapped(folder: Home, name: str) -> memoryview | None:
     """The file ``index/name`` mapped read-only; None when it is gone, empty or damaged
     (``packsums.quick``: ranked without it, and ``packsums.noticed`` says so)."""
-    path = folder / INDEX_DIR / name
-    if packsums.quick(path) is not None:
+    path = folder.index / name
+    if packsums.quick(folder, path) is not None:
         return None
     try:
         with open(path, "rb") as handle:
@@ -120,7 +116,7 @@ class Slots(NamedTuple):
     data: memoryview
 
 
-def slots(db: sqlite3.Connection, folder: Path, kind: str, magic: bytes) -> Slots | None:
+def slots(db: sqlite3.Connection, folder: Home, kind: str, magic: bytes) -> Slots | None:
     """The records this snapshot covers of its ``kind`` file; None when there is none, or
     it is not a file of ``magic`` or shorter than its count says (its structure, what a
     reader checks of a file patched in place: noted as damage, ``packsums.note``)."""
@@ -134,7 +130,7 @@ def slots(db: sqlite3.Connection, folder: Path, kind: str, magic: bytes) -> Slot
     end = packed.HEADER.size + found[1] * max(record, 0)
     if got != magic or record <= 0 or end > len(raw):
         why = "shorter than its count" if got == magic and record > 0 else "not its kind's header"
-        packsums.note(folder / INDEX_DIR / found[0], why)
+        packsums.note(folder, folder.index / found[0], why)
         return None
     return Slots(found[1], record, extra, raw[packed.HEADER.size : end])
 

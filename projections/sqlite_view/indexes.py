@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable
-from pathlib import Path
 
+from memlog.home import Home
 from memlog.projections.fold import Entry
 from memlog.projections.sqlite_view import index_files, ranks, vectors
 from memlog.vocabulary import Space
@@ -40,7 +40,7 @@ def signature(entries: Iterable[Entry], space: Space) -> Signature:
 
 def refresh(
     db: sqlite3.Connection,
-    folder: Path,
+    folder: Home,
     space: Space,
     touched: list[Entry],
     before: Signature,
@@ -78,7 +78,7 @@ def refresh(
 
 
 def rebuild(
-    db: sqlite3.Connection, folder: Path, space: Space, ordered: list[Entry], ordinal: int
+    db: sqlite3.Connection, folder: Home, space: Space, ordered: list[Entry], ordinal: int
 ) -> None:
     """Write every packed file from zero for ``ordered`` (every entry, in slot order)."""
     from memlog.projections.sqlite_view import lexicon, neighbours

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable
-from pathlib import Path
 from typing import Any, TypeVar
 
 import msgspec
@@ -23,6 +22,7 @@ from memlog.eventlog.events import (
     SessionPending,
     SessionProgress,
 )
+from memlog.home import Home
 from memlog.projections.fold import Session, Spend, State
 from memlog.projections.sqlite_view import store
 
@@ -136,12 +136,8 @@ def _key(row: Session | Spend) -> str:
 # -- questions ------------------------------------------------------------------------------
 
 
-def _db_path(home: Path) -> Path:
-    return home / store.DB_NAME
-
-
 def sessions(
-    home: Path, statuses: Iterable[str] = (), ids: Iterable[str] = (), limit: int = 1000
+    home: Home, statuses: Iterable[str] = (), ids: Iterable[str] = (), limit: int = 1000
 ) -> list[Session]:
     """Sessions with one of ``statuses`` (or of ``ids``), oldest first; none without a view."""
     where, params = [], []
@@ -154,54 +150,54 @@ def sessions(
         params += named
     clause = f"WHERE {' AND '.join(where)}" if where else ""
     select = f"SELECT {_quoted(SESSION_COLUMNS)} FROM sessions {clause} ORDER BY first_seen, id"
-    if not _db_path(home).exists():
+    if not home.db.exists():
         return []
-    with store.opened(_db_path(home), readonly=True) as db:
+    with store.opened(home.db, readonly=True) as db:
         rows = db.execute(f"{select} LIMIT ?", [*params, limit]).fetchall()
     return [_row(Session, SESSION_COLUMNS, row) for row in rows]
 
 
-def unjudged(home: Path, limit: int = 1000) -> list[Session]:
+def unjudged(home: Home, limit: int = 1000) -> list[Session]:
     """Sessions that ended with lessons they received not judged yet, newest first."""
-    if not _db_path(home).exists():
+    if not home.db.exists():
         return []
     select = (
         f"SELECT {_quoted(SESSION_COLUMNS)} FROM sessions WHERE unjudged > 0 "
         "AND status != 'open' ORDER BY first_seen DESC, id LIMIT ?"
     )
-    with store.opened(_db_path(home), readonly=True) as db:
+    with store.opened(home.db, readonly=True) as db:
         rows = db.execute(select, (limit,)).fetchall()
     return [_row(Session, SESSION_COLUMNS, row) for row in rows]
 
 
-def session_counts(home: Path) -> dict[str, int]:
+def session_counts(home: Home) -> dict[str, int]:
     """How many sessions have each status."""
-    if not _db_path(home).exists():
+    if not home.db.exists():
         return {}
-    with store.opened(_db_path(home), readonly=True) as db:
+    with store.opened(home.db, readonly=True) as db:
         rows = db.execute("SELECT status, count(*) FROM sessions GROUP BY status ORDER BY status")
         return {status: int(count) for status, count in rows}
 
 
-def spend(home: Path, day: str | None = None) -> Spend:
+def spend(home: Home, day: str | None = None) -> Spend:
     """Model calls of ``day`` (a ``YYYY-MM-DD`` UTC date), or of every day together."""
     total = Spend(day=day or "")
-    if not _db_path(home).exists():
+    if not home.db.exists():
         return total
     columns = "coalesce(sum(calls), 0), coalesce(sum(tokens_in), 0), "
     columns += "coalesce(sum(tokens_out), 0), coalesce(sum(cost_micros), 0)"
     where, params = ("WHERE day = ?", [day]) if day else ("", [])
-    with store.opened(_db_path(home), readonly=True) as db:
+    with store.opened(home.db, readonly=True) as db:
         row = db.execute(f"SELECT {columns} FROM spend {where}", params).fetchone()
     total.calls, total.tokens_in, total.tokens_out, total.cost_micros = (int(v) for v in row)
     return total
 
 
-def maintenance_times(home: Path) -> dict[str, str]:
+def maintenance_times(home: Home) -> dict[str, str]:
     """When each maintenance task last ran (``weekly``, ``monthly``)."""
-    if not _db_path(home).exists():
+    if not home.db.exists():
         return {}
-    with store.opened(_db_path(home), readonly=True) as db:
+    with store.opened(home.db, readonly=True) as db:
         rows = db.execute(
             "SELECT key, value FROM _metadata WHERE key LIKE ? ORDER BY key",
             (MAINTENANCE_PREFIX + "%",),

@@ -24,9 +24,9 @@ import math
 import sqlite3
 import struct
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any, NamedTuple
 
+from memlog.home import Home
 from memlog.projections.sqlite_view import index_files
 from memlog.projections.terms import Unit, term_hash
 
@@ -56,7 +56,7 @@ class Files(NamedTuple):
     doc_lengths: memoryview[Any] | None = None
 
 
-def load_files(db: sqlite3.Connection, folder: Path) -> Files | None:
+def load_files(db: sqlite3.Connection, folder: Home) -> Files | None:
     """The index this snapshot points at; None when there is none, it is unusable, or the
     machine is big-endian (the files are little-endian)."""
     base = index_files.pointer(db, "lex")
@@ -75,7 +75,7 @@ def load_files(db: sqlite3.Connection, folder: Path) -> Files | None:
     return _with_delta(files, folder, delta[0]) if delta else files
 
 
-def _with_delta(files: Files, folder: Path, name: str) -> Files | None:
+def _with_delta(files: Files, folder: Home, name: str) -> Files | None:
     raw = index_files.mapped(folder, name)
     if raw is None or len(raw) < DELTA_HEAD.size:
         return None

@@ -32,11 +32,11 @@ import math
 import sqlite3
 from array import array
 from collections.abc import Iterable, Sequence
-from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
+from memlog.home import Home
 from memlog.projections.fold import Entry
 from memlog.projections.sqlite_view import index_files, packed
 from memlog.projections.sqlite_view.indexes import indexed_text
@@ -88,7 +88,7 @@ def _base_bytes(slots: int, hashes: np.ndarray, at: np.ndarray, tf: np.ndarray,
     return head + b"".join(np.ascontiguousarray(p).tobytes() for p in parts)
 
 
-def build(db: sqlite3.Connection, folder: Path, ordinal: int, ordered: list[Entry]) -> None:
+def build(db: sqlite3.Connection, folder: Home, ordinal: int, ordered: list[Entry]) -> None:
     """Index every entry (``ordered``: in slot order) in a new base; no delta."""
     lengths = np.full(len(ordered), -1, dtype=np.int64)
     hashes, at, tf = array("Q"), array("q"), array("q")  # 8 bytes a posting, not 36
@@ -109,10 +109,10 @@ def build(db: sqlite3.Connection, folder: Path, ordinal: int, ordered: list[Entr
     _point_base(db, folder, ordinal, data, len(ordered))
 
 
-def _point_base(db: sqlite3.Connection, folder: Path, ordinal: int, data: bytes,
+def _point_base(db: sqlite3.Connection, folder: Home, ordinal: int, data: bytes,
                 slots: int) -> None:  # fmt: skip
     name = packed.generation_name(ordinal, ".lex")
-    index_files.point(db, "lex", packed.write(folder / index_files.INDEX_DIR, name, data), slots)
+    index_files.point(db, "lex", packed.write(folder.index, name, data), slots)
     index_files.point(db, "lxd", None, 0)
 
 
@@ -197,7 +197,7 @@ class _Delta:
         )
 
 
-def patch(db: sqlite3.Connection, folder: Path, ordinal: int, slots: int,
+def patch(db: sqlite3.Connection, folder: Home, ordinal: int, slots: int,
           changed: Iterable[tuple[int, Doc | None]]) -> bool:  # fmt: skip
     """Record the new documents of ``changed`` slots (None: no longer indexed) in a new
     delta, or in a new base past ``DELTA_LIMIT``; False without a base to patch."""
@@ -213,14 +213,14 @@ def patch(db: sqlite3.Connection, folder: Path, ordinal: int, slots: int,
         return True
     name = packed.generation_name(ordinal, ".lxd")
     data = delta.delta_bytes(count)
-    index_files.point(db, "lxd", packed.write(folder / index_files.INDEX_DIR, name, data), count)
+    index_files.point(db, "lxd", packed.write(folder.index, name, data), count)
     base = index_files.pointer(db, "lex")
     assert base is not None
     index_files.point(db, "lex", base[0], count)
     return True
 
 
-def reslot(db: sqlite3.Connection, folder: Path, ordinal: int, new_of_old: np.ndarray,
+def reslot(db: sqlite3.Connection, folder: Home, ordinal: int, new_of_old: np.ndarray,
            slots: int) -> bool:  # fmt: skip
     """Move every slot ``s`` to ``new_of_old[s]`` among ``slots``: a new base of the same
     postings, no delta (the slots no old one moves to are not indexed); False without an
@@ -241,7 +241,7 @@ def _count(db: sqlite3.Connection) -> int:
     return found[1] if found else 0
 
 
-def canonical(db: sqlite3.Connection, folder: Path) -> bytes | None:
+def canonical(db: sqlite3.Connection, folder: Home) -> bytes | None:
     """The base a rebuild would write for what this snapshot's files hold (audits compare
     it); None without an index."""
     files = load_files(db, folder)
@@ -332,7 +332,7 @@ def _array(view: memoryview | None, dtype: str) -> np.ndarray:
     return np.frombuffer(view, dtype=dtype) if view is not None else np.zeros(0, dtype=dtype)
 
 
-def load(db: sqlite3.Connection, folder: Path) -> Lexicon | None:
+def load(db: sqlite3.Connection, folder: Home) -> Lexicon | None:
     """The index this snapshot points at, mapped; None when there is none or it is unusable."""
     files = load_files(db, folder)
     return Lexicon(files) if files is not None else None

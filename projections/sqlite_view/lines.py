@@ -26,7 +26,6 @@ import sqlite3
 import struct
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
-from pathlib import Path
 from typing import Any, NamedTuple
 
 from memlog.eventlog.codec import BadLine, decode_line
@@ -42,6 +41,7 @@ from memlog.eventlog.events import (
 )
 from memlog.eventlog.log import Record
 from memlog.files import read_only
+from memlog.home import Home
 from memlog.untrusted import shown
 
 MAINTENANCE = "maintenance"
@@ -151,7 +151,7 @@ def first_observations(db: sqlite3.Connection, entry_id: str) -> list[Line]:
     return [_line(r, names) for r in observed if r[0] == lowest]
 
 
-def read_lines(events_dir: Path, found: Iterable[Line]) -> Iterator[tuple[Line, bytes]]:
+def read_lines(home: Home, found: Iterable[Line]) -> Iterator[tuple[Line, bytes]]:
     """The bytes of each line of ``found`` (without its newline), a file opened once;
     ``Damaged`` when one is not where it says."""
     by_segment: dict[str, list[Line]] = defaultdict(list)
@@ -161,7 +161,7 @@ def read_lines(events_dir: Path, found: Iterable[Line]) -> Iterator[tuple[Line, 
         device, _, name = segment.partition("/")
         if not device or "/" in name or device.startswith(".") or name.startswith("."):
             raise Damaged(f"{shown(segment)} is not a segment of the log")
-        with read_only(events_dir / device / name) as handle:
+        with read_only(home.device(device) / name) as handle:
             for line in sorted(wanted):
                 data = os.pread(handle.fileno(), line.end - line.start, line.start)
                 if len(data) != line.end - line.start or not data.endswith(b"\n"):
@@ -169,11 +169,11 @@ def read_lines(events_dir: Path, found: Iterable[Line]) -> Iterator[tuple[Line, 
                 yield line, data[:-1]
 
 
-def events_at(events_dir: Path, found: Iterable[Line]) -> Iterator[tuple[Line, Event]]:
+def events_at(home: Home, found: Iterable[Line]) -> Iterator[tuple[Line, Event]]:
     """The event of each line of ``found``; ``Damaged`` when one is gone or no longer
     reads as an event."""
     try:
-        for line, data in read_lines(events_dir, found):
+        for line, data in read_lines(home, found):
             yield line, decode_line(data)
     except (OSError, BadLine) as exc:
         raise Damaged(f"a line the view indexed no longer reads: {exc}") from None

@@ -8,10 +8,10 @@ SQL; the branch filter reads the branch memories an entry is in (its
 from __future__ import annotations
 
 import sqlite3
-from pathlib import Path
 
 import msgspec
 
+from memlog.home import Home
 from memlog.projections.fold import Entry
 from memlog.projections.markdown_view.branch import split_key
 from memlog.projections.sqlite_view import store
@@ -71,11 +71,11 @@ def _where(filters: Filters) -> tuple[str, list[object]]:
     return " AND ".join(where) or "1", params
 
 
-def list_entries(folder: Path, filters: Filters, limit: int = 50, offset: int = 0) -> Listing:
+def list_entries(folder: Home, filters: Filters, limit: int = 50, offset: int = 0) -> Listing:
     """Entries matching ``filters``, most recently updated first: the total and one page."""
     clause, params = _where(filters)
     order = f"SELECT id FROM entries WHERE {clause} ORDER BY updated_at DESC, id"
-    with store.opened(folder / store.DB_NAME, readonly=True) as db, store.snapshot(db):
+    with store.opened(folder.db, readonly=True) as db, store.snapshot(db):
         if filters.branch:
             return _on_branch(db, order, params, filters.branch, limit, offset)
         total = int(
@@ -95,11 +95,11 @@ def _on_branch(
     return Listing(len(matching), matching[offset : offset + limit])
 
 
-def facets(folder: Path) -> dict[str, dict[str, int]]:
+def facets(folder: Home) -> dict[str, dict[str, int]]:
     """How many entries each category and each project has (the values to filter by):
     one scan of columns stored before the embedding blob, never the blobs' pages."""
     found: dict[str, dict[str, int]] = {"category": {}, "project": {}}
-    with store.opened(folder / store.DB_NAME, readonly=True) as db, store.snapshot(db):
+    with store.opened(folder.db, readonly=True) as db, store.snapshot(db):
         rows = db.execute(
             "SELECT category, coalesce(source_project, ''), count(*) FROM entries GROUP BY 1, 2"
         )
@@ -109,9 +109,9 @@ def facets(folder: Path) -> dict[str, dict[str, int]]:
     return {name: dict(sorted(counts.items())) for name, counts in found.items()}
 
 
-def lineage(folder: Path, entry: Entry) -> tuple[list[Entry], list[Entry]]:
+def lineage(folder: Home, entry: Entry) -> tuple[list[Entry], list[Entry]]:
     """The entries ``entry`` replaced (oldest first) and those that replaced it, in order."""
-    with store.opened(folder / store.DB_NAME, readonly=True) as db, store.snapshot(db):
+    with store.opened(folder.db, readonly=True) as db, store.snapshot(db):
         before = _predecessors(db, entry.id)
         after: list[Entry] = []
         seen = {entry.id}

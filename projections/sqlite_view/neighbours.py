@@ -16,11 +16,11 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable
-from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
+from memlog.home import Home
 from memlog.projections.sqlite_view import graph as g
 from memlog.projections.sqlite_view import index_files, packed, ranks, vectors
 from memlog.projections.sqlite_view.graph import Bools, Graph, Vectors
@@ -40,14 +40,14 @@ def records(graph: Graph, slots: Iterable[int]) -> list[tuple[int, bytes]]:
     return [(int(s), table[n].tobytes()) for n, s in enumerate(chosen.tolist())]
 
 
-def _vectors(db: sqlite3.Connection, folder: Path, space: Space) -> Vectors | None:
+def _vectors(db: sqlite3.Connection, folder: Home, space: Space) -> Vectors | None:
     found = vectors.read(db, folder, space)
     if found is None:
         return None
     return Vectors.of(found.data, found.total, space.dimensions)
 
 
-def _members(db: sqlite3.Connection, folder: Path) -> tuple[Bools, Bools] | None:
+def _members(db: sqlite3.Connection, folder: Home) -> tuple[Bools, Bools] | None:
     """Which slots hold a member (live, with a vector), and which a pivot when a member."""
     found = ranks.read(db, folder)
     if found is None:
@@ -57,7 +57,7 @@ def _members(db: sqlite3.Connection, folder: Path) -> tuple[Bools, Bools] | None
     return np.asarray((flags & both) == both), np.asarray((flags & ranks.PIVOT) != 0)
 
 
-def build(db: sqlite3.Connection, folder: Path, ordinal: int, space: Space) -> None:
+def build(db: sqlite3.Connection, folder: Home, ordinal: int, space: Space) -> None:
     """Write the whole graph of the members the committed-to-be rank and vector files
     name into a new file."""
     vecs, members = _vectors(db, folder, space), _members(db, folder)
@@ -68,12 +68,12 @@ def build(db: sqlite3.Connection, folder: Path, ordinal: int, space: Space) -> N
     table["lists"], table["probes"] = graph.lists, graph.probes
     data = packed.header(MAGIC, RECORD.itemsize, EXTRA) + table.tobytes()
     name = packed.generation_name(ordinal, f".{KIND}")
-    index_files.point(db, KIND, packed.write(folder / index_files.INDEX_DIR, name, data), count)
+    index_files.point(db, KIND, packed.write(folder.index, name, data), count)
 
 
 def patch(
     db: sqlite3.Connection,
-    folder: Path,
+    folder: Home,
     space: Space,
     was_member: dict[int, bool],
     moved: Iterable[int],
@@ -101,14 +101,14 @@ def patch(
         graph, differing = g.update(vecs, old, before, after, changed & before & after, pivotal)
     pointer = index_files.pointer(db, KIND)
     assert pointer is not None
-    ok = packed.patch(folder / index_files.INDEX_DIR, pointer[0], RECORD.itemsize, pointer[1],
+    ok = packed.patch(folder.index, pointer[0], RECORD.itemsize, pointer[1],
                       records(graph, differing.tolist()))  # fmt: skip
     if ok:
         index_files.point(db, KIND, pointer[0], len(after))
     return ok
 
 
-def lists(db: sqlite3.Connection, folder: Path) -> npt.NDArray[np.int32] | None:
+def lists(db: sqlite3.Connection, folder: Home) -> npt.NDArray[np.int32] | None:
     """Every slot's neighbour list in this snapshot, mapped (a ranking needs no probes);
     None as ``read``."""
     found = index_files.slots(db, folder, KIND, MAGIC)
@@ -120,7 +120,7 @@ def lists(db: sqlite3.Connection, folder: Path) -> npt.NDArray[np.int32] | None:
     return table
 
 
-def read(db: sqlite3.Connection, folder: Path) -> Graph | None:
+def read(db: sqlite3.Connection, folder: Home) -> Graph | None:
     """The graph this snapshot points at, mapped; None when there is none or it is unusable."""
     found = index_files.slots(db, folder, KIND, MAGIC)
     if found is None or found.extra != EXTRA or found.record != RECORD.itemsize:

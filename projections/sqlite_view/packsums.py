@@ -44,6 +44,7 @@ from contextvars import ContextVar
 from pathlib import Path
 
 from memlog.files import atomic_write, open_private, private_dir
+from memlog.home import Home
 from memlog.locking import locked
 
 SUFFIX = ".sums"
@@ -113,7 +114,7 @@ def refused() -> Iterator[None]:
         _REFUSED.reset(token)
 
 
-def quick(path: Path) -> str | None:
+def quick(home: Home, path: Path) -> str | None:
     """Why ``path`` cannot be read as it was written (None when it can, or nothing is known
     against it): its size, and for a whole file the first and last block its sums cover."""
     if _REFUSED.get():
@@ -124,7 +125,7 @@ def quick(path: Path) -> str | None:
     with _no_patch(path.parent) as waited:  # its bytes may be ahead of its sums
         if waited:
             reason = _quick(path)
-    return note(path, reason) if reason is not None else None
+    return note(home, path, reason) if reason is not None else None
 
 
 def _quick(path: Path) -> str | None:
@@ -226,7 +227,7 @@ def _check(fd: int, size: int, sums: tuple[int, ...], blocks: Iterable[int]) -> 
     return None
 
 
-def note(path: Path, reason: str) -> str:
+def note(home: Home, path: Path, reason: str) -> str:
     """Note damage a reader found in ``path`` (``noticed``), and in the home, for the next
     catch-up to rebuild the views (``damage``); the reason."""
     from memlog.projections.sqlite_view import damage  # (it imports this module)
@@ -234,7 +235,7 @@ def note(path: Path, reason: str) -> str:
     said = f"{path.parent.name}/{path.name}: {reason}"
     _noticed.append(said)
     if not _REFUSED.get():
-        damage.mark(path.parent.parent, said)
+        damage.mark(home, said)
     return reason
 
 

@@ -14,11 +14,11 @@ from __future__ import annotations
 from bisect import bisect_left
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from pathlib import Path
 from types import TracebackType
 from typing import Any, NamedTuple, Self
 
 from memlog.errors import ViewError
+from memlog.home import Home
 from memlog.projections.fold import Entry
 from memlog.projections.sqlite_view import index_files, ranks, store, vectors
 from memlog.projections.sqlite_view.lexfiles import document_frequency, load_files, scores
@@ -59,9 +59,9 @@ class History(NamedTuple):
 class View:
     """The view at one moment, read-only: ``with View(folder) as view: …``."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Home) -> None:
         self.folder = folder
-        path = folder / store.DB_NAME
+        path = folder.db
         if not path.exists():
             raise ViewError(f"{path} does not exist")
         self.db = store.connect(path, readonly=True)

@@ -9,11 +9,11 @@ from __future__ import annotations
 import sqlite3
 from collections import Counter
 from collections.abc import Iterable
-from pathlib import Path
 
 import msgspec
 
 from memlog.errors import EntryNotFound, InvalidInput
+from memlog.home import Home
 from memlog.projections.fold import Entry
 from memlog.projections.sqlite_view import ranks, store
 from memlog.projections.sqlite_view import vectors as packed_vectors
@@ -33,12 +33,12 @@ class Listing(msgspec.Struct):
     entries: list[Entry]
 
 
-def find_entry(folder: Path, prefix: str) -> Entry:
+def find_entry(folder: Home, prefix: str) -> Entry:
     """The entry whose id starts with ``prefix``; a clear error when none or several."""
     text = prefix.strip().lower()
     if not text or any(c not in "0123456789abcdef" for c in text):
         raise InvalidInput(f"{shown(prefix)} is not an entry id (16 hex characters or a prefix)")
-    with store.opened(folder / store.DB_NAME, readonly=True) as db:
+    with store.opened(folder.db, readonly=True) as db:
         found = store.load_where(db, "id LIKE ?", [text + "%"])
         packed_vectors.attach(db, folder, {e.id: e for e in found})
     if not found:
@@ -48,20 +48,20 @@ def find_entry(folder: Path, prefix: str) -> Entry:
     return found[0]
 
 
-def named(folder: Path, name: str) -> list[Entry]:
+def named(folder: Home, name: str) -> list[Entry]:
     """The live entries called ``name`` (case and spacing aside), without vectors."""
     wanted = " ".join(name.split()).lower()
-    if not wanted or not (folder / store.DB_NAME).exists():
+    if not wanted or not (folder.db).exists():
         return []
-    with store.opened(folder / store.DB_NAME, readonly=True) as db:
+    with store.opened(folder.db, readonly=True) as db:
         found = store.load_where(db, "status = 'live' AND lower(name) = ?", [wanted], False)
     return [e for e in found if " ".join(e.name.split()).lower() == wanted]
 
 
-def entries(folder: Path, ids: Iterable[str] | None = None, vectors: bool = True) -> list[Entry]:
+def entries(folder: Home, ids: Iterable[str] | None = None, vectors: bool = True) -> list[Entry]:
     """Entries of ``ids`` (all without), in id order, with their vectors (unless not
     wanted); none when there is no view."""
-    path = folder / store.DB_NAME
+    path = folder.db
     if not path.exists():
         return []
     with store.opened(path, readonly=True) as db:
@@ -74,12 +74,12 @@ def entries(folder: Path, ids: Iterable[str] | None = None, vectors: bool = True
         return list(found.values())
 
 
-def entry_counts(folder: Path) -> dict[str, object]:
+def entry_counts(folder: Home) -> dict[str, object]:
     """Live entries by category and by project, and how many are not live."""
     status: Counter[str] = Counter()
     category: Counter[str] = Counter()
     project: Counter[str] = Counter()
-    with store.opened(folder / store.DB_NAME, readonly=True) as db:
+    with store.opened(folder.db, readonly=True) as db:
         rows = db.execute("SELECT status, category, coalesce(source_project, '') FROM entries")
         for state, cat, proj in rows:
             status[state] += 1
@@ -95,11 +95,11 @@ def entry_counts(folder: Path) -> dict[str, object]:
 
 
 def pending_entries(
-    folder: Path, space: Space, ids: Iterable[str] | None = None, everything: bool = False
+    folder: Home, space: Space, ids: Iterable[str] | None = None, everything: bool = False
 ) -> list[Entry]:
     """Live entries without a vector in ``space`` (all live ones with ``everything``), of
     ``ids`` when given."""
-    with store.opened(folder / store.DB_NAME) as db:
+    with store.opened(folder.db) as db:
         if everything:
             found = store.load_where(db, "status = 'live'", [])
             wanted = set(ids) if ids is not None else None
@@ -108,14 +108,14 @@ def pending_entries(
         return store.load_ids(db, pending)
 
 
-def pending_count(folder: Path, space: Space) -> int:
+def pending_count(folder: Home, space: Space) -> int:
     """How many live entries lack a vector in ``space``."""
-    with store.opened(folder / store.DB_NAME, readonly=True) as db:
+    with store.opened(folder.db, readonly=True) as db:
         return len(_pending_ids(db, folder, space, None))
 
 
 def _pending_ids(
-    db: sqlite3.Connection, folder: Path, space: Space, ids: Iterable[str] | None
+    db: sqlite3.Connection, folder: Home, space: Space, ids: Iterable[str] | None
 ) -> list[str]:
     """Live entries (of ``ids``) without a vector in ``space``: the packed records say for
     the space in force, the table of vectors for any other."""
@@ -138,7 +138,7 @@ def _pending_ids(
 
 
 def list_live(
-    folder: Path, category: str | None = None, project: str | None = None, limit: int = 50
+    folder: Home, category: str | None = None, project: str | None = None, limit: int = 50
 ) -> Listing:
     """Live entries, most recently updated first, of one category and/or project."""
     where, params = ["status = 'live'"], []
@@ -152,7 +152,7 @@ def list_live(
         )
         params += [project, project]
     clause = " AND ".join(where)
-    with store.opened(folder / store.DB_NAME, readonly=True) as db, store.snapshot(db):
+    with store.opened(folder.db, readonly=True) as db, store.snapshot(db):
         total = int(
             db.execute(f"SELECT count(*) FROM entries WHERE {clause}", params).fetchone()[0]
         )
@@ -221,9 +221,9 @@ _BRANCH_WHERE = (
 BRANCH_ENTRIES = f"SELECT id FROM entries WHERE {_BRANCH_WHERE} ORDER BY id"
 
 
-def branch_entries(folder: Path, key: str, vectors: bool = False) -> list[Entry]:
+def branch_entries(folder: Home, key: str, vectors: bool = False) -> list[Entry]:
     """The live entries of the branch memory ``key``, first seen first; none without a view."""
-    path = folder / store.DB_NAME
+    path = folder.db
     if not path.exists():
         return []
     with store.opened(path, readonly=True) as db:
@@ -231,18 +231,18 @@ def branch_entries(folder: Path, key: str, vectors: bool = False) -> list[Entry]
     return sorted(found, key=lambda e: (e.created_seq, e.id))
 
 
-def branch_file_members(folder: Path, key: str) -> list[Entry]:
+def branch_file_members(folder: Home, key: str) -> list[Entry]:
     """Every entry (live or not) that ever joined the branch memory ``key``."""
-    path = folder / store.DB_NAME
+    path = folder.db
     if not path.exists():
         return []
     with store.opened(path, readonly=True) as db:
         return branch_members(db, [key])
 
 
-def branch_summary(folder: Path) -> dict[str, dict[str, int]]:
+def branch_summary(folder: Home) -> dict[str, dict[str, int]]:
     """Live entries of every branch memory ever made, by key and section (cleared: none)."""
-    path = folder / store.DB_NAME
+    path = folder.db
     if not path.exists():
         return {}
     found: dict[str, dict[str, int]] = {}
@@ -262,9 +262,9 @@ def branch_summary(folder: Path) -> dict[str, dict[str, int]]:
 # -- what a session already holds -------------------------------------------------------
 
 
-def branch_scoped(folder: Path) -> list[tuple[str, list[str], bool]]:
+def branch_scoped(folder: Home) -> list[tuple[str, list[str], bool]]:
     """Every live entry of a branch memory: its id, its branch memories, whether promoted."""
-    path = folder / store.DB_NAME
+    path = folder.db
     if not path.exists():
         return []
     select = "SELECT id, branches, promoted FROM entries WHERE status = 'live' AND branches != '[]'"
@@ -273,9 +273,9 @@ def branch_scoped(folder: Path) -> list[tuple[str, list[str], bool]]:
     return [(str(i), list(msgspec.json.decode(b)), bool(p)) for i, b, p in rows]
 
 
-def with_origin(folder: Path, source: str, prefix: str) -> list[str]:
+def with_origin(folder: Home, source: str, prefix: str) -> list[str]:
     """The live entries of ``source`` with an origin starting with ``prefix``, in id order."""
-    path = folder / store.DB_NAME
+    path = folder.db
     if not path.exists():
         return []
     select = (
@@ -286,16 +286,16 @@ def with_origin(folder: Path, source: str, prefix: str) -> list[str]:
         return [str(r[0]) for r in db.execute(select, [source, len(prefix), prefix])]
 
 
-def of_source(folder: Path, source: str) -> list[Entry]:
+def of_source(folder: Home, source: str) -> list[Entry]:
     """Every entry (live or not) first recorded from ``source``, in id order."""
-    path = folder / store.DB_NAME
+    path = folder.db
     if not path.exists():
         return []
     with store.opened(path, readonly=True) as db:
         return store.load_where(db, "source = ?", [source], vectors=False)
 
 
-def all_live(folder: Path) -> list[Entry]:
+def all_live(folder: Home) -> list[Entry]:
     """Every live entry (without vectors), in id order."""
-    with store.opened(folder / store.DB_NAME, readonly=True) as db:
+    with store.opened(folder.db, readonly=True) as db:
         return store.load_where(db, "status = 'live'", [], vectors=False)

@@ -27,8 +27,8 @@ import hashlib
 import sqlite3
 import struct
 from collections.abc import Callable, Iterable, Iterator
-from pathlib import Path
 
+from memlog.home import Home
 from memlog.projections.sqlite_view import index_files, packed
 from memlog.vocabulary import CATEGORIES
 
@@ -91,19 +91,19 @@ def records(
         yield int(slot), data  # type: ignore[call-overload]
 
 
-def build(db: sqlite3.Connection, folder: Path, ordinal: int, vectored: Vectored) -> int:
+def build(db: sqlite3.Connection, folder: Home, ordinal: int, vectored: Vectored) -> int:
     """Write every entry's record into a new file and point ``packed_sets`` at it; the
     number of slots."""
     rows = [data for _, data in records(db, None, vectored)]
     name = packed.generation_name(ordinal, f".{KIND}")
     data = packed.header(MAGIC, RECORD.size) + b"".join(rows)
-    index_files.point(db, KIND, packed.write(folder / index_files.INDEX_DIR, name, data), len(rows))
+    index_files.point(db, KIND, packed.write(folder.index, name, data), len(rows))
     return len(rows)
 
 
 def patch(
     db: sqlite3.Connection,
-    folder: Path,
+    folder: Home,
     ids: Iterable[str],
     slots: int,
     vectored: Vectored,
@@ -114,8 +114,7 @@ def patch(
     if found is None:
         return False
     changed = list(records(db, ids, vectored))
-    folder = folder / index_files.INDEX_DIR
-    if not packed.patch(folder, found[0], RECORD.size, found[1], changed):
+    if not packed.patch(folder.index, found[0], RECORD.size, found[1], changed):
         return False
     index_files.point(db, KIND, found[0], slots)
     return True
@@ -133,7 +132,7 @@ def has_vector(found: index_files.Slots, slot: int) -> bool:
     return bool(found.data[slot * RECORD.size + RECORD.size - 6] & VECTOR)
 
 
-def vectored(db: sqlite3.Connection, folder: Path) -> int:
+def vectored(db: sqlite3.Connection, folder: Home) -> int:
     """How many of the records this snapshot covers say their entry has a vector in the
     space in force (0 without a file)."""
     import numpy as np  # (a writer's: catch-ups load it)
@@ -145,7 +144,7 @@ def vectored(db: sqlite3.Connection, folder: Path) -> int:
     return int(np.count_nonzero(flags & VECTOR))
 
 
-def read(db: sqlite3.Connection, folder: Path) -> index_files.Slots | None:
+def read(db: sqlite3.Connection, folder: Home) -> index_files.Slots | None:
     """The records this snapshot covers, mapped; None without a usable file."""
     found = index_files.slots(db, folder, KIND, MAGIC)
     return found if found is not None and found.record == RECORD.size else None

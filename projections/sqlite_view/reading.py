@@ -15,7 +15,6 @@ import sqlite3
 from abc import abstractmethod
 from collections.abc import Collection, Sequence
 from datetime import datetime
-from pathlib import Path
 from types import TracebackType
 from typing import NamedTuple, overload
 
@@ -23,6 +22,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memlog.eventlog.vectors import floats
+from memlog.home import Home
 from memlog.projections.sqlite_view import lexicon, neighbours, ranks, vectors
 from memlog.projections.sqlite_view.plain import DAYS, View
 from memlog.projections.terms import query_units
@@ -145,7 +145,7 @@ class PackedIds(Lazy):
 class Snapshot(View):
     """The view at one moment, read-only, with numpy: ``with Snapshot(folder) as view: …``."""
 
-    def __init__(self, folder: Path) -> None:
+    def __init__(self, folder: Home) -> None:
         super().__init__(folder)
         self._fts_db: sqlite3.Connection | None = None
 
@@ -304,7 +304,7 @@ class Snapshot(View):
 
 def vector_scores(
     db: sqlite3.Connection,
-    folder: Path,
+    folder: Home,
     space: Space,
     query: npt.NDArray[np.float32],
     slots: npt.NDArray[np.int64],
@@ -348,7 +348,7 @@ def _products(rows: npt.NDArray[np.uint8], query: npt.NDArray[np.float32], count
     return out
 
 
-def load_matrix(db: sqlite3.Connection, folder: Path, space: Space) -> Matrix:
+def load_matrix(db: sqlite3.Connection, folder: Home, space: Space) -> Matrix:
     """Every vector of ``space`` in ``db``'s snapshot (those of the space in force, from its
     packed file; another space's, from the rows), as float32, ids in slot (row) order."""
     found = vectors.read(db, folder, space)

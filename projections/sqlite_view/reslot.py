@@ -16,11 +16,11 @@ transaction, so a reader keeps the old ones until it commits.
 from __future__ import annotations
 
 import sqlite3
-from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
+from memlog.home import Home
 from memlog.projections.sqlite_view import (
     graph,
     index_files,
@@ -38,7 +38,7 @@ Ints = npt.NDArray[np.int64]
 
 def move(
     db: sqlite3.Connection,
-    folder: Path,
+    folder: Home,
     space: Space,
     new_of_old: Ints,
     count: int,
@@ -59,7 +59,7 @@ def move(
     return True
 
 
-def _files(db: sqlite3.Connection, folder: Path, space: Space, new_of_old: Ints, count: int,
+def _files(db: sqlite3.Connection, folder: Home, space: Space, new_of_old: Ints, count: int,
            ordinal: int) -> bool:  # fmt: skip
     kinds = (
         (ranks.KIND, ranks.MAGIC, ranks.read(db, folder)),
@@ -83,7 +83,7 @@ def _moved(found: index_files.Slots, new_of_old: Ints, count: int) -> bytes:
     return records.tobytes()
 
 
-def _graph(db: sqlite3.Connection, folder: Path, new_of_old: Ints, count: int,
+def _graph(db: sqlite3.Connection, folder: Home, new_of_old: Ints, count: int,
            ordinal: int) -> bool:  # fmt: skip
     """The neighbour records at their new slots, naming the slots the others moved to."""
     found = neighbours.read(db, folder)
@@ -97,9 +97,9 @@ def _graph(db: sqlite3.Connection, folder: Path, new_of_old: Ints, count: int,
     return True
 
 
-def _write(db: sqlite3.Connection, folder: Path, kind: str, head: bytes, data: bytes,
+def _write(db: sqlite3.Connection, folder: Home, kind: str, head: bytes, data: bytes,
            count: int, ordinal: int) -> None:  # fmt: skip
     """Write ``kind``'s new file (``head``, then ``count`` records) and point the view at it."""
     name = packed.generation_name(ordinal, f".{kind}")
-    written = packed.write(folder / index_files.INDEX_DIR, name, head + data)
+    written = packed.write(folder.index, name, head + data)
     index_files.point(db, kind, written, count)

@@ -18,12 +18,11 @@ import msgspec
 
 from memlog.eventlog.log import Position
 from memlog.files import is_link, nearly_full, refuse_link
-from memlog.home import ensure_dir
+from memlog.home import Home, ensure_dir
 from memlog.projections.fold import Entry, Vector, space_key
 from memlog.projections.sqlite_view.schema import migrate
 from memlog.vocabulary import Space
 
-DB_NAME = "memory.db"
 #: the files SQLite keeps beside a database
 SIDE_FILES = ("-wal", "-shm", "-journal")
 BUSY_TIMEOUT_MS = 5000
@@ -190,11 +189,11 @@ class Stored(msgspec.Struct, frozen=True):
     folded: int = -1
 
     @classmethod
-    def measured(cls, events_dir: Path, position: Position, seq: int) -> Stored:
+    def measured(cls, home: Home, position: Position, seq: int) -> Stored:
         """The place ``position`` (event ``seq``), with the bytes of log before it now."""
         from memlog.eventlog.merged import folded_bytes
 
-        return cls(position, seq, folded_bytes(events_dir, position))
+        return cls(position, seq, folded_bytes(home, position))
 
 
 def get_position(db: sqlite3.Connection) -> Stored:

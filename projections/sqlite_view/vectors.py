@@ -17,9 +17,9 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Iterable, Mapping
-from pathlib import Path
 
 from memlog.eventlog.vectors import q8_size
+from memlog.home import Home
 from memlog.projections.fold import Entry, Vector, space_key
 from memlog.projections.sqlite_view import index_files, packed, store
 from memlog.vocabulary import Space
@@ -39,7 +39,7 @@ def record(entry: Entry, space: Space) -> bytes:
     return in_space(entry.vectors, space) or bytes(q8_size(space.dimensions))
 
 
-def build(db: sqlite3.Connection, folder: Path, ordinal: int, space: Space,
+def build(db: sqlite3.Connection, folder: Home, ordinal: int, space: Space,
           ordered: list[Entry]) -> None:  # fmt: skip
     """Write the record of every entry (``ordered``: in slot order) into a new file."""
     name = packed.generation_name(ordinal, f".{KIND}")
@@ -47,7 +47,7 @@ def build(db: sqlite3.Connection, folder: Path, ordinal: int, space: Space,
     data = packed.header(MAGIC, size, space.dimensions) + b"".join(
         record(e, space) for e in ordered
     )
-    index_files.point(db, KIND, packed.write(folder / index_files.INDEX_DIR, name, data),
+    index_files.point(db, KIND, packed.write(folder.index, name, data),
                       len(ordered))  # fmt: skip
     count = sum(1 for e in ordered if in_space(e.vectors, space) is not None)
     store.set_meta(db, {"vector_count": str(count)})
@@ -55,7 +55,7 @@ def build(db: sqlite3.Connection, folder: Path, ordinal: int, space: Space,
 
 def patch(
     db: sqlite3.Connection,
-    folder: Path,
+    folder: Home,
     space: Space,
     changed: Iterable[tuple[int, Entry]],
     slots: int,
@@ -67,13 +67,13 @@ def patch(
         return False
     rows = [(slot, record(entry, space)) for slot, entry in changed]
     size = q8_size(space.dimensions)
-    if not packed.patch(folder / index_files.INDEX_DIR, found[0], size, found[1], rows):
+    if not packed.patch(folder.index, found[0], size, found[1], rows):
         return False
     index_files.point(db, KIND, found[0], slots)
     return True
 
 
-def recount(db: sqlite3.Connection, folder: Path) -> None:
+def recount(db: sqlite3.Connection, folder: Home) -> None:
     """Set ``vector_count`` to what the ranking records this transaction wrote say (how
     many have a vector): computed from what the view holds, never added to a count one
     process believed the view held."""
@@ -87,7 +87,7 @@ def vector_count(db: sqlite3.Connection) -> int:
     return int(store.get_meta(db, "vector_count", "0") or 0)
 
 
-def read(db: sqlite3.Connection, folder: Path, space: Space) -> index_files.Slots | None:
+def read(db: sqlite3.Connection, folder: Home, space: Space) -> index_files.Slots | None:
     """The records this snapshot covers, when they are of ``space``'s dimensions and the
     view is in ``space``; None otherwise."""
     if store.space_of(db) != space:
@@ -98,7 +98,7 @@ def read(db: sqlite3.Connection, folder: Path, space: Space) -> index_files.Slot
     return found if found.record == q8_size(space.dimensions) else None
 
 
-def attach(db: sqlite3.Connection, folder: Path, entries: Mapping[str, Entry]) -> None:
+def attach(db: sqlite3.Connection, folder: Home, entries: Mapping[str, Entry]) -> None:
     """Give ``entries`` (read from the rows) their vector of the space in force."""
     from memlog.projections.sqlite_view import ranks  # (it reads the flag this sets)
 
