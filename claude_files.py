@@ -56,6 +56,11 @@ def config_dir(env: Mapping[str, str] | None = None) -> Path:
     return Path(unicodedata.normalize("NFC", base))
 
 
+def projects_dir(env: Mapping[str, str] | None = None) -> Path:
+    """Where Claude Code keeps each project's transcripts and auto memory."""
+    return config_dir(env) / "projects"
+
+
 def _home(env: Mapping[str, str]) -> str:
     return env.get("HOME") or os.path.expanduser("~")
 

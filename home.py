@@ -258,11 +258,6 @@ class Home:
         return self.root / ".sweep-started"
 
     @property
-    def notice_told(self) -> Path:
-        """Present once the notice of how extraction runs was shown."""
-        return self.root / "extraction-told"
-
-    @property
     def native_seen(self) -> Path:
         """Which of Claude Code's own memory files were read, and as what."""
         return self.root / ".claude-memory.json"

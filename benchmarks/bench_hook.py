@@ -44,6 +44,7 @@ import numpy as np
 from memlog.config import Config
 from memlog.eventlog.events import EventBase, Observed, Reembedded
 from memlog.eventlog.log import EventLog
+from memlog.home import Home
 from memlog.hooks.recorder import settled
 from memlog.projections.runner import catch_up
 from memlog.retrieval import ranking
@@ -115,7 +116,7 @@ def simple_log(home: Path, entries: int, seed: int) -> int:
 def live_ids(home: Path) -> list[str]:
     from memlog.projections.sqlite_view import store
 
-    db = store.connect(home / store.DB_NAME, readonly=True)
+    db = store.connect(home / "memory.db", readonly=True)
     try:
         return [r[0] for r in db.execute("SELECT id FROM entries WHERE status = 'live'")]
     finally:
@@ -259,7 +260,7 @@ def run_once(
 
 
 def settle(home: Path) -> None:
-    if not settled(home, timeout=60):
+    if not settled(Home(home), timeout=60):
         raise SystemExit(f"the hook's recorder did not finish; see {home / 'hook-errors.log'}")
 
 

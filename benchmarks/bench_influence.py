@@ -42,6 +42,8 @@ from typing import Any
 
 import numpy as np
 
+from memlog.home import Home
+
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "influence"
 CORPUS = HERE / "retrieval" / "corpora" / "s4-tentopics-150"
@@ -133,7 +135,7 @@ def local_scores(home: Path, records: dict[str, dict[str, Any]]) -> dict[Pair, f
     from memlog.capture.extraction import influence
     from memlog.projections.sqlite_view import queries
 
-    entries = {e.id: e for e in queries.entries(home, vectors=False)}
+    entries = {e.id: e for e in queries.entries(Home(home), vectors=False)}
     found = {}
     for name, record in records.items():
         session = session_of(name, record, DATA / "sessions" / f"{name}.jsonl")
@@ -245,7 +247,7 @@ def extraction_path(home: Path, labels: dict[Pair, str], quotes: dict[Pair, list
     from memlog.projections.sqlite_view import queries
     from memlog.workspace import Workspace
 
-    names = {e.id: e.name for e in queries.entries(home, vectors=False)}
+    names = {e.id: e.name for e in queries.entries(Home(home), vectors=False)}
     server = stand_in(labels, quotes, names)
     by_session: dict[str, list[Influenced]] = {}
     requests: dict[str, int] = {}

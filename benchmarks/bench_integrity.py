@@ -40,6 +40,7 @@ from synthetic import generate
 from memlog.eventlog.events import Observed, Reembedded
 from memlog.eventlog.log import EventLog
 from memlog.eventlog.vectors import q8_size, quantise
+from memlog.home import Home
 from memlog.projections import runner
 from memlog.projections.sqlite_view import index_files, neighbours, packed, ranks, vectors
 from memlog.vocabulary import DEFAULT_SPACE
@@ -56,14 +57,14 @@ def sizes(home: Path) -> dict[str, int]:
         if not path.is_file():
             continue
         top = path.relative_to(home).parts[0]
-        part = {"events": "log", index_files.INDEX_DIR: "index"}.get(top)
+        part = {"events": "log", "index": "index"}.get(top)
         part = part or ("memory.db" if top.startswith("memory.db") else "markdown and state")
         found[part] += path.stat().st_size
     return found
 
 
 def packed_count(home: Path) -> int:
-    return sum(1 for n in os.listdir(home / index_files.INDEX_DIR) if n.endswith(".vec"))
+    return sum(1 for n in os.listdir(home / "index") if n.endswith(".vec"))
 
 
 def new_vector(rng: np.random.Generator) -> bytes:
@@ -142,7 +143,7 @@ def catch_up_cost(home: Path, repeats: int, rng: np.random.Generator) -> None:
         done = real(db, folder, *args)
         found = index_files.pointer(db, vectors.KIND)
         if done and found is not None:
-            where = folder / index_files.INDEX_DIR
+            where = folder / "index"
             packed.write(where, found[0], (where / found[0]).read_bytes())
         return done
 
@@ -185,7 +186,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="memlog-bench-integrity-") as tmp:
         home = Path(tmp) / "home"
         timed("synthetic log", lambda: generate(home, args.entries, args.events, args.seed))
-        timed("replay", lambda: runner.rebuild(home, SPACE))
+        timed("replay", lambda: runner.rebuild(Home(home), SPACE))
         print(f"# {args.entries} entries, {args.events} events, space {SPACE.key}")
         disk_growth(home, args.observes, rng)
         catch_up_cost(home, args.repeats, rng)

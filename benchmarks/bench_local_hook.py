@@ -29,6 +29,7 @@ import time
 from pathlib import Path
 from types import ModuleType
 
+from memlog.home import Home
 from memlog.projections.runner import catch_up
 from memlog.vocabulary import DEFAULT_SPACE
 
@@ -67,7 +68,7 @@ def resident_runs(
     env = {**bench.hook_env(home), "MEMLOG_RESIDENT_MINUTES": "30"}
     bench.run_once(bench.HOOK, bench.payload(with_vec, 0), with_vec, env)  # starts it
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and resident.call(home, "status") is None:
+    while time.monotonic() < deadline and resident.call(Home(home), "status") is None:
         time.sleep(0.1)  # it answers once warmed
     runs = {
         "python -c 'import numpy'": (bench.NUMPY, b"", work, env),
@@ -76,9 +77,9 @@ def resident_runs(
     }
     try:
         wall, _ = bench.interleaved(runs, repeats)
-        status = resident.call(home, "status") or {}
+        status = resident.call(Home(home), "status") or {}
     finally:
-        resident.call(home, "stop")
+        resident.call(Home(home), "stop")
     base = statistics.median(wall["python -c 'import numpy'"])
     print(f"resident ranker: it served {status.get('served', 0)} of {2 * repeats} starts")
     for name, values in wall.items():

@@ -48,6 +48,7 @@ import synthetic  # noqa: E402
 
 from memlog.api import recall  # noqa: E402
 from memlog.api.capturing import import_files  # noqa: E402
+from memlog.home import Home  # noqa: E402
 from memlog.projections.runner import catch_up  # noqa: E402
 from memlog.vocabulary import DEFAULT_SPACE  # noqa: E402
 from memlog.workspace import Workspace  # noqa: E402
@@ -89,7 +90,7 @@ def timed(argv: list[str], stdin: bytes, cwd: Path, env: dict[str, str]) -> tupl
     took = (time.perf_counter() - started) * 1000
     if done.returncode != 0:
         raise SystemExit(f"{argv} failed: {done.stderr.decode()}")
-    if argv == PROMPT_HOOK and not settled(Path(env["MEMLOG_HOME"]), 60):
+    if argv == PROMPT_HOOK and not settled(Home(Path(env["MEMLOG_HOME"])), 60):
         raise SystemExit("the prompt hook's recorder did not finish")
     return took, bool(done.stdout.strip())
 
@@ -134,15 +135,15 @@ def latency(entries: int, repeats: int, work: Path) -> None:
     warm = {**env, "MEMLOG_RESIDENT_MINUTES": "30"}
     timed(PROMPT_HOOK, Prompts(project).next(), project, warm)  # ranks, then starts it
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and resident.call(home, "status") is None:
+    while time.monotonic() < deadline and resident.call(Home(home), "status") is None:
         time.sleep(0.1)
     try:
         found = rounds({"python -c 'import numpy'": (bench.NUMPY, b"", work, warm),
                         "prompt hook, resident": (PROMPT_HOOK, Prompts(project), project, warm)},
                        repeats)  # fmt: skip
-        status = resident.call(home, "status") or {}
+        status = resident.call(Home(home), "status") or {}
     finally:
-        resident.call(home, "stop")
+        resident.call(Home(home), "stop")
     print(f"  (the resident served {status.get('served', 0)} of {repeats + 1} prompts)")
     report(found, "python -c 'import numpy'")
 
@@ -178,7 +179,7 @@ def grades_of(
     files = sorted((folder / "labels").glob("*.jsonl")) if (folder / "labels").is_dir() else []
     from memlog.projections.sqlite_view import queries
 
-    known = queries.entries(home, vectors=False)
+    known = queries.entries(Home(home), vectors=False)
     names = {(e.category, e.name): e.id for e in known}
     found: dict[str, dict[str, int]] = {}
     for path in files:

@@ -46,6 +46,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import NamedTuple
 
+from memlog.home import Home
+
 HERE = Path(__file__).resolve().parent
 MEMLOG = [sys.executable, "-m", "memlog"]
 QUERY = "retry partial writes when the provider times out"
@@ -189,16 +191,16 @@ def resident_figure(home: Path, project: Path, repeats: int) -> Figure:
     stdin = BENCH.payload(project, 1)
     BENCH.run_once(BENCH.HOOK, stdin, project, env)  # starts it
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline and resident.call(home, "status") is None:
+    while time.monotonic() < deadline and resident.call(Home(home), "status") is None:
         time.sleep(0.1)
     try:
         BENCH.run_once(BENCH.HOOK, stdin, project, env)  # warm
         cases = {"resident": lambda: BENCH.run_once(BENCH.HOOK, stdin, project, env)[0]}
         times = interleaved(cases, repeats)
-        status = resident.call(home, "status") or {}
+        status = resident.call(Home(home), "status") or {}
         rss = resident_rss(int(status.get("pid", 0) or 0))
     finally:
-        resident.call(home, "stop")
+        resident.call(Home(home), "stop")
     base = statistics.median(times["numpy"])
     served = f"served {status.get('served', 0)}, RSS {rss}"
     return Figure(statistics.median(times["resident"]), base, served)

@@ -50,6 +50,7 @@ from synthetic import generate
 
 from memlog.eventlog.events import Observed
 from memlog.eventlog.log import EventLog
+from memlog.home import Home
 from memlog.projections.runner import rebuild
 from memlog.sync import repo
 from memlog.sync.engine import sync
@@ -165,11 +166,11 @@ def more_events(home: Path, count: int, round_no: int) -> None:
 def join(a: Path, b: Path, remote: str) -> None:
     """B's ``sync --init``: with A's key when this memlog seals what it sends."""
     if "key" not in inspect.signature(sync).parameters:
-        sync(b, SPACE, remote, init=True)  # a memlog from before sealing
+        sync(Home(b), SPACE, remote, init=True)  # a memlog from before sealing
         return
     from memlog.sync.setup import print_key
 
-    sync(b, SPACE, remote, init=True, key=print_key(a))
+    sync(Home(b), SPACE, remote, init=True, key=print_key(Home(a)))
 
 
 def one_round(
@@ -181,18 +182,22 @@ def one_round(
     size = segment_bytes(a)
     wire.take()
     figures: dict[str, float] = {}
-    both(figures, "send (A: sync --init, 10k events)", lambda: sync(a, SPACE, remote, init=True))
+    both(
+        figures,
+        "send (A: sync --init, 10k events)",
+        lambda: sync(Home(a), SPACE, remote, init=True),
+    )
     figures["pushed pack bytes / segment bytes"] = wire.take()[0] / size
     both(figures, "receive (B: sync --init)", lambda: join(a, b, remote))
     figures["fetched pack bytes / segment bytes"] = wire.take()[1] / size
-    both(figures, "views rebuild alone (baseline)", lambda: rebuild(b, SPACE))
+    both(figures, "views rebuild alone (baseline)", lambda: rebuild(Home(b), SPACE))
     grown = segment_bytes(a)
     both(figures, f"append {more} events, one at a time", lambda: more_events(a, more, round_no))
     grown = segment_bytes(a) - grown
     a_before = tree_bytes(a / "sync.git")
-    both(figures, f"send after {more} more events", lambda: sync(a, SPACE))
+    both(figures, f"send after {more} more events", lambda: sync(Home(a), SPACE))
     figures["pushed pack bytes / new segment bytes"] = wire.take()[0] / grown
-    both(figures, f"receive after {more} more events", lambda: sync(b, SPACE))
+    both(figures, f"receive after {more} more events", lambda: sync(Home(b), SPACE))
     figures["fetched pack bytes / new segment bytes"] = wire.take()[1] / grown
     figures["A's repository growth / new segment bytes"] = (
         tree_bytes(a / "sync.git") - a_before

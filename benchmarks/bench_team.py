@@ -80,6 +80,7 @@ import synthetic
 from memlog.eventlog import devices as device_dirs
 from memlog.eventlog.events import EventBase, Observed
 from memlog.eventlog.log import EventLog
+from memlog.home import Home
 from memlog.sync import keys, local, setup
 from memlog.sync.repo import BRANCH, LOCAL_REF, Git
 from memlog.sync.sealing import Sealer
@@ -246,7 +247,7 @@ class Builder:
         assert given is not None
         self.home, self.remote = home, remote
         home.mkdir()
-        self.git = Git(home, "builder")
+        self.git = Git(Home(home), "builder")
         self.git.init()
         self.sealer = Sealer(given, self.git, {})
         self.devices: list[str] = []
@@ -276,9 +277,9 @@ class Builder:
         """Commit the log of ``home`` as its device's first sync would."""
         log = EventLog(home, command="sync")
         with log._locked():
-            device_dirs.to_devices(log.events_dir)
-        own = device_dirs.device_id(log.events_dir)
-        files = local.Files(log.events_dir, {})
+            device_dirs.to_devices(log.home)
+        own = device_dirs.device_id(log.home)
+        files = local.Files(log.home, {})
         if team is None:
             offered = local.offer(self.git, files, own, self.sealer)  # type: ignore[call-arg]
         else:

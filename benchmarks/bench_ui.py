@@ -23,6 +23,7 @@ from synthetic import generate  # the script's own folder is on sys.path
 
 from memlog.api import browsing
 from memlog.api.reading import Filters
+from memlog.home import Home
 from memlog.projections.runner import catch_up
 from memlog.projections.sqlite_view import queries
 from memlog.ui.app import create_app
@@ -56,7 +57,7 @@ def main(argv: list[str] | None = None) -> None:
         ws = Workspace.open(Path(work), home=home)
         catch_up(home, ws.space)
         view = browsing.View(ws, home)
-        known = queries.entries(home, vectors=False)
+        known = queries.entries(Home(home), vectors=False)
         some = known[len(known) // 2]
         client = TestClient(create_app(ws, TOKEN, PORT, Path(work) / "s"),
                             base_url=f"http://127.0.0.1:{PORT}")  # fmt: skip

@@ -38,6 +38,7 @@ from synthetic import generate
 
 from memlog.eventlog.events import EventBase, Observed, Recalled, Reembedded
 from memlog.eventlog.log import START, EventLog, Position
+from memlog.home import Home
 from memlog.projections import runner as views
 from memlog.projections.markdown_view import render
 from memlog.projections.sqlite_view import store
@@ -120,7 +121,9 @@ def full_replay(home: Path, work: Path, repeats: int) -> list[Row]:
     fold = median_ms(lambda: views.fold_log(EventLog(home)), repeats)
     plan = median_ms(lambda: render.plan(entries.values()), repeats)
     targets = fresh_dirs(work, "rebuild")
-    rebuild = median_ms(lambda: views.rebuild(home, SPACE, target=next(targets)), repeats)
+    rebuild = median_ms(
+        lambda: views.rebuild(Home(home), SPACE, target=Home(next(targets))), repeats
+    )
     next(targets)  # removes the last one
     return [
         Row("decode only (baseline)", decode),
@@ -143,7 +146,7 @@ class Known(NamedTuple):
 
 
 def known_entries(home: Path) -> list[Known]:
-    db = store.connect(home / store.DB_NAME, readonly=True)
+    db = store.connect(home / "memory.db", readonly=True)
     try:
         rows = db.execute(
             "SELECT name, description, category, coalesce(source_project, '') FROM entries "
@@ -248,10 +251,10 @@ def load_rows(path: Path) -> np.ndarray[Any, np.dtype[np.float32]]:
 
 
 def vector_rows(home: Path, repeats: int) -> list[Row]:
-    path, folder = home / store.DB_NAME, home
+    path, folder = home / "memory.db", home
     db = store.connect(path, readonly=True)
     try:
-        matrix = load_matrix(db, folder, SPACE)
+        matrix = load_matrix(db, Home(folder), SPACE)
     finally:
         db.close()
     count = len(matrix.ids)
@@ -266,7 +269,7 @@ def vector_rows(home: Path, repeats: int) -> list[Row]:
         opened = time.perf_counter()
         db = store.connect(path, readonly=True)
         start = time.perf_counter()
-        loaded = load_matrix(db, folder, SPACE)
+        loaded = load_matrix(db, Home(folder), SPACE)
         loaded_at = time.perf_counter()
         loaded.vectors @ query
         scored_at = time.perf_counter()
@@ -331,7 +334,7 @@ def main() -> None:
         versions = f"python {sys.version.split()[0]}, sqlite {sqlite3.sqlite_version}"
         print(f"log: {size:.1f} MB; {versions}")
         print_table("(a) full replay", full_replay(home, work, args.repeats))
-        views.rebuild(home, SPACE)
+        views.rebuild(Home(home), SPACE)
         catch_ups = catch_up_rows(home, args.catch_up_repeats, args.seed)
         print_table("(b) incremental catch-up", catch_ups)
         print_table("(c) vector matrix load", vector_rows(home, args.load_repeats))

@@ -407,9 +407,10 @@ BETWEEN: list[tuple[float, Callable[[Run], None]]] = [
 
 def settled(home: Path) -> None:
     """Wait for what the hooks left running in the background (their recorders)."""
+    from memlog.home import Home as MemlogHome
     from memlog.hooks.recorder import settled as recorded
 
-    recorded(home, timeout=60)
+    recorded(MemlogHome(home), timeout=60)
 
 
 def check_home(run: Run, index: int) -> None:
@@ -419,10 +420,11 @@ def check_home(run: Run, index: int) -> None:
                           capture_output=True, text=True)  # fmt: skip
     if done.returncode != 0:
         raise Found(f"home {index}: catch-up exited {done.returncode}: {done.stderr[-1000:]}")
+    from memlog.home import Home as MemlogHome
     from memlog.projections.audit import audit
     from memlog.vocabulary import DEFAULT_SPACES
 
-    found = audit(home.path, DEFAULT_SPACES["hashing"])
+    found = audit(MemlogHome(home.path), DEFAULT_SPACES["hashing"])
     if not found.clean:
         raise Found(f"home {index}: the views differ from a replay: {found.drift[:5]}")
     missing = home.acknowledged - entry_ids(home.path)
@@ -476,13 +478,14 @@ def logical(home: Path) -> dict[str, str]:
     import hashlib
 
     from memlog.eventlog.log import EventLog
+    from memlog.home import Home as MemlogHome
     from memlog.projections.markdown_view.writer import markdown_files
     from memlog.projections.sqlite_view.digest import sqlite_digest
 
     events = sorted(f"{r.event.id}:{r.event.seq}" for r in EventLog(home).read())
     found = {"events": hashlib.sha256("\n".join(events).encode()).hexdigest()}
-    found["memory.db"] = sqlite_digest(home / "memory.db")
-    found.update(markdown_files(home))
+    found["memory.db"] = sqlite_digest(MemlogHome(home))
+    found.update(markdown_files(MemlogHome(home)))
     return found
 
 

@@ -180,7 +180,7 @@ def every_folder(cwd: str | None, env: Mapping[str, str] | None = None) -> list[
     if cwd is not None:
         folder, project = project_folder(cwd, env)
         found[folder] = project
-    projects = claude_files.config_dir(env) / "projects"
+    projects = claude_files.projects_dir(env)
     try:
         listing = sorted(os.scandir(projects), key=lambda e: e.name)
     except OSError:

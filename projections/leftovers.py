@@ -22,7 +22,6 @@ from pathlib import Path
 from memlog.errors import ViewError
 from memlog.files import alive, nearly_full, open_private, sweep_temps
 from memlog.home import Home
-from memlog.projections.markdown_view.writer import load_state
 from memlog.projections.sqlite_view import store
 from memlog.projections.sqlite_view.damage import is_corrupt
 
@@ -52,11 +51,10 @@ def remove_stale_asides(folder: Home) -> list[Path]:
 
 
 def _folders(home: Home) -> list[Path]:
-    """Every folder memlog writes files in (the markdown view's: those it wrote or was
-    writing)."""
-    state = load_state(home)
-    written = {home.markdown(rel).parent for rel in [*state.files, *state.pending]}
-    return home.folders() + sorted(p for p in written if p.is_dir() and not p.is_symlink())
+    """Every folder memlog writes files in (the markdown view's: every real folder under
+    its projects, never through a link)."""
+    markdown = [Path(folder) for folder, _, _ in os.walk(home.projects)]
+    return home.folders() + markdown
 
 
 def failure(exc: BaseException, path: Path) -> ViewError | None:

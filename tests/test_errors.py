@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from memlog.errors import (
-    ERROR_LOG,
     Described,
     EntryNotFound,
     InvalidInput,
     RateLimited,
     describe,
 )
+from memlog.home import Home
 
 
 @pytest.mark.parametrize(
@@ -41,17 +41,16 @@ def test_a_crash_is_one_line_and_its_traceback_is_kept(tmp_path: Path) -> None:
     try:
         {}["missing"]
     except KeyError as exc:
-        said = describe(exc, tmp_path)
-    assert (
-        said.message == f"internal error: KeyError: 'missing' (details in {tmp_path / ERROR_LOG})"
-    )
+        said = describe(exc, Home(tmp_path).errors_log)
+    log = tmp_path / "errors.log"
+    assert said.message == f"internal error: KeyError: 'missing' (details in {log})"
     assert not said.bad_input
-    kept = (tmp_path / ERROR_LOG).read_text()
+    kept = log.read_text()
     assert "Traceback" in kept and "KeyError: 'missing'" in kept
 
 
 def test_a_crash_without_a_writable_home_is_still_one_line(tmp_path: Path) -> None:
     blocked = tmp_path / "file"
     blocked.write_text("")
-    said = describe(RuntimeError("boom"), blocked / "home")
+    said = describe(RuntimeError("boom"), Home(blocked / "home").errors_log)
     assert said == Described("internal error: RuntimeError: boom")

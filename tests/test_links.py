@@ -21,7 +21,7 @@ from memlog.commands.cli import cli
 from memlog.errors import HomeError
 from memlog.eventlog.events import Observed
 from memlog.eventlog.log import EventLog
-from memlog.projections.markdown_view import writer
+from memlog.home import Home
 from memlog.projections.markdown_view.writer import MarkdownState, write_files
 
 REFUSED = "is a symbolic link; memlog follows no link inside its home"
@@ -192,18 +192,18 @@ def test_the_hook_error_log_is_never_written_through_a_link(
             target.write_text("theirs\n")
         (memlog_home / "hook-errors.log").unlink(missing_ok=True)
         (memlog_home / "hook-errors.log").symlink_to(target)
-        log_error(memlog_home, "SessionStart: something failed")
+        log_error(Home(memlog_home), "SessionStart: something failed")
         assert f"{memlog_home / 'hook-errors.log'} {REFUSED}" in capsys.readouterr().err
     assert (tmp_path / "exists.log").read_text() == "theirs\n"
     assert not (tmp_path / "not-yet.log").exists()
 
 
 def test_the_crash_log_is_never_written_through_a_link(memlog_home: Path, tmp_path: Path) -> None:
-    from memlog.errors import ERROR_LOG, record_crash
+    from memlog.errors import record_crash
 
     memlog_home.mkdir()
-    (memlog_home / ERROR_LOG).symlink_to(tmp_path / "elsewhere.log")
-    line = record_crash(RuntimeError("boom"), memlog_home)
+    (memlog_home / "errors.log").symlink_to(tmp_path / "elsewhere.log")
+    line = record_crash(RuntimeError("boom"), memlog_home / "errors.log")
     assert line == "internal error: RuntimeError: boom"
     assert not (tmp_path / "elsewhere.log").exists()
 
@@ -241,18 +241,18 @@ def test_state_stamps_and_markers_are_never_followed(memlog_home: Path, tmp_path
     target = tmp_path / "stamp"
     target.write_text("theirs")
     os.utime(target, (1, 1))
-    (memlog_home / sessions.SWEEP_STAMP).symlink_to(target)
+    (memlog_home / ".sweep-started").symlink_to(target)
     with pytest.raises(HomeError, match=REFUSED):
-        sessions.start_sweep(memlog_home, 1000.0)
+        sessions.start_sweep(Home(memlog_home), 1000.0)
     assert target.stat().st_mtime == 1 and target.read_text() == "theirs"
 
     folder = tmp_path / "folder"
     folder.mkdir()
-    (memlog_home / claims.CLAIMS_DIR).symlink_to(folder)
-    assert claims.claim(memlog_home, {"session_id": "s1", "source": "startup"}) is True
-    (memlog_home / recorder.MARKERS).symlink_to(folder)
+    (memlog_home / ".hook-claims").symlink_to(folder)
+    assert claims.claim(Home(memlog_home), {"session_id": "s1", "source": "startup"}) is True
+    (memlog_home / ".recording").symlink_to(folder)
     with pytest.raises(HomeError, match=REFUSED):
-        recorder.mark(memlog_home)
+        recorder.mark(Home(memlog_home))
     assert list(folder.iterdir()) == []
 
 
@@ -267,7 +267,7 @@ def test_planted_temporary_files_are_never_written_through(
     target.write_text("theirs")
     for pid in (os.getpid(), *range(os.getpid() + 1, os.getpid() + 5)):
         (memlog_home / f".heuristics.md.{pid}.tmp").symlink_to(target)
-    write_files(memlog_home, {"heuristics.md": "# Heuristics\n"}, MarkdownState())
+    write_files(Home(memlog_home), {"heuristics.md": "# Heuristics\n"}, MarkdownState())
     assert (memlog_home / "heuristics.md").read_text() == "# Heuristics\n"
     assert not (memlog_home / "heuristics.md").is_symlink() and target.read_text() == "theirs"
 
@@ -275,15 +275,15 @@ def test_planted_temporary_files_are_never_written_through(
     guessed.symlink_to(target)
     monkeypatch.setattr(files, "temp_name", lambda path: guessed)
     with pytest.raises(HomeError, match=REFUSED):
-        write_files(memlog_home, {"patterns.md": "# Patterns\n"}, MarkdownState())
+        write_files(Home(memlog_home), {"patterns.md": "# Patterns\n"}, MarkdownState())
     assert target.read_text() == "theirs" and not (memlog_home / "patterns.md").exists()
-    assert writer.STATE_NAME
+    assert ".markdown-state.json"
 
 
 def test_a_markdown_backup_is_never_written_through_a_link(memlog_home: Path) -> None:
     memlog_home.mkdir()
     (memlog_home / "patterns.md").write_text("edited by hand\n")
-    notes = write_files(memlog_home, {"patterns.md": "# Patterns\n"}, MarkdownState())
+    notes = write_files(Home(memlog_home), {"patterns.md": "# Patterns\n"}, MarkdownState())
     (backup,) = memlog_home.glob("patterns.md.edited-*.bak")
     assert backup.read_text() == "edited by hand\n" and "kept a copy" in notes[0]
 

@@ -34,6 +34,7 @@ from scripts import SESSIONS, SPECS, Block  # noqa: E402
 
 from memlog.eventlog.events import Recalled  # noqa: E402
 from memlog.eventlog.log import EventLog  # noqa: E402
+from memlog.home import Home  # noqa: E402
 from memlog.hooks.recorder import settled  # noqa: E402
 from memlog.projections.sqlite_view import queries  # noqa: E402
 from memlog.tests.claude_code import ClaudeCode, claude_binary  # noqa: E402
@@ -101,11 +102,11 @@ def run_session(work: Path, name: str, env: dict[str, str], out: Path) -> None:
             session = ran.result["session_id"]
             if len(api.messages) != len(calls):
                 raise SystemExit(f"{name}: {len(api.messages)} calls for {len(calls)} scripted")
-            settled(Path(env["MEMLOG_HOME"]))
+            settled(Home(Path(env["MEMLOG_HOME"])))
         (transcript,) = [t for t in claude.transcripts(root) if t.stem == session]
     shutil.copyfile(transcript, out / f"{name}.jsonl")
     home = Path(env["MEMLOG_HOME"])
-    names = {e.id: e.name for e in queries.entries(home, vectors=False)}
+    names = {e.id: e.name for e in queries.entries(Home(home), vectors=False)}
     recalls = [
         {"trigger": r.event.trigger, "ts": r.event.ts, "ids": list(r.event.ids),
          "names": [names[i] for i in r.event.ids]}
@@ -158,7 +159,7 @@ def lessons(home: Path, out: Path) -> None:
     found = [
         {"id": e.id, "name": e.name, "category": e.category, "description": e.description,
          "details": e.details}
-        for e in sorted(queries.entries(home, vectors=False), key=lambda e: e.id)
+        for e in sorted(queries.entries(Home(home), vectors=False), key=lambda e: e.id)
     ]  # fmt: skip
     (out / "lessons.json").write_text(json.dumps(found, indent=1) + "\n")
 

@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from memlog.home import Home
 from memlog.projections.sqlite_view.indexes import indexed_text
 from memlog.projections.sqlite_view.plain import View
 from memlog.projections.terms import term_counts
@@ -47,7 +48,7 @@ def pairs(judged: Any) -> tuple[np.ndarray, np.ndarray]:
     terms = {i: set(term_counts(indexed_text(e))) for i, e in corpus.entries.items()}
     listed_zeros = any(g == 0 for grades in judged.grades for g in grades.values())
     rows, labels = [], []
-    with View(corpus.home) as view:
+    with View(Home(corpus.home)) as view:
         for signal, grades in zip(judged.signals, judged.grades, strict=True):
             weights = relevance.query_weights(view, signal.query)
             ids = list(grades) if listed_zeros else corpus.ids
@@ -131,7 +132,7 @@ def tops(judged: Any, vector: bool) -> list[list[tuple[float, float, int]]]:
     position = {i: n for n, i in enumerate(corpus.ids)}
     terms = {i: set(term_counts(indexed_text(e))) for i, e in corpus.entries.items()}
     found = []
-    with View(corpus.home) as view:
+    with View(Home(corpus.home)) as view:
         for signal, grades in zip(judged.signals, judged.grades, strict=True):
             weights = relevance.query_weights(view, signal.query)
             top = rankers.ranked_ids(corpus, ranker(corpus, signal), CANDIDATES)

@@ -35,6 +35,7 @@ import numpy as np
 
 from memlog.api.capturing import import_files
 from memlog.config import Config
+from memlog.home import Home
 from memlog.projections.fold import Entry
 from memlog.projections.sqlite_view.reading import Snapshot, fts_query
 from memlog.retrieval import fusion, ranking
@@ -108,7 +109,7 @@ def prepare(labelset: LabelSet, cache: Path) -> Corpus:
         took = time.perf_counter() - started
         print(f"imported {labelset.corpus} in {took:.1f} s", file=sys.stderr)
     ws.catch_up()
-    with Snapshot(home) as view:
+    with Snapshot(Home(home)) as view:
         found = view.candidates(KB_CATEGORIES, datetime.now(UTC))
         columns = (found.observation_count, found.confidence, found.days, found.recall_count)
         parts = ranking.prominence_parts(*columns)
@@ -174,7 +175,7 @@ def signals(corpus: Corpus, queries: list[Query], cache: Path) -> list[Signals]:
     zeros = np.zeros(len(corpus.ids))
     found = []
     plain = plain_fts(corpus.home)
-    with Snapshot(corpus.home) as view:
+    with Snapshot(Home(corpus.home)) as view:
         where = {i: n for n, i in enumerate(corpus.ids)}
         rowids = view.rowid_positions(corpus.ids)
 

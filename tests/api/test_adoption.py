@@ -18,6 +18,7 @@ from memlog.api.adoption import STORE_FILES, pending_store
 from memlog.commands.cli import cli
 from memlog.eventlog.events import Event, Observed, Promoted
 from memlog.eventlog.log import EventLog
+from memlog.home import Home
 from memlog.hooks.recorder import settled
 from memlog.projections.markdown_view.kb_parser import parse_file
 from memlog.projections.sqlite_view import queries
@@ -74,7 +75,7 @@ def test_the_first_command_adopts_the_store(
     memlog_home: Path, store: dict[str, tuple[str, str]]
 ) -> None:
     originals = {name: (memlog_home / name).read_bytes() for name in STORE_FILES}
-    assert [p.name for p in pending_store(memlog_home)] == list(STORE_FILES)
+    assert [p.name for p in pending_store(Home(memlog_home))] == list(STORE_FILES)
     result = invoke("stats")
     assert result.exit_code == 0, result.output
     assert f"adopted the iflow global store in {memlog_home}" in result.stderr
@@ -84,7 +85,7 @@ def test_the_first_command_adopts_the_store(
     assert all(e.source == "import" and e.writer and e.writer.command == "adopt" for e in observed)
     promoted = {e.entry_id for e in events if isinstance(e, Promoted)}
     assert promoted == set(store)
-    for entry in queries.entries(memlog_home, vectors=False):
+    for entry in queries.entries(Home(memlog_home), vectors=False):
         assert entry.last_observed == store[entry.id][1]
     # nothing the user had is lost: written back as it was (the store is in the spec's own
     # format), or else kept byte for byte beside its file
@@ -102,7 +103,7 @@ def test_the_first_command_adopts_the_store(
     assert "- Keywords:" not in rewritten
     again = invoke("stats")
     assert "adopted" not in again.stderr and len(logged(memlog_home)) == len(events)
-    assert pending_store(memlog_home) == []
+    assert pending_store(Home(memlog_home)) == []
 
 
 def test_adopted_lessons_are_found_and_recency_counts_from_last_observed(
@@ -152,7 +153,7 @@ def test_files_memlog_wrote_are_never_adopted(memlog_home: Path) -> None:
     assert invoke("stats").exit_code == 0
     for path in (memlog_home / "events").iterdir():
         path.unlink()  # a log lost, the files memlog wrote still there
-    assert pending_store(memlog_home) == []
+    assert pending_store(Home(memlog_home)) == []
 
 
 def test_the_hook_adopts_then_injects(
@@ -175,7 +176,7 @@ def test_the_hook_adopts_then_injects(
     assert f"memlog: adopted the iflow global store in {memlog_home}" in told
     assert "patterns.md was not written by memlog; kept a copy as patterns.md.edited-" in told
     assert not (memlog_home / "hook-errors.log").exists()
-    assert settled(memlog_home)
+    assert settled(Home(memlog_home))
     assert "## Engineering Memory" in context
     injected = [ln[4:].split(": ", 1)[-1] for ln in context.splitlines() if ln.startswith("### ")]
     assert set(injected) & {name for name, _ in store.values()}
@@ -183,9 +184,9 @@ def test_the_hook_adopts_then_injects(
     # the vectors follow in a detached `memlog reembed`
     space = DEFAULT_SPACES["hashing"]
     deadline = time.monotonic() + 60
-    while queries.pending_count(memlog_home, space) and time.monotonic() < deadline:
+    while queries.pending_count(Home(memlog_home), space) and time.monotonic() < deadline:
         time.sleep(0.2)
-    assert queries.pending_count(memlog_home, space) == 0
+    assert queries.pending_count(Home(memlog_home), space) == 0
 
 
 @pytest.mark.slow

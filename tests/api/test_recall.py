@@ -16,6 +16,7 @@ from memlog.api import recall
 from memlog.eventlog.devices import device_id
 from memlog.eventlog.events import Observed, Promoted, Recalled
 from memlog.eventlog.log import EventLog
+from memlog.home import Home
 from memlog.retrieval import in_context, received
 from memlog.retrieval.budget import size
 from memlog.tests.retrieval.helpers import entry, filler, seed
@@ -129,7 +130,7 @@ def test_the_auto_memory_claude_code_loads_is_not_given_again(
     shop: Path, memlog_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     folder = claude_files.memory_folder(str(shop))
-    device = device_id(memlog_home / "events")
+    device = device_id(Home(memlog_home))
     native = Observed(
         name="pin-versions", description="Pin versions of every CI tool", category="heuristics",
         source="claude-code", origin=claude_files.origin(device, folder / "pin.md"),
@@ -181,7 +182,7 @@ def test_an_unrelated_or_empty_prompt_recalls_nothing(shop: Path, memlog_home: P
         found = prompt(shop, memlog_home, text)
         assert found.text == "" and not found.chosen, text
     assert not [r for r in EventLog(memlog_home).read() if isinstance(r.event, Recalled)]
-    assert received.received(memlog_home, "s1") == set()
+    assert received.received(Home(memlog_home), "s1") == set()
 
 
 def test_the_start_block_is_not_recalled_again_at_the_prompt(shop: Path, memlog_home: Path) -> None:

@@ -10,6 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from memlog.home import Home
 from memlog.retrieval.context import collect
 from memlog.tests.retrieval.test_context import commit, git
 from memlog.tests.support import REPO
@@ -244,7 +245,7 @@ def test_the_benchmarks_own_bm25_is_the_packed_index(tmp_path: Path) -> None:
         "UnboundedRetry loops, retrying uploads forever",
         "flaky shared test database",
     ]
-    with Snapshot(corpus.home) as view:
+    with Snapshot(Home(corpus.home)) as view:
         for text in texts:
             packed = view.lexical(text, corpus.ids)
             assert packed is not None and packed.any()

@@ -20,6 +20,7 @@ from memlog.commands.cli import cli
 from memlog.eventlog.devices import device_id
 from memlog.eventlog.events import Observed, Retired, Superseded
 from memlog.eventlog.log import EventLog
+from memlog.home import Home
 from memlog.hooks.recorder import settled
 from memlog.projections.sqlite_view import queries
 from memlog.workspace import Workspace
@@ -72,7 +73,7 @@ def record(project: Path, home: Path) -> claude_memory.NativePlan:
 
 
 def live(home: Path) -> dict[str, str]:
-    return {e.name: e.category for e in queries.of_source(home, "claude-code") if e.live}
+    return {e.name: e.category for e in queries.of_source(Home(home), "claude-code") if e.live}
 
 
 def test_each_memory_file_becomes_an_entry(project: Path, folder: Path, memlog_home: Path) -> None:
@@ -80,14 +81,16 @@ def test_each_memory_file_becomes_an_entry(project: Path, folder: Path, memlog_h
     found = record(project, memlog_home)
     assert (found.files, found.added, found.unchanged) == (2, 2, 0)
     assert live(memlog_home) == {"no-db-mocks": "heuristics", "user-role": "facts"}
-    (entry,) = [e for e in queries.of_source(memlog_home, "claude-code") if e.name == "no-db-mocks"]
+    (entry,) = [
+        e for e in queries.of_source(Home(memlog_home), "claude-code") if e.name == "no-db-mocks"
+    ]
     assert entry.description == "Integration tests must hit a real database, not mocks"
     assert entry.reasoning.startswith("Integration tests hit") and "How to apply" in entry.reasoning
     assert (
         entry.details == ["Type: feedback", "File: no-mocks.md"] and entry.source_project == "shop"
     )
     assert entry.origins == [
-        claude_files.origin(device_id(memlog_home / "events"), folder / "no-mocks.md")
+        claude_files.origin(device_id(Home(memlog_home)), folder / "no-mocks.md")
     ]
     assert record(project, memlog_home).events == []  # read again: nothing new
     assert snapshot(folder) == before  # never written
@@ -134,14 +137,14 @@ def test_the_start_reads_the_folder_only_when_it_changed(
     project: Path, folder: Path, memlog_home: Path
 ) -> None:
     ws = Workspace.open(project, home=memlog_home)
-    assert native_seen.changed(memlog_home, folder) is not None
+    assert native_seen.changed(Home(memlog_home), folder) is not None
     done = claude_memory.at_start(ws, str(project))
     assert done is not None and done[0].added == 2
-    assert native_seen.changed(memlog_home, folder) is None
+    assert native_seen.changed(Home(memlog_home), folder) is None
     assert claude_memory.at_start(ws, str(project)) is None
     time.sleep(0.01)
     (folder / "user.md").write_text(USER + "\nAlso Rust.\n")
-    assert native_seen.changed(memlog_home, folder) is not None
+    assert native_seen.changed(Home(memlog_home), folder) is not None
 
 
 def test_a_session_start_records_them_after_its_output(
@@ -153,7 +156,7 @@ def test_a_session_start_records_them_after_its_output(
                           input=json.dumps(given).encode(), capture_output=True, timeout=60,
                           env=dict(os.environ), check=True)  # fmt: skip
     assert json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"] == ""
-    assert settled(memlog_home)
+    assert settled(Home(memlog_home))
     assert live(memlog_home) == {"no-db-mocks": "heuristics", "user-role": "facts"}
     # and what MEMORY.md already puts in this project's sessions is not injected again
     assert "real database" not in recall.inject(Workspace.open(project, home=memlog_home)).text

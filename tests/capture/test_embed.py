@@ -13,7 +13,7 @@ from click.testing import CliRunner, Result
 from memlog.commands.cli import cli
 from memlog.embeddings.hashing import HashingProvider
 from memlog.eventlog.log import EventLog
-from memlog.projections.runner import db_path
+from memlog.home import Home
 from memlog.projections.sqlite_view import store
 from memlog.projections.sqlite_view.reading import load_matrix
 from memlog.tests.loopback import Answer, LoopbackServer
@@ -75,9 +75,9 @@ def pending(monkeypatch: pytest.MonkeyPatch | None = None) -> int:
 
 
 def matrix(home: Path, space: Space) -> tuple[list[str], np.ndarray]:  # type: ignore[type-arg]
-    db = store.connect(db_path(home))
+    db = store.connect(Home(home).db)
     try:
-        found = load_matrix(db, home, space)
+        found = load_matrix(db, Home(home), space)
         return found.ids, np.array(found.vectors)
     finally:
         db.close()
@@ -188,7 +188,7 @@ def test_replay_reproduces_vectors_without_any_provider(
     ids, vectors = matrix(memlog_home, OPENAI)
     assert len(ids) == 7
     monkeypatch.setenv("MEMLOG_EMBEDDING_BASE_URL", "http://127.0.0.1:9")  # nothing listens
-    for path in [db_path(memlog_home), memlog_home / "index"]:
+    for path in [Home(memlog_home).db, memlog_home / "index"]:
         if path.is_dir():
             for child in path.iterdir():
                 child.unlink()

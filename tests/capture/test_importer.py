@@ -11,8 +11,8 @@ from click.testing import CliRunner
 from memlog.commands.cli import cli
 from memlog.eventlog.events import Observed, Promoted
 from memlog.eventlog.log import EventLog
+from memlog.home import Home
 from memlog.projections.markdown_view.kb_parser import parse_file
-from memlog.projections.runner import db_path
 from memlog.projections.sqlite_view import store
 from memlog.tests.support import FIXTURES  # noqa: E402
 
@@ -42,7 +42,7 @@ def run(*args: str) -> str:
 
 
 def rows(home: Path) -> list[tuple[str, str, int, str]]:
-    db = store.connect(db_path(home))
+    db = store.connect(Home(home).db)
     found = db.execute(
         "SELECT name, category, observation_count, origins FROM entries ORDER BY created_seq"
     ).fetchall()
@@ -92,7 +92,7 @@ def test_grown_count_is_reflected_not_summed(memlog_home: Path, tmp_path: Path) 
     run("import", str(tmp_path / "proj"))
     run("import", str(tmp_path / "proj"))
     assert [(r[0], r[2]) for r in rows(memlog_home)] == [("Small Steps", 5)]
-    db = store.connect(db_path(memlog_home))
+    db = store.connect(Home(memlog_home).db)
     assert db.execute("SELECT source_project FROM entries").fetchone() == ("proj",)
     db.close()
 

@@ -18,6 +18,7 @@ import pytest
 from memlog import claude_files
 from memlog.eventlog.events import Recalled
 from memlog.eventlog.log import EventLog
+from memlog.home import Home
 from memlog.hooks.recorder import settled
 from memlog.projections.sqlite_view import queries
 from memlog.retrieval.budget import size
@@ -94,7 +95,7 @@ class Session:
         before = len(self.api.messages)
         ran = self.claude.run(["-p", prompt, "--output-format", "json", *more], cwd=cwd)
         assert ran.returncode == 0, ran.stdout + ran.stderr
-        assert settled(self.memory)
+        assert settled(Home(self.memory))
         asked = [m for m in self.api.messages[before:] if prompt in json.dumps(m["messages"])]
         return {"request": asked[0], "result": ran.result}
 
@@ -178,7 +179,9 @@ def test_auto_memory_is_recorded_and_nothing_arrives_twice(
     (folder / "no-db-mocks.md").write_text(NATIVE)
     lesson = "Migration Idempotency via DROP+CREATE for FTS5 Tables"
     description = next(
-        e.description for e in queries.entries(session.memory, vectors=False) if e.name == lesson
+        e.description
+        for e in queries.entries(Home(session.memory), vectors=False)
+        if e.name == lesson
     )
     (project / "CLAUDE.md").write_text(f"# Notes\n\n- {description}\n")
     session.memlog("setup", cwd=project)
@@ -187,7 +190,7 @@ def test_auto_memory_is_recorded_and_nothing_arrives_twice(
     system = "\n".join(texts(first["request"]))
     assert str(folder) in system  # Claude Code's folder is the one memlog reads
     assert INDEX.strip() in system  # and it loads MEMORY.md into every session
-    natives = [e for e in queries.of_source(session.memory, "claude-code") if e.live]
+    natives = [e for e in queries.of_source(Home(session.memory), "claude-code") if e.live]
     assert [(e.name, e.category) for e in natives] == [("no-db-mocks", "heuristics")]
 
     question = "Should the storage layer's integration tests hit a real database or mock it?"

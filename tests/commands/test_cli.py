@@ -15,7 +15,6 @@ from click.testing import CliRunner, Result
 
 from memlog.commands import cli as cli_module
 from memlog.commands.cli import COMMANDS, cli
-from memlog.errors import ERROR_LOG
 from memlog.eventlog.codec import decoder, encode_line
 from memlog.eventlog.events import (
     Event,
@@ -29,6 +28,7 @@ from memlog.eventlog.events import (
 )
 from memlog.eventlog.log import EventLog
 from memlog.eventlog.segments import read_quarantine
+from memlog.home import Home
 
 
 def invoke(*args: str, input: str | bytes | None = None) -> Result:
@@ -188,8 +188,8 @@ def test_an_unexpected_error_is_one_line_and_a_traceback_in_the_error_log(
     assert result.exit_code == 1
     line = one_error_line(result)
     assert line.startswith("Error: internal error: RuntimeError: disk gremlin")
-    assert str(memlog_home / ERROR_LOG) in line
-    details = (memlog_home / ERROR_LOG).read_text()
+    assert str(memlog_home / "errors.log") in line
+    details = (memlog_home / "errors.log").read_text()
     assert "Traceback (most recent call last)" in details and "in boom" in details
 
 
@@ -204,7 +204,7 @@ def test_an_unexpected_error_with_unencodable_text_is_still_one_line(
     result = invoke("observe", "--name", "A", "--description", "B", "--category", "facts")
     assert result.exit_code == 1
     assert "internal error: RuntimeError" in one_error_line(result)
-    assert "odd \\udcff bytes" in (memlog_home / ERROR_LOG).read_text()
+    assert "odd \\udcff bytes" in (memlog_home / "errors.log").read_text()
 
 
 # -- log -------------------------------------------------------------------------
@@ -346,7 +346,7 @@ def test_verify_fails_on_damage_and_repair_moves_the_line(
         repaired.stdout
     )
     assert "log: clean" in repaired.stdout
-    (record,) = [r for r in read_quarantine(memlog_home) if r.size]
+    (record,) = [r for r in read_quarantine(Home(memlog_home)) if r.size]
     assert record.seqs == (3,) and record.line == 3
     assert invoke("verify").exit_code == 0  # and stays clean, views included
     assert seqs(invoke("log")) == [1, 2, 4, 5, 6]

@@ -16,6 +16,7 @@ from memlog.capture.extraction import sweep
 from memlog.commands.cli import cli
 from memlog.eventlog.events import MaintenanceRan, Observed, Retired
 from memlog.eventlog.log import EventLog
+from memlog.home import Home
 from memlog.hooks.sessions import pending_event
 from memlog.tests.capture.extraction.helpers import (
     extraction,
@@ -182,7 +183,7 @@ def test_a_worker_finding_another_at_work_is_no_hook_error(shop: Path) -> None:
     transcript = next((shop.parent / "claude" / "projects").glob("*/abc-123.jsonl"))
     record_session_end("abc-123", str(transcript), shop)
     home = Path(os.environ["MEMLOG_HOME"])
-    with sweep.locked(home):  # the first worker, at work
+    with sweep.locked(Home(home)):  # the first worker, at work
         done = subprocess.run(
             [sys.executable, "-m", "memlog", "memorize", "--background", "--deadline", "60"],
             capture_output=True, text=True, timeout=120, check=False,

@@ -23,6 +23,7 @@ from memlog.eventlog import segments as seg
 from memlog.eventlog.codec import encode_line
 from memlog.eventlog.events import Observed, Redacted, content_hash
 from memlog.eventlog.log import EventLog
+from memlog.home import Home
 
 SECRET = "Zebra-Hunter2-Staging"
 LEAKY = f"Deploys to staging log in with {SECRET} until the vault is set up."
@@ -43,9 +44,9 @@ def holders(home: Path, text: str = SECRET) -> list[str]:
         for p in home.rglob("*")
         if p.is_file() and any(f in p.read_bytes() for f in forms)
     }
-    kept = [base64.b64decode(r.data) for r in seg.read_quarantine(home)]
+    kept = [base64.b64decode(r.data) for r in seg.read_quarantine(Home(home))]
     if any(f in data for data in kept for f in forms):
-        found.add(seg.QUARANTINE_NAME)
+        found.add("quarantine.jsonl")
     return sorted(found)
 
 
@@ -159,7 +160,7 @@ def test_the_redaction_is_in_the_log_as_an_event(leaked: Path) -> None:
     first = events[0]
     assert isinstance(first, Observed) and first.stable_id == LEAKY_ID
     assert {f.field for f in first.redactions} == {"name", "description", "reasoning", "keywords"}
-    assert seg.read_quarantine(leaked)  # the quarantine kept its records, cleaned
+    assert seg.read_quarantine(Home(leaked))  # the quarantine kept its records, cleaned
 
 
 def test_a_snapshot_cannot_be_redacted(leaked: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

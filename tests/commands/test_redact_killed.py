@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from memlog.home import Home
 from memlog.tests.commands.test_redact import (
     LEAKY_ID,
     SECRET,
@@ -88,7 +89,7 @@ def test_verify_is_not_clean_while_a_redaction_cannot_be_finished(
     from memlog.eventlog import redaction_journal
     from memlog.projections import scrub
 
-    redaction_journal.begin(leaked, redaction_journal.Pending(None, SECRET, "leak", ()))
+    redaction_journal.begin(Home(leaked), redaction_journal.Pending(None, SECRET, "leak", ()))
 
     def stuck(home: Path, rebuild: object) -> list[str]:
         raise OSError(28, "No space left on device")

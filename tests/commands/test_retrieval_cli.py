@@ -11,7 +11,6 @@ from click.testing import CliRunner
 
 from memlog.commands.cli import cli
 from memlog.eventlog.events import content_hash
-from memlog.retrieval import record as recording
 from memlog.tests.retrieval.helpers import (
     HEADER,
     PARSER,
@@ -37,7 +36,7 @@ def test_iflow_drop_in_prints_the_markdown_block(memlog_home: Path, tmp_path: Pa
     assert done.output.startswith(HEADER + "\n")
     assert len(entry_headers(done.output)) == 5
     assert "\n---\n*Memory: 5 entries from 12 | semantic: active" in done.output
-    written = json.loads((store_dir / recording.LAST_INJECTION).read_text())
+    written = json.loads((store_dir / ".last-injection.json").read_text())
     assert written["project"] == "project-b" and written["entries_injected"] == 5
     assert not memlog_home.exists()  # the --global-store home, not MEMLOG_HOME
 
@@ -118,7 +117,7 @@ def test_inject_command_json_and_explain(memlog_home: Path, tmp_path: Path) -> N
     data = json.loads(done.output)
     assert data["mode"] == "prominence" and len(data["chosen"]) == 4
     assert data["text"].startswith(HEADER)
-    assert not (memlog_home / recording.LAST_INJECTION).exists()  # no --record by default
+    assert not (memlog_home / ".last-injection.json").exists()  # no --record by default
     done = runner.invoke(cli, ["inject", str(root), "--explain", "--limit", "2"])
     assert done.exit_code == 0 and "mode: prominence; query: None" in done.output
 

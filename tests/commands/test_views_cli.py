@@ -18,7 +18,8 @@ from click.testing import CliRunner, Result
 from memlog.commands.cli import cli
 from memlog.eventlog.events import Observed, Promoted, Recalled
 from memlog.eventlog.log import EventLog
-from memlog.projections.runner import catch_up, db_path, rebuild
+from memlog.home import Home
+from memlog.projections.runner import catch_up, rebuild
 from memlog.projections.sqlite_view import plain, queries, reading, schema, store
 
 
@@ -105,7 +106,7 @@ def test_verify_names_drift_and_passes_when_clean(memlog_home: Path) -> None:
     assert invoke("verify").exit_code == 0
     mirror = memlog_home / "projects" / "alpha" / "patterns.md"
     mirror.write_text(mirror.read_text() + "\nhand edit\n")
-    db = sqlite3.connect(db_path(memlog_home))
+    db = sqlite3.connect(Home(memlog_home).db)
     db.execute("UPDATE entries SET observation_count = 99 WHERE name = 'Entry 2'")
     db.commit()
     db.close()
@@ -215,7 +216,7 @@ def test_replay_killed_midway_leaves_views_readable(memlog_home: Path) -> None:
         time.sleep(delay)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        db = sqlite3.connect(db_path(memlog_home))
+        db = sqlite3.connect(Home(memlog_home).db)
         count = db.execute("SELECT count(*) FROM entries").fetchone()[0]
         seq = db.execute("SELECT value FROM _metadata WHERE key = 'log_seq'").fetchone()[0]
         db.close()
@@ -234,7 +235,7 @@ def test_concurrent_reader_always_sees_a_complete_view(memlog_home: Path) -> Non
     done = threading.Event()
 
     def read() -> None:
-        db = sqlite3.connect(db_path(memlog_home), isolation_level=None, timeout=10)
+        db = sqlite3.connect(Home(memlog_home).db, isolation_level=None, timeout=10)
         while not done.is_set():
             try:
                 db.execute("BEGIN")
@@ -252,7 +253,7 @@ def test_concurrent_reader_always_sees_a_complete_view(memlog_home: Path) -> Non
 
     reader = threading.Thread(target=read)
     reader.start()
-    rebuild(memlog_home)
+    rebuild(Home(memlog_home))
     time.sleep(0.1)
     done.set()
     reader.join()
@@ -308,7 +309,7 @@ def test_hook_leaves_a_large_catch_up_to_the_background(memlog_home: Path) -> No
     _big_log(memlog_home, 2000)
     catch_up(memlog_home)
     _big_log(memlog_home, 6000)
-    ws = Workspace(memlog_home, None, Config(memory_embedding_provider="hashing"))
+    ws = Workspace(Home(memlog_home), None, Config(memory_embedding_provider="hashing"))
     request = Request(
         ws, deadline=time.monotonic() + 30, max_catch_up_bytes=1000, query="entry number"
     )

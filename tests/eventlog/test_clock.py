@@ -9,6 +9,7 @@ import pytest
 from memlog.eventlog import clock
 from memlog.eventlog.events import Observed
 from memlog.eventlog.log import EventLog
+from memlog.home import Home
 
 
 def lesson(i: int) -> Observed:
@@ -43,14 +44,14 @@ def test_events_appended_after_a_sync_sort_after_what_it_brought(
     log = EventLog(memlog_home)
     log.append([lesson(0)])
     ahead = clock.micros("2040-01-01T00:00:00Z")  # another machine's clock runs ahead
-    clock.raise_floor(log.events_dir, ahead)
-    clock.raise_floor(log.events_dir, ahead - 10)  # the floor never goes down
-    assert clock.read_floor(log.events_dir) == ahead
+    clock.raise_floor(log.home, ahead)
+    clock.raise_floor(log.home, ahead - 10)  # the floor never goes down
+    assert clock.read_floor(log.home) == ahead
     assert clock.micros(log.append([lesson(1)])[0].ts) == ahead + 1
 
 
 def test_an_unreadable_floor_counts_as_none(memlog_home: Path) -> None:
     (memlog_home / "events").mkdir(parents=True)
-    (memlog_home / "events" / clock.FLOOR_FILE).write_text("garbage")
-    assert clock.read_floor(memlog_home / "events") == 0
+    (memlog_home / "events" / ".clock").write_text("garbage")
+    assert clock.read_floor(Home(memlog_home)) == 0
     assert EventLog(memlog_home).append([lesson(0)])

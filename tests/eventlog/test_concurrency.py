@@ -20,6 +20,7 @@ from memlog.eventlog.codec import encode_line
 from memlog.eventlog.events import Observed, Promoted
 from memlog.eventlog.log import Damage, EventLog
 from memlog.eventlog.verify import repair_log, verify_log
+from memlog.home import Home
 
 WRITERS = 8
 ROUNDS = 20
@@ -230,7 +231,7 @@ def _check_quarantine(home: Path, acked: set[str], stored: Counter[str]) -> None
 
     Complete lines among them are the first lines of a batch the crash cut short.
     """
-    for record in seg.read_quarantine(home):
+    for record in seg.read_quarantine(Home(home)):
         data = base64.b64decode(record.data)
         assert record.size == len(data) > 0
         assert "torn tail" in record.reason or "unfinished batch" in record.reason
@@ -265,11 +266,11 @@ def test_torn_tail_is_quarantined_verbatim_and_cut_by_the_next_append(memlog_hom
     (added,) = log.append([Promoted(entry_id="0123456789abcdef")])
     assert added.seq == 4
     assert path.read_bytes() == good + encode_line(added)
-    (record,) = seg.read_quarantine(memlog_home)
+    (record,) = seg.read_quarantine(Home(memlog_home))
     assert base64.b64decode(record.data) == torn
     assert (record.segment, record.offset, record.size) == (path.name, len(good), len(torn))
     assert "torn tail" in record.reason
-    raw = (memlog_home / seg.QUARANTINE_NAME).read_bytes()
+    raw = (memlog_home / "quarantine.jsonl").read_bytes()
     assert raw.count(b"\n") == 1 and base64.b64encode(torn) in raw
     assert verify_log(log).clean
 
@@ -293,7 +294,7 @@ def test_a_batch_cut_short_is_never_read_and_goes_whole(memlog_home: Path, torn:
 
     (added,) = log.append([Promoted(entry_id="0123456789abcdef")])
     assert added.seq == 4 and path.read_bytes() == good + encode_line(added)
-    (record,) = seg.read_quarantine(memlog_home)
+    (record,) = seg.read_quarantine(Home(memlog_home))
     assert base64.b64decode(record.data) == cut_short and record.offset == len(good)
     assert verify_log(log).clean
 
@@ -349,7 +350,7 @@ def test_line_glued_after_a_torn_prefix_is_salvaged(memlog_home: Path) -> None:
     moved = repair_log(log)
     assert moved == [f"moved {path.name} line 4: torn prefix glued to a good line (40 bytes)"]
     assert path.read_bytes() == good + whole
-    (record,) = seg.read_quarantine(memlog_home)
+    (record,) = seg.read_quarantine(Home(memlog_home))
     assert base64.b64decode(record.data) == half[:40]
     report = verify_log(log)
     assert report.clean and report.last_seq == 4
@@ -359,7 +360,7 @@ def test_line_glued_after_a_torn_prefix_is_salvaged(memlog_home: Path) -> None:
 def test_a_quarantine_record_torn_by_a_crash_breaks_nothing(memlog_home: Path) -> None:
     log = _three(memlog_home)
     (path,) = log.segments()
-    quarantine = memlog_home / seg.QUARANTINE_NAME
+    quarantine = memlog_home / "quarantine.jsonl"
     torn = b'{"type":"entry.observed","seq":'
     offsets = []
     for name in ("first", "second"):
@@ -371,7 +372,7 @@ def test_a_quarantine_record_torn_by_a_crash_breaks_nothing(memlog_home: Path) -
             cut = quarantine.read_bytes()[:50]
             quarantine.write_bytes(cut)
 
-    (record,) = seg.read_quarantine(memlog_home)  # the torn record is skipped
+    (record,) = seg.read_quarantine(Home(memlog_home))  # the torn record is skipped
     assert base64.b64decode(record.data) == torn and record.offset == offsets[1]
     raw = quarantine.read_bytes()  # the second record did not glue onto the torn one
     assert raw.startswith(cut + b"\n") and raw.count(b"\n") == 2

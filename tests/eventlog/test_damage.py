@@ -26,6 +26,7 @@ from memlog.eventlog.codec import encode_line
 from memlog.eventlog.events import Observed, Promoted
 from memlog.eventlog.log import Damage, EventLog, written_in
 from memlog.eventlog.verify import repair_log, verify_log
+from memlog.home import Home
 
 BATCH = 50
 
@@ -108,7 +109,7 @@ def test_a_flipped_bit_in_the_last_line_of_a_batch_loses_that_event_only(
     repaired = ok("verify", "--repair", "--log-only")
     assert repaired.stdout.splitlines()[0].startswith(f"moved {named}")
     assert sum(line.startswith("moved ") for line in repaired.stdout.splitlines()) == 1
-    (record,) = [r for r in seg.read_quarantine(memlog_home) if r.size]
+    (record,) = [r for r in seg.read_quarantine(Home(memlog_home)) if r.size]
     assert base64.b64decode(record.data) + b"\n" == damaged and record.seqs == (last_of_batch,)
     assert listed() == names  # every line that passed its checksum stayed
     lost = f"1 event lost to damage (seq {last_of_batch}); their bytes are in quarantine.jsonl"
@@ -263,14 +264,14 @@ def test_a_repair_of_a_log_without_a_mark_keeps_its_sequences(memlog_home: Path)
 def test_each_device_keeps_its_own_mark(memlog_home: Path) -> None:
     log = three(memlog_home)
     with log._locked():
-        devices.to_devices(log.events_dir)
-    own = log.events_dir / devices.device_id(log.events_dir)
+        devices.to_devices(log.home)
+    own = log.home.device(devices.device_id(log.home))
     path = log.segments()[0]
     data = path.read_bytes()
     path.write_bytes(data[: data.rindex(b"\n", 0, len(data) - 1) + 1])  # seq 3 gone
     (added,) = log.append([Promoted(entry_id="0" * 16)])
     assert added.seq == 4  # the flat log's mark was this device's
-    assert written_in(log.events_dir, own) == 4
+    assert written_in(log.home, own) == 4
     assert verify_log(log).acknowledged_gaps == [3]
 
 

@@ -38,6 +38,7 @@ from memlog.eventlog.log import Damage, EventLog
 from memlog.eventlog.secrets import REDACTED
 from memlog.eventlog.vectors import quantise
 from memlog.eventlog.verify import verify_log
+from memlog.home import Home
 from memlog.projections.runner import catch_up
 from memlog.projections.sqlite_view import queries, store
 from memlog.projections.sqlite_view.reading import load_matrix
@@ -274,8 +275,8 @@ def test_a_stored_float32_vector_replays_as_the_same_q8_a_new_line_carries(
     space = Space("hashing", "blake2b-words", 4)
     assert catch_up(memlog_home, space).applied == 2
     with store.opened(memlog_home / "memory.db", readonly=True) as db:
-        found = queries.entries(memlog_home, [old.entry_id])[0].vectors[space.key]
-        matrix = load_matrix(db, memlog_home, space)
+        found = queries.entries(Home(memlog_home), [old.entry_id])[0].vectors[space.key]
+        matrix = load_matrix(db, Home(memlog_home), space)
     assert found.data == quantise(floats)  # the bytes a q8 line of those floats carries
     assert matrix.ids == [old.entry_id]
     assert matrix.vectors[0].tolist() == pytest.approx(floats, abs=1 / 254)

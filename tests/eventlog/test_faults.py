@@ -23,6 +23,7 @@ from memlog.eventlog import segments as seg
 from memlog.eventlog.events import Observed
 from memlog.eventlog.log import EventLog
 from memlog.eventlog.verify import verify_log
+from memlog.home import Home
 
 
 def seed(home: Path, count: int = 3) -> EventLog:
@@ -161,7 +162,7 @@ def test_full_disk(small_disk: Path, tmp_path: Path) -> None:
         "the log was left unchanged"
     )
     unchanged_and_clean(home, before)
-    assert not (home / seg.QUARANTINE_NAME).exists()
+    assert not (home / "quarantine.jsonl").exists()
 
     filler.unlink()
     assert observe(home, tmp_path).returncode == 0
@@ -184,7 +185,7 @@ def test_full_disk_while_a_torn_tail_waits(small_disk: Path, tmp_path: Path) -> 
 
     filler.unlink()
     assert observe(home, tmp_path).returncode == 0
-    records = [r for r in seg.read_quarantine(home) if r.size]
+    records = [r for r in seg.read_quarantine(Home(home)) if r.size]
     assert [base64.b64decode(r.data) for r in records] == [torn]
     assert verify_log(EventLog(home)).clean
 
@@ -201,17 +202,17 @@ def test_a_quarantine_file_that_is_a_link_is_refused(memlog_home: Path, tmp_path
     outside = tmp_path / "outside.txt"
     outside.write_text("not memlog's\n")
     for target in ("/dev/full", str(outside)):
-        (memlog_home / seg.QUARANTINE_NAME).unlink(missing_ok=True)
-        (memlog_home / seg.QUARANTINE_NAME).symlink_to(target)
+        (memlog_home / "quarantine.jsonl").unlink(missing_ok=True)
+        (memlog_home / "quarantine.jsonl").symlink_to(target)
         line = single_error(observe(memlog_home, tmp_path, size=200))
         assert line == (
-            f"Error: {memlog_home / seg.QUARANTINE_NAME} is a symbolic link; memlog follows no "
+            f"Error: {memlog_home / 'quarantine.jsonl'} is a symbolic link; memlog follows no "
             "link inside its home (remove it, and memlog makes the file again)"
         )
         assert snapshot(memlog_home) == before
     assert outside.read_text() == "not memlog's\n"
 
-    (memlog_home / seg.QUARANTINE_NAME).unlink()
+    (memlog_home / "quarantine.jsonl").unlink()
     assert observe(memlog_home, tmp_path, size=200).returncode == 0
     assert verify_log(EventLog(memlog_home)).clean
 

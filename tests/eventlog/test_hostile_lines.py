@@ -16,6 +16,7 @@ from memlog.eventlog import clock
 from memlog.eventlog.events import Observed
 from memlog.eventlog.log import EventLog
 from memlog.eventlog.verify import Report, repair_log, verify_log
+from memlog.home import Home
 from memlog.tests import forge
 
 
@@ -55,7 +56,7 @@ def test_an_event_dated_9999_never_makes_a_local_write_fail(memlog_home: Path) -
 def test_the_clock_never_writes_past_its_last_year(memlog_home: Path) -> None:
     events = memlog_home / "events"
     events.mkdir(parents=True)
-    (events / clock.FLOOR_FILE).write_text(str(10**20))  # a floor no clock can follow
+    (events / ".clock").write_text(str(10**20))  # a floor no clock can follow
     stored = EventLog(memlog_home).append([Observed(name="a", description="b", category="facts")])
     assert stored[0].ts == clock.iso(clock.LATEST) == "9000-01-01T00:00:00.000000Z"
 
@@ -174,7 +175,7 @@ def test_long_lists_spread_over_events_that_fit(memlog_home: Path) -> None:
     log.append([Observed(name=f"E{i}", description=f"Entry {i} mentions hunter2hunter2.",
                          category="facts") for i in range(4000)])  # fmt: skip
     ids = list(fold(r.event for r in log.read()).entries)
-    assert not write(memlog_home, Recall(ids=ids, session_id="s", project="p", query="q",
+    assert not write(Home(memlog_home), Recall(ids=ids, session_id="s", project="p", query="q",
                                          mode="test", last_injection=b"{}"), "inject")  # fmt: skip
     done = expunge(log, Target(None, "hunter2hunter2"), "a password")
     assert len(done.event.ids) == 4000 and done.events == 4000

@@ -12,6 +12,7 @@ from memlog.eventlog.codec import encode_line
 from memlog.eventlog.events import Observed
 from memlog.eventlog.log import START, EventLog
 from memlog.eventlog.merged import Unfollowable, decode, unread_bytes
+from memlog.home import Home
 
 T0 = clock.micros("2026-05-01T09:00:00Z")
 SEGMENT = "00000000000000000001.jsonl"
@@ -66,7 +67,7 @@ def test_following_on_equals_reading_at_once(memlog_home: Path) -> None:
     assert [r.event.id for r in after] == ["bb-002", "aa-003", "cc-001"]
     assert [r.ordinal for r in after] == [4, 5, 6]
     assert after[-1].after == list(EventLog(memlog_home).read())[-1].after
-    assert unread_bytes(memlog_home / "events", after[-1].after) == 0
+    assert unread_bytes(Home(memlog_home), after[-1].after) == 0
 
 
 def test_a_late_event_cannot_be_followed(memlog_home: Path) -> None:
@@ -75,7 +76,7 @@ def test_a_late_event_cannot_be_followed(memlog_home: Path) -> None:
     put(memlog_home, "bb", line("bb", 1, 20))  # sorts between what was read
     with pytest.raises(Unfollowable, match="sorts before"):
         list(EventLog(memlog_home).read(position))
-    assert unread_bytes(memlog_home / "events", position) == len(line("bb", 1, 20))
+    assert unread_bytes(Home(memlog_home), position) == len(line("bb", 1, 20))
 
 
 def test_a_rewrite_under_the_position_cannot_be_followed(memlog_home: Path) -> None:
@@ -87,14 +88,14 @@ def test_a_rewrite_under_the_position_cannot_be_followed(memlog_home: Path) -> N
     path.write_bytes(encode_line(longer) + line("aa", 2, 30))
     with pytest.raises(Unfollowable, match="changed"):
         list(EventLog(memlog_home).read(position))
-    assert unread_bytes(memlog_home / "events", position) is not None
+    assert unread_bytes(Home(memlog_home), position) is not None
 
 
 def test_a_flat_position_cannot_be_followed(memlog_home: Path) -> None:
     put(memlog_home, "aa", line("aa", 1, 10))
     with pytest.raises(Unfollowable):
         decode(EventLog(memlog_home).read().__next__().after._replace(segment=SEGMENT))
-    assert unread_bytes(memlog_home / "events", START) == len(line("aa", 1, 10))
+    assert unread_bytes(Home(memlog_home), START) == len(line("aa", 1, 10))
 
 
 def test_a_batch_still_being_written_is_not_read(memlog_home: Path) -> None:

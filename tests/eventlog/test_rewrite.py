@@ -184,9 +184,9 @@ def test_a_committed_journal_is_finished_by_the_next_writer(memlog_home: Path) -
     for path, data in staged.items():  # as if killed right after the journal was written
         rewrite.staged_path(path).write_bytes(data)
     names = ",".join(f'"{p.name}"' for p in staged)
-    (log.events_dir / rewrite.JOURNAL).write_text(f'{{"segments":[{names}]}}')
+    (log.events_dir / ".rewrite.journal").write_text(f'{{"segments":[{names}]}}')
     EventLog(memlog_home).append([clean(50)])
-    assert not (log.events_dir / rewrite.JOURNAL).exists()
+    assert not (log.events_dir / ".rewrite.journal").exists()
     assert all(p.read_bytes() == d for p, d in staged.items())
     assert not list(log.events_dir.glob(f".*{rewrite.STAGED_SUFFIX}"))
 
@@ -243,11 +243,11 @@ def test_kill_9_at_every_step_leaves_the_log_old_or_new(tmp_path: Path) -> None:
             capture_output=True, text=True, timeout=60,
         )  # fmt: skip
         assert done.returncode == -signal.SIGKILL, (step, at, done.stdout, done.stderr)
-        committed = (home / "events" / rewrite.JOURNAL).exists()
+        committed = (home / "events" / ".rewrite.journal").exists()
         if not committed:  # killed before the commit point: the old log, byte for byte
             assert log_bytes(home) == original, (step, at)
         assert verify_log(EventLog(home)).clean  # finishes a committed rewrite first
-        assert not (home / "events" / rewrite.JOURNAL).exists()
+        assert not (home / "events" / ".rewrite.journal").exists()
         raw = b"".join(log_bytes(home).values())
         events = [r.event for r in EventLog(home).read()]
         redactions = [e for e in events if isinstance(e, Redacted)]
@@ -315,4 +315,4 @@ def test_redact_while_writers_append(memlog_home: Path, tmp_path: Path) -> None:
     assert SECRET.encode() not in b"".join(log_bytes(memlog_home).values())
     seqs = [r.event.seq for r in EventLog(memlog_home).read()]
     assert seqs == sorted(set(seqs))
-    assert os.listdir(memlog_home / "events").count(rewrite.JOURNAL) == 0
+    assert os.listdir(memlog_home / "events").count(".rewrite.journal") == 0

@@ -22,6 +22,7 @@ from memlog.eventlog.events import (
     content_hash,
 )
 from memlog.eventlog.log import EventLog
+from memlog.home import Home
 
 DESCRIPTIONS = [f"Lesson number {i} about retries" for i in range(12)]
 IDS = [content_hash(d) for d in DESCRIPTIONS]
@@ -170,8 +171,8 @@ def two_devices(built: Path, tmp_path: Path) -> EventLog:
     for _ in range(15):
         other.append(random_events(rng, rng.randrange(1, 4)))
     for home in (mine, theirs):
-        devices.to_devices(home / "events")
-    (device,) = devices.device_dirs(theirs / "events")
+        devices.to_devices(Home(home))
+    (device,) = devices.device_dirs(Home(theirs))
     shutil.copytree(theirs / "events" / device, mine / "events" / device)
     return EventLog(mine, segment_bytes=4096)
 
@@ -179,7 +180,7 @@ def two_devices(built: Path, tmp_path: Path) -> EventLog:
 def test_a_log_kept_per_device_is_scanned_in_the_merged_order(two_devices: EventLog) -> None:
     log = two_devices
     records = list(log.read())
-    assert len(devices.device_dirs(log.events_dir)) == 2
+    assert len(devices.device_dirs(log.home)) == 2
     assert len({r.event.seq for r in records}) < len(records)  # each device counts from 1
     for entry_id in IDS:
         assert list(scan.about(log, entry_id)) == [

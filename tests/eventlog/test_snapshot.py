@@ -17,6 +17,7 @@ from click.testing import CliRunner, Result
 from memlog.commands.cli import cli
 from memlog.eventlog import snapshot
 from memlog.eventlog.events import Observed
+from memlog.home import Home
 
 ENTRIES = 12
 LESSON_3 = Observed(
@@ -44,7 +45,7 @@ def snap(memlog_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
     folder = tmp_path / "as-it-was"
     seq = ENTRIES * 3  # each observe appends the observation, its vector and its labels
     invoke("replay", "--until", str(seq), "--to", str(folder))
-    marked = snapshot.read(folder)
+    marked = snapshot.read(Home(folder))
     assert marked is not None and marked.seq == seq and marked.source == str(memlog_home)
     monkeypatch.setenv("MEMLOG_HOME", str(folder))
     return folder

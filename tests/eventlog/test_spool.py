@@ -27,6 +27,7 @@ from memlog.eventlog import spool
 from memlog.eventlog.events import Observed, SessionPending
 from memlog.eventlog.log import EventLog
 from memlog.eventlog.verify import verify_log
+from memlog.home import Home
 
 HOLDER = r"""
 import fcntl, os, sys, time
@@ -81,14 +82,14 @@ def test_hooks_record_while_a_writer_holds_the_lock(
     done = run_hook(memlog_home, hook, "s-1", tmp_path)
     assert done.returncode == 0 and done.stdout == "{}\n", done.stderr
     assert held.poll() is None  # the lock was still held: the hook did not wait for it
-    assert len(spool.waiting(memlog_home / "events")) == 1 and sessions_in(memlog_home) == []
+    assert len(spool.waiting(Home(memlog_home))) == 1 and sessions_in(memlog_home) == []
     assert not (memlog_home / "hook-errors.log").exists()
 
     release(held)
     EventLog(memlog_home).append([Observed(name="B", description="next", category="facts")])
     events = [r.event for r in EventLog(memlog_home).read()]
     assert [type(e).__name__ for e in events] == ["Observed", "SessionPending", "Observed"]
-    assert sessions_in(memlog_home) == ["s-1"] and spool.waiting(memlog_home / "events") == []
+    assert sessions_in(memlog_home) == ["s-1"] and spool.waiting(Home(memlog_home)) == []
     assert verify_log(EventLog(memlog_home)).clean
 
 
@@ -96,20 +97,20 @@ def test_a_spooled_event_is_folded_in_order_by_the_next_writer(memlog_home: Path
     log = EventLog(memlog_home)
     log.append([Observed(name="A", description="first", category="facts")])
     for n in range(3):
-        spool.spool(log.events_dir, [SessionPending(session_id=f"s-{n}", id=f"id-{n}")])
+        spool.spool(log.home, [SessionPending(session_id=f"s-{n}", id=f"id-{n}")])
     (added,) = log.append([Observed(name="B", description="next", category="facts")])
     events = [r.event for r in log.read()]
     assert [getattr(e, "session_id", getattr(e, "name", "")) for e in events] == [
         "A", "s-0", "s-1", "s-2", "B",
     ]  # fmt: skip
     assert [e.id for e in events[1:4]] == ["id-0", "id-1", "id-2"]  # the ids the hook gave
-    assert added.seq == 5 and spool.waiting(log.events_dir) == []
+    assert added.seq == 5 and spool.waiting(log.home) == []
 
 
 def test_append_or_spool_appends_when_the_lock_is_free(memlog_home: Path) -> None:
     log = EventLog(memlog_home)
     assert log.append_or_spool([SessionPending(session_id="s")]) is True
-    assert sessions_in(memlog_home) == ["s"] and not spool.waiting(log.events_dir)
+    assert sessions_in(memlog_home) == ["s"] and not spool.waiting(log.home)
 
 
 def test_a_spooled_file_already_in_the_log_is_not_folded_again(memlog_home: Path) -> None:
@@ -118,7 +119,7 @@ def test_a_spooled_file_already_in_the_log_is_not_folded_again(memlog_home: Path
     pending = SessionPending(session_id="s", id="the-id")
     with log._locked():
         log._append_locked([pending], spooled=True)  # folded: then killed, the file left
-    path = spool.spool(log.events_dir, [pending])
+    path = spool.spool(log.home, [pending])
     log.append([Observed(name="B", description="next", category="facts")])
     assert sessions_in(memlog_home) == ["s"] and not path.exists()
 
@@ -128,11 +129,11 @@ def test_an_unreadable_spooled_file_is_kept_in_quarantine(memlog_home: Path) -> 
 
     log = EventLog(memlog_home)
     log.append([Observed(name="A", description="first", category="facts")])
-    bad = spool.folder_of(log.events_dir) / "00000000000000000001-1-ab.json"
+    bad = log.home.spool / "00000000000000000001-1-ab.json"
     bad.parent.mkdir()
     bad.write_bytes(b"[{not json")
     log.append([Observed(name="B", description="next", category="facts")])
-    (record,) = read_quarantine(memlog_home)
+    (record,) = read_quarantine(Home(memlog_home))
     assert record.reason == "unreadable spooled file" and not bad.exists()
 
 
@@ -254,7 +255,7 @@ def spooled_home(home: Path, count: int) -> list[str]:
         events = [
             SessionPending(session_id=f"s-{n}-{k}", id=f"id-{n}-{k}") for k in range(n % 2 + 1)
         ]
-        spool.spool(log.events_dir, events)  # type: ignore[arg-type]
+        spool.spool(log.home, events)  # type: ignore[arg-type]
         ids += [e.id for e in events]
     return ids
 
@@ -280,7 +281,7 @@ def test_kill_9_at_every_step_of_a_fold_folds_each_file_exactly_once(tmp_path: P
         assert pending == ids, (step, at)  # in the order they were spooled
         names = [e.name for e in events if isinstance(e, Observed)]
         assert names in (["A", "W", "Z"], ["A", "Z"]), (step, at)  # the killed write: 0 or 1
-        assert not spool.waiting(home / "events") and verify_log(EventLog(home)).clean
+        assert not spool.waiting(Home(home)) and verify_log(EventLog(home)).clean
 
 
 HOOKS = r"""

@@ -17,6 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from memlog.commands.cli import cli
+from memlog.home import Home
 from memlog.hooks import sessions
 from memlog.projections.runner import catch_up_in_background
 from memlog.spawn import spawn_memlog
@@ -56,7 +57,7 @@ def project_with_hashing(tmp_path: Path) -> Path:
 def test_the_sweep_session_end_starts_keeps_the_environment_s_space(memlog_home: Path) -> None:
     observe("One lesson", "Another lesson")  # MEMLOG_EMBEDDING_PROVIDER=hashing (conftest)
     assert space_of(memlog_home)[0] == "hashing"
-    assert wait_for(sessions.start_extraction(memlog_home, "")) == 0
+    assert wait_for(sessions.start_extraction(Home(memlog_home), "")) == 0
     assert space_of(memlog_home)[0] == "hashing"
     assert not (memlog_home / "hook-errors.log").exists()
 
@@ -70,7 +71,7 @@ def test_the_sweep_keeps_the_space_of_the_project_it_was_started_for(
     monkeypatch.delenv("MEMLOG_EMBEDDING_PROVIDER")
     monkeypatch.chdir(tmp_path)  # the hook's own folder is not the session's
     assert space_of(memlog_home)[0] == "hashing"
-    assert wait_for(sessions.start_extraction(memlog_home, str(project))) == 0
+    assert wait_for(sessions.start_extraction(Home(memlog_home), str(project))) == 0
     assert space_of(memlog_home)[0] == "hashing"
 
 
@@ -87,6 +88,6 @@ def test_a_catch_up_left_to_the_background_keeps_the_project_s_space(
         "memlog.projections.runner.spawn_memlog",
         lambda *a, **k: spawned.append(spawn_memlog(*a, **k)) or spawned[-1],
     )
-    catch_up_in_background(memlog_home, project)
+    catch_up_in_background(Home(memlog_home), project)
     assert wait_for(spawned[0]) == 0
     assert space_of(memlog_home)[0] == "hashing"

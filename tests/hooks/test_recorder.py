@@ -14,10 +14,11 @@ from memlog.config import Config
 from memlog.eventlog.devices import local_digest
 from memlog.eventlog.events import Observed, Recalled, SessionPending
 from memlog.eventlog.log import EventLog
+from memlog.home import Home
 from memlog.hooks import recorder, session_start
 from memlog.projections.freshness import current_seq
 from memlog.projections.runner import catch_up
-from memlog.retrieval.record import LAST_INJECTION, Recall
+from memlog.retrieval.record import Recall
 from memlog.spawn import BLAS_PINNED, MAX_STDIN, child_environ
 
 SPACE = Config(memory_embedding_provider="hashing").space
@@ -47,18 +48,18 @@ def test_the_recorder_writes_after_the_hook_and_leaves_the_views_current(
 ) -> None:
     payload = {"session_id": "s-1", "cwd": str(tmp_path), "source": "startup"}
     handover = recorder.Handover(payload=payload, marker="", recall=recall(), space=tuple(SPACE))
-    recorder.hand_over(home, handover)
-    assert recorder.settled(home), "the recorder did not finish"
+    recorder.hand_over(Home(home), handover)
+    assert recorder.settled(Home(home)), "the recorder did not finish"
     (recalled,) = recalls(home)
     # the text ranked stays here: the event keeps a digest under this home's own key
     assert (recalled.session_id, recalled.query) == ("s-1", "")
-    assert recalled.digest == local_digest(home / "events", "tools") != ""
+    assert recalled.digest == local_digest(Home(home), "tools") != ""
     assert recalled.writer is not None and recalled.writer.command == "inject"
     started = [r.event for r in EventLog(home).read() if isinstance(r.event, SessionPending)]
     assert [e.session_id for e in started] == ["s-1"]
-    assert (home / LAST_INJECTION).read_bytes() == b'{"mode": "keyword"}\n'
-    assert current_seq(home, SPACE) is not None  # the next start reads without catching up
-    assert not list((home / recorder.MARKERS).iterdir())
+    assert (home / ".last-injection.json").read_bytes() == b'{"mode": "keyword"}\n'
+    assert current_seq(Home(home), SPACE) is not None  # the next start reads without catching up
+    assert not list((home / ".recording").iterdir())
     assert not (home / "hook-errors.log").exists()
 
 
@@ -67,16 +68,16 @@ def test_a_handover_too_large_for_a_pipe_is_written_by_the_hook_itself(
 ) -> None:
     payload = {"session_id": "s-2", "cwd": str(tmp_path), "source": "startup"}
     big = recall("x" * (MAX_STDIN + 1))
-    session_start.leave(payload, home, {"recall": big, "space": tuple(SPACE)})
-    big_digest = local_digest(home / "events", "x" * (MAX_STDIN + 1))
+    session_start.leave(payload, Home(home), {"recall": big, "space": tuple(SPACE)})
+    big_digest = local_digest(Home(home), "x" * (MAX_STDIN + 1))
     assert [(e.query, e.digest) for e in recalls(home)] == [("", big_digest)]
     assert "recorder not started" in (home / "hook-errors.log").read_text()
-    assert not list((home / recorder.MARKERS).iterdir())
+    assert not list((home / ".recording").iterdir())
 
 
 def test_nothing_to_hand_over_starts_nothing(home: Path) -> None:
-    session_start.leave({}, home, {"space": tuple(SPACE)})  # no recall, no session
-    assert not (home / recorder.MARKERS).exists()
+    session_start.leave({}, Home(home), {"space": tuple(SPACE)})  # no recall, no session
+    assert not (home / ".recording").exists()
 
 
 def test_a_broken_handover_is_logged_and_the_recorder_exits_cleanly(home: Path) -> None:

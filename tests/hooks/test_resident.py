@@ -25,6 +25,7 @@ from click.testing import CliRunner
 from memlog.commands.hook import hook
 from memlog.eventlog.events import Recalled, SessionPending
 from memlog.eventlog.log import EventLog
+from memlog.home import Home
 from memlog.hooks import recorder, resident, resident_server
 from memlog.tests.support import FIXTURES
 
@@ -92,7 +93,7 @@ def start_resident(home: Path, project: Path, minutes: str = "1") -> subprocess.
     argv = [sys.executable, "-m", "memlog", "hook", "resident", "--minutes", minutes]
     process = subprocess.Popen([*argv, "--warm", str(project)], env=dict(os.environ))
     STARTED.append(process)
-    assert wait_for(lambda: resident.call(home, "status") is not None), "no resident answered"
+    assert wait_for(lambda: resident.call(Home(home), "status") is not None), "no resident answered"
     return process
 
 
@@ -107,10 +108,10 @@ def wait_for(condition: Any, timeout: float = 60.0) -> bool:
 
 def stop_and_wait(home: Path) -> None:
     try:
-        resident.call(home, "stop")
+        resident.call(Home(home), "stop")
     except resident.ResidentError:
         pass
-    assert wait_for(lambda: not resident.socket_path(home).exists(), 30)
+    assert wait_for(lambda: not resident.socket_path(Home(home)).exists(), 30)
 
 
 def errors(home: Path) -> str:
@@ -131,8 +132,8 @@ def test_a_resident_answers_as_the_hook_itself_would(
     monkeypatch.setenv("MEMLOG_FUSION_PROMINENCE_WEIGHT", "0")
     process = start_resident(home, project)
     served, _ = start_hook(project, "s-1")
-    assert recorder.settled(home)
-    status = resident.call(home, "status")
+    assert recorder.settled(Home(home))
+    status = resident.call(Home(home), "status")
     assert status is not None and status["served"] == 1 and status["pid"] == process.pid
     stop_and_wait(home)
     assert process.wait(10) == 0
@@ -161,12 +162,12 @@ def test_a_prompt_is_recalled_by_the_resident_as_the_hook_would(
 
     start_resident(home, project)
     served = ask("s-1")
-    assert recorder.settled(home)
-    status = resident.call(home, "status")
+    assert recorder.settled(Home(home))
+    status = resident.call(Home(home), "status")
     assert status is not None and status["served"] == 1
     stop_and_wait(home)
     own = ask("s-2", MEMLOG_RESIDENT_MINUTES="0")
-    assert served and served == own and recorder.settled(home)
+    assert served and served == own and recorder.settled(Home(home))
     recalled = [r.event for r in EventLog(home).read() if isinstance(r.event, Recalled)]
     assert [(e.session_id, e.trigger) for e in recalled] == [("s-1", "prompt"), ("s-2", "prompt")]
     assert not errors(home)
@@ -177,7 +178,7 @@ def test_a_served_start_is_recorded_by_the_resident(
 ) -> None:
     start_resident(home, project)
     start_hook(project, "s-1")
-    assert recorder.settled(home)
+    assert recorder.settled(Home(home))
     events = [r.event for r in EventLog(home).read()]
     recalled = [e for e in events if isinstance(e, Recalled)]
     assert [e.session_id for e in recalled] == ["s-1"] and recalled[0].entry_ids
@@ -188,9 +189,9 @@ def test_the_hook_starts_a_resident_after_ranking_itself(
     home: Path, runtime: Path, project: Path
 ) -> None:
     first, _ = start_hook(project, "s-1")
-    assert wait_for(lambda: resident.call(home, "status") is not None)
+    assert wait_for(lambda: resident.call(Home(home), "status") is not None)
     second, _ = start_hook(project, "s-2")
-    status = resident.call(home, "status")
+    status = resident.call(Home(home), "status")
     assert status is not None and status["served"] == 1
     assert first and second.splitlines()[0] == first.splitlines()[0]
 
@@ -204,7 +205,7 @@ def test_another_environment_is_refused_and_the_resident_leaves(
     assert process.wait(30) == 0
     # the hook then started one for its own environment: the newest wins
     assert wait_for(
-        lambda: (resident.call(home, "status") or {}).get("pid") not in (None, process.pid)
+        lambda: (resident.call(Home(home), "status") or {}).get("pid") not in (None, process.pid)
     )
 
 
@@ -214,10 +215,10 @@ def test_a_killed_resident_leaves_a_socket_the_hook_passes_over(
     process = start_resident(home, project)
     process.kill()
     process.wait(10)
-    assert resident.socket_path(home).exists()
+    assert resident.socket_path(Home(home)).exists()
     context, _ = start_hook(project, "s-1")
     assert context
-    assert wait_for(lambda: resident.call(home, "status") is not None)  # a new one took over
+    assert wait_for(lambda: resident.call(Home(home), "status") is not None)  # a new one took over
     assert not errors(home)
 
 
@@ -225,7 +226,7 @@ class Peer:
     """A peer on the home's socket that says what it is told, then nothing."""
 
     def __init__(self, home: Path, lines: list[bytes]) -> None:
-        path = resident.socket_path(home)
+        path = resident.socket_path(Home(home))
         path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         self.lock = os.open(f"{path}.lock", os.O_WRONLY | os.O_CREAT, 0o600)
         fcntl.flock(self.lock, fcntl.LOCK_EX)  # no resident the hook starts replaces it
@@ -262,7 +263,7 @@ def test_a_resident_that_fails_never_breaks_the_start(
         for conn in peer.held:
             conn.close()
         peer.sock.close()
-        resident.socket_path(home).unlink(missing_ok=True)
+        resident.socket_path(Home(home)).unlink(missing_ok=True)
         os.close(peer.lock)
     assert took < 2.5 + 1.0  # the budget, and the interpreter's start and exit
     assert bool(context) == ranked_by_the_hook
@@ -275,7 +276,7 @@ def test_a_folder_others_may_enter_is_never_used(home: Path, runtime: Path, proj
     folder.chmod(0o755)
     assert not resident.is_private(folder)
     with pytest.raises(OSError, match="not a folder only this user may enter"):
-        resident_server.bind(home)
+        resident_server.bind(Home(home))
     context, _ = start_hook(project, "s-1")
     assert context
     assert wait_for(lambda: "resident not started" in errors(home), 30)
@@ -284,9 +285,9 @@ def test_a_folder_others_may_enter_is_never_used(home: Path, runtime: Path, proj
 def serve_in_thread(
     home: Path, minutes: float
 ) -> tuple[resident_server.Resident, threading.Thread]:
-    bound = resident_server.bind(home)
+    bound = resident_server.bind(Home(home))
     assert bound is not None
-    server = resident_server.Resident(home, bound[0], minutes)
+    server = resident_server.Resident(Home(home), bound[0], minutes)
 
     def target() -> None:
         try:
@@ -302,16 +303,16 @@ def serve_in_thread(
 
 def test_one_resident_per_home(home: Path, runtime: Path) -> None:
     server, thread = serve_in_thread(home, 1)
-    assert resident_server.bind(home) is None  # the lock is held
-    resident.call(home, "stop")
+    assert resident_server.bind(Home(home)) is None  # the lock is held
+    resident.call(Home(home), "stop")
     thread.join(10)
-    assert server.leaving == "asked to stop" and not resident.socket_path(home).exists()
+    assert server.leaving == "asked to stop" and not resident.socket_path(Home(home)).exists()
 
 
 def test_an_idle_resident_leaves(home: Path, runtime: Path) -> None:
     server, thread = serve_in_thread(home, 0.5 / 60)
     thread.join(10)
-    assert server.leaving.startswith("idle for") and not resident.socket_path(home).exists()
+    assert server.leaving.startswith("idle for") and not resident.socket_path(Home(home)).exists()
 
 
 def test_a_resident_whose_home_is_gone_leaves(
@@ -333,7 +334,7 @@ def test_turning_it_off_in_the_configuration_ends_it_after_the_start(
     (project / ".claude" / "iflow-dev.local.md").write_text(
         "---\nmemory_resident_minutes: 0\n---\n"
     )
-    context = resident.ask(payload(project, "s-1"), home, time.monotonic())
+    context = resident.ask(payload(project, "s-1"), Home(home), time.monotonic())
     thread.join(10)
     assert context and server.leaving == "memory_resident_minutes is 0"
 
@@ -360,12 +361,12 @@ def test_many_starts_leave_no_descriptor_open(home: Path, runtime: Path, project
     before = open_descriptors()
     server, thread = serve_in_thread(home, 1)
     for n in range(3):  # the first starts load what stays loaded
-        assert resident.ask(payload(project, f"s-{n}"), home, time.monotonic())
+        assert resident.ask(payload(project, f"s-{n}"), Home(home), time.monotonic())
     during = open_descriptors()
     for n in range(3, 27):
-        assert resident.ask(payload(project, f"s-{n}"), home, time.monotonic())
+        assert resident.ask(payload(project, f"s-{n}"), Home(home), time.monotonic())
     assert open_descriptors() <= during + 3, described()
-    resident.call(home, "stop")
+    resident.call(Home(home), "stop")
     thread.join(10)
     assert server.served == 27
     assert open_descriptors() <= before, described()
@@ -384,8 +385,8 @@ def test_turned_off_in_the_environment_the_hook_asks_no_one(
 ) -> None:
     server, thread = serve_in_thread(home, 1)
     monkeypatch.setenv("MEMLOG_RESIDENT_MINUTES", "0")
-    assert resident.ask(payload(project, "s-1"), home, time.monotonic()) is None
-    resident.call(home, "stop")
+    assert resident.ask(payload(project, "s-1"), Home(home), time.monotonic()) is None
+    resident.call(Home(home), "stop")
     thread.join(10)
     assert server.served == 0
 
@@ -416,9 +417,9 @@ def test_real_claude_code_starts_are_served_by_the_resident(tmp_path: Path) -> N
             for _ in range(2):
                 ran = claude.run(["-p", "hi", "--output-format", "json"], cwd=project)
                 assert ran.returncode == 0, ran.stdout + ran.stderr
-                assert recorder.settled(memory)
-                assert wait_for(lambda: resident.call(memory, "status") is not None)
-            status = resident.call(memory, "status")
+                assert recorder.settled(Home(memory))
+                assert wait_for(lambda: resident.call(Home(memory), "status") is not None)
+            status = resident.call(Home(memory), "status")
         finally:
             stop_and_wait(memory)
         sent = [json.dumps(message["messages"]) for message in api.messages]
@@ -434,7 +435,7 @@ def raw_request(home: Path, data: bytes, wait: float = 5.0) -> bytes:
     """Send ``data`` as it is on a fresh connection; what came back (b"" when closed)."""
     with socket.socket(socket.AF_UNIX) as sock:
         sock.settimeout(wait)
-        sock.connect(str(resident.socket_path(home)))
+        sock.connect(str(resident.socket_path(Home(home))))
         with contextlib.suppress(OSError):
             sock.sendall(data)
         try:
@@ -459,10 +460,10 @@ def test_the_resident_survives_any_message(home: Path, runtime: Path, project: P
     for data in HOSTILE:
         answer = raw_request(home, data)
         assert answer == b"" or b"refused" in answer, (data[:40], answer)
-        assert resident.call(home, "status") is not None, data[:40]
+        assert resident.call(Home(home), "status") is not None, data[:40]
     context, _ = start_hook(project, "after-hostile")
     assert "Engineering Memory" in context
-    assert resident.call(home, "status")["served"] == 1  # type: ignore[index]
+    assert resident.call(Home(home), "status")["served"] == 1  # type: ignore[index]
 
 
 def test_silent_peers_keep_no_start_waiting(home: Path, runtime: Path, project: Path) -> None:
@@ -471,13 +472,13 @@ def test_silent_peers_keep_no_start_waiting(home: Path, runtime: Path, project: 
     try:
         for _ in range(200):
             sock = socket.socket(socket.AF_UNIX)
-            sock.connect(str(resident.socket_path(home)))
+            sock.connect(str(resident.socket_path(Home(home))))
             silent.append(sock)
         # each says nothing; one at a time they would hold a start ~1 s each
-        assert resident.call(home, "status", wait=2.0) is not None
+        assert resident.call(Home(home), "status", wait=2.0) is not None
         context, _ = start_hook(project, "among-silent-peers")
         assert "Engineering Memory" in context
-        assert resident.call(home, "status")["served"] == 1  # type: ignore[index]
+        assert resident.call(Home(home), "status")["served"] == 1  # type: ignore[index]
     finally:
         for sock in silent:
             sock.close()
@@ -498,7 +499,7 @@ def test_the_error_log_rolls_over_instead_of_growing(home: Path) -> None:
     from memlog.hooks.session_start import HOOK_LOG_MAX, log_error
 
     for number in range(HOOK_LOG_MAX // 100 * 3):
-        log_error(home, f"failure number {number:05d} " + "x" * 70)
+        log_error(Home(home), f"failure number {number:05d} " + "x" * 70)
     current = home / "hook-errors.log"
     older = home / "hook-errors.log.1"
     assert current.stat().st_size < HOOK_LOG_MAX and older.stat().st_size <= HOOK_LOG_MAX + 200
@@ -510,6 +511,6 @@ def test_a_prompt_larger_than_the_resident_takes_is_ranked_by_the_hook(
 ) -> None:
     start_resident(home, project)
     huge = {**payload(project, "long-prompt"), "prompt": "parser retries " * 8000}
-    assert resident.ask(huge, home, time.monotonic(), "prompt") is None  # not sent at all
+    assert resident.ask(huge, Home(home), time.monotonic(), "prompt") is None  # not sent at all
     assert "resident gave no answer" not in errors(home)
-    assert resident.call(home, "status")["served"] == 0  # type: ignore[index]
+    assert resident.call(Home(home), "status")["served"] == 0  # type: ignore[index]

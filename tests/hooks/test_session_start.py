@@ -23,6 +23,7 @@ import pytest
 
 from memlog.eventlog.events import Observed, Promoted, Recalled, Reembedded
 from memlog.eventlog.log import EventLog
+from memlog.home import Home
 from memlog.hooks.recorder import settled
 from memlog.projections.runner import catch_up
 from memlog.tests.loopback import LoopbackServer
@@ -124,7 +125,7 @@ def run_hook(
         timeout=timeout,
     )
     took = time.monotonic() - started
-    assert settled(home), "the hook's recorder did not finish"
+    assert settled(Home(home)), "the hook's recorder did not finish"
     return Run(done, took)
 
 

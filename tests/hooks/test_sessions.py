@@ -20,8 +20,8 @@ import pytest
 
 from memlog.eventlog.events import MemoryEvolved, Observed, SessionPending, SessionProgress
 from memlog.eventlog.log import EventLog
+from memlog.home import Home
 from memlog.hooks.recorder import settled
-from memlog.hooks.sessions import SWEEP_STAMP
 from memlog.tests.capture.extraction.helpers import FIXTURES, extraction, git_project, item
 from memlog.tests.fake_claude import install
 
@@ -53,7 +53,7 @@ def run(name: str, payload: bytes | None, env: dict[str, str], cwd: Path) -> tup
         stdin=subprocess.DEVNULL if payload is None else None, env=env, cwd=cwd, timeout=30,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    assert settled(Path(env["MEMLOG_HOME"])), "the start's recorder did not finish"
+    assert settled(Home(Path(env["MEMLOG_HOME"]))), "the start's recorder did not finish"
     lines = done.stdout.decode().splitlines()
     assert len(lines) == 1, done.stdout
     json.loads(lines[0])  # valid JSON, nothing else
@@ -177,7 +177,7 @@ def test_session_start_records_the_start_and_starts_a_sweep_at_most_every_few_mi
     assert json.loads(out)["hookSpecificOutput"]["hookEventName"] == "SessionStart"
     started = [e for e in pending(memlog_home) if e.trigger == "SessionStart"]
     assert [(e.session_id, e.reason, e.project) for e in started] == [("s-5", "startup", "shop")]
-    stamp = memlog_home / SWEEP_STAMP
+    stamp = memlog_home / ".sweep-started"
     first = stamp.stat().st_mtime
     run("session-start", body, env, root)
     assert stamp.stat().st_mtime == first  # no second sweep within SWEEP_INTERVAL

@@ -14,6 +14,7 @@ import numpy as np
 
 from memlog.eventlog.events import Observed, Recalled, Reembedded
 from memlog.eventlog.log import EventLog
+from memlog.home import Home
 from memlog.hooks.recorder import settled
 from memlog.tests.hooks.test_session_start import hook_env
 from memlog.tests.hooks.test_session_start import project as make_project
@@ -75,7 +76,7 @@ def test_a_prompt_on_a_remembered_topic_gets_its_lessons(memlog_home: Path, tmp_
     context, _ = run(memlog_home, payload(root, ON_TOPIC, "s1"), root)
     assert context.startswith("## Engineering Memory (recalled for this prompt)")
     assert LOCK in context and len(context) <= 2500
-    assert settled(memlog_home)
+    assert settled(Home(memlog_home))
     (event,) = recalled(memlog_home)
     assert (event.trigger, event.session_id) == ("prompt", "s1") and event.entry_ids
     again, _ = run(memlog_home, payload(root, ON_TOPIC + " Really?", "s1"), root)
@@ -90,7 +91,7 @@ def test_the_prompt_stays_on_the_machine(memlog_home: Path, tmp_path: Path) -> N
     root = make_project(tmp_path)
     secret_prompt = ON_TOPIC + " The customer is Globex Corporation, password hunter2."
     run(memlog_home, payload(root, secret_prompt, "s1"), root)
-    assert settled(memlog_home)
+    assert settled(Home(memlog_home))
     (event,) = recalled(memlog_home)
     assert event.query == "" and len(event.scores) == len(event.ids) > 0
     log = b"".join(p.read_bytes() for p in (memlog_home / "events").rglob("*.jsonl"))
@@ -99,7 +100,7 @@ def test_the_prompt_stays_on_the_machine(memlog_home: Path, tmp_path: Path) -> N
     other = tmp_path / "other-home"
     lessons(other)
     run(other, payload(root, secret_prompt, "s2"), root)
-    assert settled(other)
+    assert settled(Home(other))
     (theirs,) = recalled(other)
     assert event.digest and theirs.digest and event.digest != theirs.digest
     assert event.ids == theirs.ids  # the same entries: only the digest's key differs
@@ -110,7 +111,7 @@ def test_an_unrelated_prompt_gets_nothing(memlog_home: Path, tmp_path: Path) -> 
     root = make_project(tmp_path)
     for prompt in ("What is the weather like in Paris this weekend?", "yes", "thanks!"):
         assert run(memlog_home, payload(root, prompt), root)[0] == ""
-    assert settled(memlog_home) and not recalled(memlog_home)
+    assert settled(Home(memlog_home)) and not recalled(memlog_home)
     assert not (memlog_home / "hook-errors.log").exists()
 
 
@@ -127,7 +128,7 @@ def test_turned_off_it_prints_nothing(memlog_home: Path, tmp_path: Path) -> None
     assert run(memlog_home, payload(root, ON_TOPIC), root)[0] == ""
     assert run(memlog_home, payload(make_project(tmp_path, name="p2"), ON_TOPIC), tmp_path,
                MEMLOG_PROMPT_RECALL="false")[0] == ""  # fmt: skip
-    assert settled(memlog_home) and not recalled(memlog_home)
+    assert settled(Home(memlog_home)) and not recalled(memlog_home)
 
 
 def test_two_registrations_recall_once(memlog_home: Path, tmp_path: Path) -> None:
@@ -136,7 +137,7 @@ def test_two_registrations_recall_once(memlog_home: Path, tmp_path: Path) -> Non
     given = payload(root, ON_TOPIC, "s1")
     outputs = [run(memlog_home, given, root)[0] for _ in range(2)]
     assert sorted(bool(o) for o in outputs) == [False, True]
-    assert settled(memlog_home) and len(recalled(memlog_home)) == 1
+    assert settled(Home(memlog_home)) and len(recalled(memlog_home)) == 1
 
 
 def test_a_hanging_provider_is_cut_off_within_the_budget(memlog_home: Path, tmp_path: Path) -> None:

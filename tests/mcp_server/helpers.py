@@ -18,6 +18,7 @@ import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 
+from memlog.home import Home
 from memlog.hooks.recorder import settled
 
 TIMEOUT = 30.0
@@ -93,7 +94,7 @@ def run_hook(project: Path, home: Path, **env: str) -> dict[str, Any]:
     )
     assert done.returncode == 0, done.stderr
     assert not any(word in done.stderr.lower() for word in LOCKED), done.stderr
-    assert settled(home)
+    assert settled(Home(home))
     output: dict[str, Any] = json.loads(done.stdout)
     return output
 

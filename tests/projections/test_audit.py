@@ -17,6 +17,7 @@ import pytest
 
 from memlog.eventlog.events import Observed
 from memlog.eventlog.log import EventLog
+from memlog.home import Home
 from memlog.projections.audit import audit
 from memlog.projections.runner import catch_up
 from memlog.vocabulary import DEFAULT_SPACES
@@ -55,7 +56,7 @@ def seed(home: Path) -> None:
 
 def test_an_audit_of_quiet_views_is_clean(memlog_home: Path) -> None:
     seed(memlog_home)
-    found = audit(memlog_home, SPACE)
+    found = audit(Home(memlog_home), SPACE)
     assert found.clean and found.seq == 5 and found.sqlite_live == found.sqlite_rebuilt
 
 
@@ -63,7 +64,7 @@ def test_views_edited_behind_memlog_s_back_are_still_drift(memlog_home: Path) ->
     seed(memlog_home)
     md = sorted(memlog_home.rglob("*.md"))[0]
     md.write_text(md.read_text() + "\nedited\n")
-    found = audit(memlog_home, SPACE)
+    found = audit(Home(memlog_home), SPACE)
     assert not found.clean and any("edited by hand" in d for d in found.drift)
 
 
@@ -73,7 +74,7 @@ def test_writers_running_are_not_drift(memlog_home: Path) -> None:
     writer = subprocess.Popen([sys.executable, "-c", WRITER, str(memlog_home)])
     try:
         time.sleep(1.0)
-        runs = [audit(memlog_home, SPACE) for _ in range(6)]
+        runs = [audit(Home(memlog_home), SPACE) for _ in range(6)]
         assert writer.poll() is None  # it wrote all along
     finally:
         writer.kill()

@@ -22,6 +22,7 @@ from memlog.eventlog.events import (
     content_hash,
 )
 from memlog.eventlog.log import EventLog
+from memlog.home import Home
 from memlog.projections import branch_memory
 from memlog.projections.fold import Entry
 from memlog.projections.markdown_view.branch import (
@@ -130,16 +131,16 @@ def test_last_updated_follows_the_events_not_the_clock(memlog_home: Path) -> Non
     log = EventLog(memlog_home)
     (first,) = log.append([extracted("Use the in-memory store in tests.", "conventions")])
     catch_up(memlog_home)
-    text = branch_memory.file_text(memlog_home, "shop", "feature/auth")
+    text = branch_memory.file_text(Home(memlog_home), "shop", "feature/auth")
     assert text is not None and f"Last updated: {first.ts[:23]}Z" in text
     log.append([Observed(name="x", description="Unrelated lesson.", category="patterns")])
     catch_up(memlog_home)
-    assert branch_memory.file_text(memlog_home, "shop", "feature/auth") == text
+    assert branch_memory.file_text(Home(memlog_home), "shop", "feature/auth") == text
     (retired,) = log.append(
         [Retired(entry_id=first.entry_id, reason="no", branch="shop/feature/auth")]
     )
     catch_up(memlog_home)
-    after = branch_memory.file_text(memlog_home, "shop", "feature/auth")
+    after = branch_memory.file_text(Home(memlog_home), "shop", "feature/auth")
     assert after is not None and f"Last updated: {retired.ts[:23]}Z" in after
     assert "## Conventions\n\n_No entries yet._" in after
 
@@ -238,20 +239,20 @@ def story() -> list[Event]:
 def test_sessions_spend_and_maintenance_are_projected(memlog_home: Path) -> None:
     EventLog(memlog_home).append(story())
     catch_up(memlog_home)
-    (s1,) = ledger.sessions(memlog_home, ids=["s1"])
+    (s1,) = ledger.sessions(Home(memlog_home), ids=["s1"])
     assert (s1.status, s1.offset, s1.size, s1.turns, s1.calls, s1.cost_micros) == (
         "extracted", 5000, 5000, 4, 2, 2800,
     )  # fmt: skip
     assert (s1.project, s1.branch, s1.trigger) == ("shop", "feature/auth", "SessionEnd")
-    assert ledger.session_counts(memlog_home) == {"extracted": 1, "pending": 1}
-    assert ledger.spend(memlog_home).cost_micros == 2800
-    assert set(ledger.maintenance_times(memlog_home)) == {"weekly"}
+    assert ledger.session_counts(Home(memlog_home)) == {"extracted": 1, "pending": 1}
+    assert ledger.spend(Home(memlog_home)).cost_micros == 2800
+    assert set(ledger.maintenance_times(Home(memlog_home))) == {"weekly"}
     assert [
-        e.description for e in branch_memory.live_entries(memlog_home, "shop", "feature/auth")
+        e.description for e in branch_memory.live_entries(Home(memlog_home), "shop", "feature/auth")
     ] == ["Tokens are refreshed by the gateway, not the client."]
-    assert [e.description for e in branch_memory.live_entries(memlog_home, "shop", "main")] == [
-        "Use the in-memory store in tests."
-    ]
+    assert [
+        e.description for e in branch_memory.live_entries(Home(memlog_home), "shop", "main")
+    ] == ["Use the in-memory store in tests."]
 
 
 @pytest.mark.parametrize("chunk", [1, 3])
@@ -264,11 +265,11 @@ def test_incremental_equals_full_replay_and_replay_twice_equals_once(
         log.append(events[start : start + chunk])
         catch_up(memlog_home)
     full, again = tmp_path / "full", tmp_path / "again"
-    rebuild(memlog_home, target=full)
-    rebuild(memlog_home, target=again)
+    rebuild(Home(memlog_home), target=Home(full))
+    rebuild(Home(memlog_home), target=Home(again))
     for folder in (full, again):
-        assert sqlite_digest(folder / "memory.db") == sqlite_digest(memlog_home / "memory.db")
-        assert markdown_digest(folder) == markdown_digest(memlog_home)
+        assert sqlite_digest(Home(folder)) == sqlite_digest(Home(memlog_home))
+        assert markdown_digest(Home(folder)) == markdown_digest(Home(memlog_home))
     for path in (memlog_home / "projects" / "shop" / "branches").glob("*.md"):
         assert (full / path.relative_to(memlog_home)).read_bytes() == path.read_bytes()
 
@@ -283,7 +284,7 @@ def test_deleting_everything_but_the_log_and_replaying_restores_the_branch_files
     for path in memlog_home.iterdir():
         if path.name != "events":
             shutil.rmtree(path) if path.is_dir() else path.unlink()
-    rebuild(memlog_home)
+    rebuild(Home(memlog_home))
     assert {p: (memlog_home / p).read_bytes() for p in files} == files
 
 

@@ -19,6 +19,7 @@ import pytest
 
 from memlog.eventlog.events import Observed
 from memlog.eventlog.log import EventLog
+from memlog.home import Home
 from memlog.projections.runner import catch_up
 from memlog.projections.sqlite_view import damage, index_files, store
 from memlog.tests.hooks.test_session_start import entry_headers, payload, project, run_hook
@@ -49,7 +50,7 @@ def seed(home: Path, count: int = 265) -> None:
 
 def flip_middle(home: Path, size: int = 40 << 10) -> None:
     """40 KB flipped in the middle of ``memory.db`` after a checkpoint (no WAL left)."""
-    path = home / store.DB_NAME
+    path = home / "memory.db"
     with sqlite3.connect(path) as db:
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     data = bytearray(path.read_bytes())
@@ -81,7 +82,7 @@ def test_catch_up_rebuilds_a_malformed_database(memlog_home: Path) -> None:
     flip_middle(memlog_home)
     done = memlog(memlog_home, "catch-up")
     assert done.exit_code == 0, done.output
-    with sqlite3.connect(memlog_home / store.DB_NAME) as db:
+    with sqlite3.connect(memlog_home / "memory.db") as db:
         assert db.execute("PRAGMA quick_check").fetchone()[0] == "ok"
     assert memlog(memlog_home, "verify").exit_code == 0
 
@@ -101,7 +102,7 @@ def test_a_packed_file_whose_sums_fail_is_rebuilt_by_the_next_catch_up(
     memlog_home: Path,
 ) -> None:
     seed(memlog_home, 40)
-    with store.opened(memlog_home / store.DB_NAME, readonly=True) as db:
+    with store.opened(memlog_home / "memory.db", readonly=True) as db:
         name = index_files.pointer(db, "rnk")
     assert name is not None
     path = memlog_home / "index" / name[0]
@@ -116,7 +117,7 @@ def test_a_packed_file_whose_sums_fail_is_rebuilt_by_the_next_catch_up(
 
 def test_drift_verify_found_is_healed_by_repair(memlog_home: Path) -> None:
     seed(memlog_home, 40)
-    with store.opened(memlog_home / store.DB_NAME) as db, store.transaction(db):
+    with store.opened(memlog_home / "memory.db") as db, store.transaction(db):
         db.execute("UPDATE entries SET observation_count = 7 WHERE slot = 3")
     assert memlog(memlog_home, "verify").exit_code == 1
     repaired = memlog(memlog_home, "verify", "--repair")
@@ -126,7 +127,7 @@ def test_drift_verify_found_is_healed_by_repair(memlog_home: Path) -> None:
 
 def test_drift_verify_found_is_healed_by_the_next_catch_up(memlog_home: Path) -> None:
     seed(memlog_home, 40)
-    with store.opened(memlog_home / store.DB_NAME) as db, store.transaction(db):
+    with store.opened(memlog_home / "memory.db") as db, store.transaction(db):
         db.execute("UPDATE entries SET observation_count = 7 WHERE slot = 3")
     assert memlog(memlog_home, "verify").exit_code == 1
     memlog(memlog_home, "catch-up")
@@ -158,10 +159,10 @@ def test_a_start_with_no_time_to_rebuild_says_so_and_leaves_it_to_the_background
     found = build(Request.hook(ws, time.monotonic() + 0.001))
     assert any("being rebuilt from the log in the background" in n for n in found.notes)
     for _ in range(300):  # the background catch-up rebuilds the views
-        if damage.marked(memlog_home) is None:
+        if damage.marked(Home(memlog_home)) is None:
             break
         time.sleep(0.1)
-    assert damage.marked(memlog_home) is None
+    assert damage.marked(Home(memlog_home)) is None
     assert memlog(memlog_home, "verify").exit_code == 0
 
 
@@ -192,7 +193,7 @@ def test_a_prompt_on_a_malformed_database_says_so_and_the_next_one_recalls(
         assert b"memory.db is damaged (" in done.stderr, done.stderr  # one: it says why
         assert "memory.db is damaged (" in (memlog_home / "hook-errors.log").read_text()
     for _ in range(300):  # the background catch-up rebuilds the views
-        if damage.marked(memlog_home) is None:
+        if damage.marked(Home(memlog_home)) is None:
             break
         time.sleep(0.1)
     asked = prompt_payload(root, "how should the parser keep each step small and tested?")

@@ -34,6 +34,7 @@ from memlog.eventlog.events import (
     content_hash,
 )
 from memlog.eventlog.log import START, EventLog, Position, Record
+from memlog.home import Home
 from memlog.projections import late
 from memlog.projections.markdown_view.writer import markdown_files
 from memlog.projections.runner import catch_up, rebuild
@@ -79,7 +80,7 @@ class Device:
 
 
 def views(home: Path) -> tuple[str, dict[str, str]]:
-    return sqlite_digest(home / "memory.db"), markdown_files(home)
+    return sqlite_digest(Home(home)), markdown_files(Home(home))
 
 
 def folds_in_place(home: Path, where: Path, late: int) -> None:
@@ -92,7 +93,7 @@ def folds_in_place(home: Path, where: Path, late: int) -> None:
 
 def replayed(home: Path, where: Path) -> tuple[str, dict[str, str]]:
     shutil.copytree(home / "events", where / "events")
-    rebuild(where, SPACE)
+    rebuild(Home(where), SPACE)
     return views(where)
 
 
@@ -217,7 +218,7 @@ def test_a_damaged_index_rebuilds_the_views_instead_of_guessing(
     first, second = Device(memlog_home, "aa"), Device(memlog_home, "bb")
     first.write(*((100 + 10 * n, e) for n in range(6) for e in vectored(n)))
     catch_up(memlog_home, SPACE)
-    with store.opened(memlog_home / store.DB_NAME) as db, store.transaction(db):
+    with store.opened(memlog_home / "memory.db") as db, store.transaction(db):
         if harm == "lines row":  # a row cut short: not a whole number of lines
             db.execute("UPDATE lines SET data = substr(data, 1, 30) WHERE key = ?",
                        (content_hash(topic(2)),))  # fmt: skip
@@ -342,7 +343,7 @@ def test_a_lines_row_that_lies_rebuilds_the_views_instead_of_folding_from_it(
         (60, SessionProgress(session_id="s1", status="extracted", offset=9, usage=SPENT)),
     )  # fmt: skip
     catch_up(memlog_home, SPACE)
-    with store.opened(memlog_home / store.DB_NAME) as db, store.transaction(db):
+    with store.opened(memlog_home / "memory.db") as db, store.transaction(db):
         _lie(db, harm, one, other)
     second.write(  # late: about lesson 1 and session s1
         (20, observed(1)), (35, Promoted(entry_id=one, reason="seen twice")),

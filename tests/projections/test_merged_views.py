@@ -19,8 +19,9 @@ from memlog.eventlog import clock
 from memlog.eventlog.codec import encode_line
 from memlog.eventlog.events import Event
 from memlog.eventlog.log import EventLog
+from memlog.home import Home
 from memlog.projections.markdown_view.writer import markdown_files
-from memlog.projections.runner import catch_up, db_path, rebuild
+from memlog.projections.runner import catch_up, rebuild
 from memlog.projections.sqlite_view.digest import sqlite_digest
 from memlog.tests.projections.test_views import event_strategy
 
@@ -68,7 +69,7 @@ def deliver(home: Path, logs: dict[str, list[bytes]], order: list[str], catch: l
 
 
 def views(home: Path) -> tuple[str, dict[str, str]]:
-    return sqlite_digest(db_path(home)), markdown_files(home)
+    return sqlite_digest(Home(home)), markdown_files(Home(home))
 
 
 device_events = st.lists(event_strategy(), max_size=8)
@@ -101,7 +102,7 @@ def test_any_interleaving_folds_to_the_same_views(
             rng.shuffle(order)
             deliver(home, logs, order, catch)
         deliver(homes[2], logs, [], [False])
-        rebuild(homes[2])
+        rebuild(Home(homes[2]))
         assert views(homes[0]) == views(homes[1]) == views(homes[2])
 
 
@@ -117,10 +118,10 @@ def test_time_travel_counts_events_in_the_merged_order(tmp_path: Path) -> None:
     deliver(full, logs, [], [False])
     for keep in (1, 4, 9, len(SOME_EVENTS)):
         then = tmp_path / f"then-{keep}"
-        done = rebuild(full, until=Bound(keep, None), target=then)
+        done = rebuild(Home(full), until=Bound(keep, None), target=Home(then))
         merged = [r.segment.split("/")[0] for r in EventLog(full).read()][:keep]
         cut = tmp_path / f"cut-{keep}"
         deliver(cut, {d: lines[: merged.count(d)] for d, lines in logs.items()}, [], [False])
-        rebuild(cut)
+        rebuild(Home(cut))
         assert done.seq == keep
         assert views(then) == views(cut)

@@ -25,10 +25,11 @@ from memlog.eventlog.events import (
     content_hash,
 )
 from memlog.eventlog.log import EventLog
+from memlog.home import Home
 from memlog.projections import markdown_sync
 from memlog.projections.fold import fold
 from memlog.projections.markdown_view.writer import markdown_files
-from memlog.projections.runner import catch_up, db_path, rebuild
+from memlog.projections.runner import catch_up, rebuild
 from memlog.projections.sqlite_view import store
 from memlog.projections.sqlite_view.digest import sqlite_digest
 from memlog.projections.sqlite_view.reading import Snapshot, load_matrix
@@ -139,29 +140,29 @@ class ViewContract:
     def test_same_events_give_same_view(self, tmp_path: Path) -> None:
         write_log(tmp_path / "a", SOME_EVENTS)
         copy_log(tmp_path / "a", tmp_path / "b")
-        rebuild(tmp_path / "a")
-        rebuild(tmp_path / "b")
+        rebuild(Home(tmp_path / "a"))
+        rebuild(Home(tmp_path / "b"))
         assert self.digest(tmp_path / "a") == self.digest(tmp_path / "b")
 
     def test_replaying_twice_equals_once(self, tmp_path: Path) -> None:
         write_log(tmp_path, SOME_EVENTS)
-        rebuild(tmp_path)
+        rebuild(Home(tmp_path))
         once = self.digest(tmp_path)
-        rebuild(tmp_path)
+        rebuild(Home(tmp_path))
         assert self.digest(tmp_path) == once
 
     def test_incremental_equals_full(self, tmp_path: Path) -> None:
         write_log(tmp_path / "inc", SOME_EVENTS, chunk=3)
         copy_log(tmp_path / "inc", tmp_path / "full")
-        rebuild(tmp_path / "full")
+        rebuild(Home(tmp_path / "full"))
         assert self.digest(tmp_path / "inc") == self.digest(tmp_path / "full")
 
     def test_until_equals_truncated_log(self, tmp_path: Path) -> None:
         # cut after a whole batch: a batch cut short is never read (all or none)
         write_log(tmp_path / "all", SOME_EVENTS, chunk=7)
-        rebuild(tmp_path / "all", until=Bound(7, None), target=tmp_path / "then")
+        rebuild(Home(tmp_path / "all"), until=Bound(7, None), target=Home(tmp_path / "then"))
         cut_log(tmp_path / "all", tmp_path / "cut", 7)
-        rebuild(tmp_path / "cut")
+        rebuild(Home(tmp_path / "cut"))
         assert self.digest(tmp_path / "then") == self.digest(tmp_path / "cut")
 
     @settings(
@@ -180,18 +181,18 @@ class ViewContract:
         base = tmp_path_factory.mktemp("gen")
         write_log(base / "inc", events, chunk=4)
         copy_log(base / "inc", base / "full")
-        rebuild(base / "full")
+        rebuild(Home(base / "full"))
         assert self.digest(base / "inc") == self.digest(base / "full")
 
 
 class TestSqliteView(ViewContract):
     def digest(self, folder: Path) -> object:
-        return sqlite_digest(db_path(folder))
+        return sqlite_digest(Home(folder))
 
 
 class TestMarkdownView(ViewContract):
     def digest(self, folder: Path) -> object:
-        return markdown_files(folder)
+        return markdown_files(Home(folder))
 
 
 # -- fold semantics ----------------------------------------------------------------
@@ -239,13 +240,13 @@ NOW = datetime(2026, 1, 1, tzinfo=UTC)
 def test_fts_and_vectors_follow_the_rows(memlog_home: Path) -> None:
     write_log(memlog_home, SOME_EVENTS)
     catch_up(memlog_home)
-    with Snapshot(memlog_home) as view:  # D3's FTS5 bm25, from an index of the rows
+    with Snapshot(Home(memlog_home)) as view:  # D3's FTS5 bm25, from an index of the rows
         found = view.candidates(["heuristics", "patterns", "anti-patterns", "facts"], NOW)
         scores = view.bm25("alpha", view.rowid_positions(found.ids))
     assert [i for i, s in zip(found.ids, scores, strict=True) if s > 0] == [IDS[2]]
-    db = store.connect(db_path(memlog_home))
+    db = store.connect(Home(memlog_home).db)
     assert db.execute("SELECT name FROM sqlite_master WHERE name LIKE '%fts%'").fetchall() == []
-    matrix = load_matrix(db, memlog_home, DEFAULT_SPACE)
+    matrix = load_matrix(db, Home(memlog_home), DEFAULT_SPACE)
     assert matrix.ids == [IDS[0]]
     expected = np.frombuffer(vector(1), "<f4")  # kept as q8: within half a step of its scale
     assert np.abs(matrix.vectors[0] - expected).max() <= np.abs(expected).max() / 254 + 1e-7
@@ -270,14 +271,14 @@ def test_vector_spaces_never_mix(memlog_home: Path) -> None:
         ]  # fmt: skip
     )
     catch_up(memlog_home)
-    db = store.connect(db_path(memlog_home))
-    assert load_matrix(db, memlog_home, DEFAULT_SPACE).ids == [IDS[0]]
-    assert load_matrix(db, memlog_home, other).ids == [IDS[2]]  # from the table of others
+    db = store.connect(Home(memlog_home).db)
+    assert load_matrix(db, Home(memlog_home), DEFAULT_SPACE).ids == [IDS[0]]
+    assert load_matrix(db, Home(memlog_home), other).ids == [IDS[2]]  # from the table of others
     db.close()
     catch_up(memlog_home, other)  # the configured space changes: the view is rebuilt
-    db = store.connect(db_path(memlog_home))
-    assert load_matrix(db, memlog_home, other).ids == [IDS[2]]
-    assert load_matrix(db, memlog_home, DEFAULT_SPACE).ids == [IDS[0]]
+    db = store.connect(Home(memlog_home).db)
+    assert load_matrix(db, Home(memlog_home), other).ids == [IDS[2]]
+    assert load_matrix(db, Home(memlog_home), DEFAULT_SPACE).ids == [IDS[0]]
     in_table = db.execute("SELECT entry_id, provider FROM vectors").fetchall()
     assert in_table == [(IDS[0], "local")]  # each vector once: the one in force is packed
     db.close()
@@ -303,9 +304,9 @@ def events_bytes(home: Path) -> dict[str, bytes]:
 def test_damaged_database_is_rebuilt_and_log_untouched(memlog_home: Path, damage: str) -> None:
     write_log(memlog_home, SOME_EVENTS)
     catch_up(memlog_home)
-    good = sqlite_digest(db_path(memlog_home))
+    good = sqlite_digest(Home(memlog_home))
     before = events_bytes(memlog_home)
-    path = db_path(memlog_home)
+    path = Home(memlog_home).db
     for suffix in ("-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
     if damage == "delete":
@@ -316,18 +317,18 @@ def test_damaged_database_is_rebuilt_and_log_untouched(memlog_home: Path, damage
         path.write_bytes(b"this is not a database" * 500)
     result = catch_up(memlog_home)
     assert result.rebuilt or damage == "delete"
-    assert sqlite_digest(path) == good
+    assert sqlite_digest(Home(memlog_home)) == good
     assert events_bytes(memlog_home) == before
 
 
 def test_reader_keeps_its_snapshot_during_a_rebuild(memlog_home: Path) -> None:
     log = write_log(memlog_home, SOME_EVENTS[:5])
     catch_up(memlog_home)
-    reader = sqlite3.connect(db_path(memlog_home), isolation_level=None)
+    reader = sqlite3.connect(Home(memlog_home).db, isolation_level=None)
     reader.execute("BEGIN")
     old = reader.execute("SELECT count(*) FROM entries").fetchone()
     log.append(SOME_EVENTS[5:])
-    rebuild(memlog_home)
+    rebuild(Home(memlog_home))
     assert reader.execute("SELECT count(*) FROM entries").fetchone() == old
     reader.execute("COMMIT")
     new = reader.execute("SELECT count(*), (SELECT value FROM _metadata WHERE key='log_seq') "
@@ -361,8 +362,8 @@ def test_catch_ups_patch_the_markdown_files_in_place(
         assert not catch_up(memlog_home).rebuilt
     monkeypatch.undo()
     copy_log(memlog_home, tmp_path / "full")
-    rebuild(tmp_path / "full")
-    assert markdown_files(memlog_home) == markdown_files(tmp_path / "full")
+    rebuild(Home(tmp_path / "full"))
+    assert markdown_files(Home(memlog_home)) == markdown_files(Home(tmp_path / "full"))
 
 
 def test_a_file_no_entry_belongs_to_any_longer_is_removed_as_a_replay_has_none(
@@ -378,8 +379,8 @@ def test_a_file_no_entry_belongs_to_any_longer_is_removed_as_a_replay_has_none(
         assert not catch_up(memlog_home).rebuilt
         assert (memlog_home / "patterns.md").exists() == (scope == "universal")
     copy_log(memlog_home, tmp_path / "full")
-    rebuild(tmp_path / "full")
-    assert markdown_files(memlog_home) == markdown_files(tmp_path / "full")
+    rebuild(Home(tmp_path / "full"))
+    assert markdown_files(Home(memlog_home)) == markdown_files(Home(tmp_path / "full"))
 
 
 def test_a_catch_up_changing_many_entries_of_a_file_renders_it_once(
@@ -403,5 +404,5 @@ def test_a_catch_up_changing_many_entries_of_a_file_renders_it_once(
     text = (memlog_home / "projects" / "alpha" / "patterns.md").read_text()
     assert text.count("Observation count: 2") == count
     copy_log(memlog_home, tmp_path / "full")
-    rebuild(tmp_path / "full")
-    assert markdown_files(memlog_home) == markdown_files(tmp_path / "full")
+    rebuild(Home(tmp_path / "full"))
+    assert markdown_files(Home(memlog_home)) == markdown_files(Home(tmp_path / "full"))

@@ -13,6 +13,7 @@ from memlog.config import Config
 from memlog.embeddings.hashing import HashingProvider
 from memlog.eventlog.events import Observed, Reembedded, content_hash
 from memlog.eventlog.log import EventLog
+from memlog.home import Home
 from memlog.projections.runner import catch_up
 from memlog.projections.sqlite_view import store
 from memlog.retrieval.request import Request
@@ -97,7 +98,7 @@ def project(
 
 
 def make_request(home: Path, root: Path | None, config: Config = HASHING, **extra: Any) -> Request:
-    return Request(Workspace(home, root, config), deadline=time.monotonic() + 30, **extra)
+    return Request(Workspace(Home(home), root, config), deadline=time.monotonic() + 30, **extra)
 
 
 def entry_headers(text: str) -> list[str]:
@@ -107,7 +108,7 @@ def entry_headers(text: str) -> list[str]:
 
 def live_entry(home: Path, entry_id: str) -> Any:
     catch_up(home, HASHING.space)
-    with store.opened(home / store.DB_NAME) as db:
+    with store.opened(home / "memory.db") as db:
         return store.load_entries(db, [entry_id])[entry_id]
 
 

@@ -14,6 +14,7 @@ from memlog.api import recall
 from memlog.api.capturing import import_files
 from memlog.config import Config, load_config
 from memlog.eventlog.log import EventLog
+from memlog.home import Home
 from memlog.projections.fold import Entry, fold
 from memlog.projections.runner import catch_up
 from memlog.retrieval import budget
@@ -147,7 +148,7 @@ def test_the_context_holds_to_the_budget(memlog_home: Path, tmp_path: Path, cap:
 @pytest.fixture(scope="module")
 def bank_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     home = tmp_path_factory.mktemp("bank") / "home"
-    import_files(Workspace(home, None, HASHING), sorted(BANK.glob("*.md")))
+    import_files(Workspace(Home(home), None, HASHING), sorted(BANK.glob("*.md")))
     catch_up(home, HASHING.space)
     return home
 
@@ -170,7 +171,7 @@ def test_the_default_block_of_the_real_bank_holds_ten_entries_within_the_cap(
     roots = [feature_project(tmp_path, f) for f in features[::6]] + [tmp_path / "bare"]
     (tmp_path / "bare" / ".git").mkdir(parents=True)
     for root in roots:
-        ws = Workspace(bank_home, root, HASHING)
+        ws = Workspace(Home(bank_home), root, HASHING)
         result = recall.inject(ws)
         assert size(result.text) <= 9000 < 10_000, root
         assert len(result.chosen) >= 10, root

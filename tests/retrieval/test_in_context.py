@@ -9,6 +9,7 @@ import time
 from pathlib import Path
 
 from memlog.eventlog.events import content_hash
+from memlog.home import Home
 from memlog.retrieval import in_context, received
 
 
@@ -49,35 +50,38 @@ def test_a_branch_is_keyed_in_the_repository_and_every_worktree(tmp_path: Path) 
 
 def test_received_since_the_last_fresh_start(memlog_home: Path) -> None:
     home = memlog_home
-    assert received.add(home, "s", "startup", ["a", "b"]) == []
-    received.add(home, "s", "prompt", ["c"])
-    received.add(home, "s", "resume", ["d"])
-    assert received.received(home, "s") == {"a", "b", "c", "d"}
-    received.add(home, "s", "compact", ["a"])
-    assert received.received(home, "s") == {"a"}  # the context was summarised: afresh
-    received.add(home, "s", "clear", [])
-    assert received.received(home, "s") == set()
-    assert received.received(home, "other") == set() and received.received(home, "") == set()
+    assert received.add(Home(home), "s", "startup", ["a", "b"]) == []
+    received.add(Home(home), "s", "prompt", ["c"])
+    received.add(Home(home), "s", "resume", ["d"])
+    assert received.received(Home(home), "s") == {"a", "b", "c", "d"}
+    received.add(Home(home), "s", "compact", ["a"])
+    assert received.received(Home(home), "s") == {"a"}  # the context was summarised: afresh
+    received.add(Home(home), "s", "clear", [])
+    assert received.received(Home(home), "s") == set()
+    assert (
+        received.received(Home(home), "other") == set()
+        and received.received(Home(home), "") == set()
+    )
 
 
 def test_nothing_noted_without_a_session_or_anything_to_forget(memlog_home: Path) -> None:
-    received.add(memlog_home, "", "startup", ["a"])
-    received.add(memlog_home, "s", "startup", [])
+    received.add(Home(memlog_home), "", "startup", ["a"])
+    received.add(Home(memlog_home), "s", "startup", [])
     assert not memlog_home.exists()
 
 
 def test_a_torn_line_counts_as_not_received(memlog_home: Path) -> None:
-    received.add(memlog_home, "s", "startup", ["a"])
-    with open(received.path(memlog_home, "s"), "a") as handle:
+    received.add(Home(memlog_home), "s", "startup", ["a"])
+    with open(received.path(Home(memlog_home), "s"), "a") as handle:
         handle.write('{"trigger": "prompt", "ids": ["b"')
-    assert received.received(memlog_home, "s") == {"a"}
+    assert received.received(Home(memlog_home), "s") == {"a"}
 
 
 def test_old_sessions_are_swept(memlog_home: Path) -> None:
-    received.add(memlog_home, "old", "startup", ["a"])
-    received.add(memlog_home, "new", "startup", ["b"])
+    received.add(Home(memlog_home), "old", "startup", ["a"])
+    received.add(Home(memlog_home), "new", "startup", ["b"])
     then = time.time() - (received.KEEP_DAYS + 1) * 86400
-    os.utime(received.path(memlog_home, "old"), (then, then))
-    received.sweep(memlog_home)
-    assert not received.path(memlog_home, "old").exists()
-    assert received.received(memlog_home, "new") == {"b"}
+    os.utime(received.path(Home(memlog_home), "old"), (then, then))
+    received.sweep(Home(memlog_home))
+    assert not received.path(Home(memlog_home), "old").exists()
+    assert received.received(Home(memlog_home), "new") == {"b"}

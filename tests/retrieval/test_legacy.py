@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from memlog.eventlog.events import Confidence
+from memlog.home import Home
 from memlog.projections.markdown_view.kb_parser import KbCategory, content_hash, parse_file
 from memlog.retrieval.legacy import (
     LegacyEntry,
@@ -369,7 +370,7 @@ def test_the_order_memory_py_prints(tmp_path: Path, store: str, limit: int) -> N
     home.mkdir()
     if store == "duplicating":
         duplicating_global_store(home)
-    local, global_ = read_markdown_sources(root, home)
+    local, global_ = read_markdown_sources(root, Home(home))
     block = render_legacy_block(select_legacy(local, global_, limit))
     headers = [ln[4:] for ln in block.splitlines() if ln.startswith("### ")]
     assert [h for h in headers if h not in {t[4:] for t in SECTION_TITLES.values()}] == (

@@ -24,6 +24,7 @@ from memlog.api.capturing import import_files
 from memlog.config import Config
 from memlog.eventlog.events import Observed
 from memlog.eventlog.log import EventLog
+from memlog.home import Home
 from memlog.projections.runner import catch_up
 from memlog.projections.sqlite_view import index_files, ranks
 from memlog.projections.sqlite_view.plain import Neighbours, View
@@ -157,16 +158,16 @@ def test_the_view_counts_days_from_the_right_moment(tmp_path: Path) -> None:
             "slot) VALUES (?, 'n', 'd', 'patterns', 't', ?, 'm', ?, ?, ?, 3, 4, ?)",
             (entry_id, updated, sources, observed, level, slot),
         )
-    with index_files.preparing(home):
+    with index_files.preparing(Home(home)):
         db.execute("BEGIN")
-        ranks.build(db, home, 99, lambda _: False)
+        ranks.build(db, Home(home), 99, lambda _: False)
         db.execute("COMMIT")
     now = datetime(2025, 3, 31, 12, 0, tzinfo=UTC)
-    with View(home) as view:
+    with View(Home(home)) as view:
         packed = view.columns(["patterns"], now)
     db.execute("DELETE FROM packed_sets WHERE kind = 'rnk'")
     db.close()
-    with View(home) as view:
+    with View(Home(home)) as view:
         assert view.columns(["patterns"], now) == packed  # the rows say the same
     days = dict(zip(packed.ids, packed.days, strict=True))
     expected = {"a": 30.0, "b": 10.5, "c": 1.0, "d": 1.5, "e": 0.0, "f": 0.0}
@@ -198,7 +199,7 @@ def test_select_equals_numpy(limit: int, balanced: bool) -> None:
 def bank_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The 265 real entries imported, with hashing vectors (so a neighbour graph)."""
     home = tmp_path_factory.mktemp("bank") / "home"
-    ws = Workspace(home, None, PLAIN)
+    ws = Workspace(Home(home), None, PLAIN)
     import_files(ws, sorted(BANK.glob("*.md")))
     catch_up(home, PLAIN.space)
     return home
@@ -266,7 +267,7 @@ QUERIES = [
 
 @pytest.mark.parametrize("query", QUERIES)
 def test_search_equals_numpy(bank_home: Path, query: str) -> None:
-    request = Request.interactive(Workspace(bank_home, None, PLAIN), limit=15, query=query)
+    request = Request.interactive(Workspace(Home(bank_home), None, PLAIN), limit=15, query=query)
     ours, theirs = both(request)
     assert msgspec.to_builtins(ours)["chosen"] == msgspec.to_builtins(theirs)["chosen"]
 

@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 from memlog.eventlog.vectors import q8_size, quantise_rows
-from memlog.projections.sqlite_view import index_files, packed, ranks, reading, store, vectors
+from memlog.home import Home
+from memlog.projections.sqlite_view import packed, ranks, reading, store, vectors
 from memlog.retrieval import ranking
 from memlog.vocabulary import Space
 
@@ -268,7 +269,7 @@ def packed_view(
     its vector (``q8``), one record per slot."""
     ranked = b"".join(ranks.RECORD.pack(i.encode(), 0.0, 1, 0, 0, 2, ranks.LIVE | ranks.VECTOR)
                       for i in ids)  # fmt: skip
-    folder = folder / index_files.INDEX_DIR
+    folder = folder / "index"
     packed.write(folder, "1.rnk", packed.header(ranks.MAGIC, ranks.RECORD.size) + ranked)
     size = q8_size(space.dimensions)
     rows = b"".join(quantise_rows(matrix))
@@ -295,7 +296,7 @@ def test_ac9a_vector_scores_scoring_and_selection_at_10k_by_768(tmp_path: Path) 
     db = packed_view(tmp_path, ids, matrix, space)
     slots = np.arange(n, dtype=np.int64)
 
-    cosines, matches = reading.vector_scores(db, tmp_path, space, query, slots)
+    cosines, matches = reading.vector_scores(db, Home(tmp_path), space, query, slots)
     assert matches == n
     # q8 keeps each value within half a step of its row's scale (~1/254 of its peak)
     np.testing.assert_allclose(cosines, matrix.astype(np.float64) @ query, atol=2e-3)

@@ -22,9 +22,9 @@ from memlog.embeddings.hashing import HashingProvider
 from memlog.eventlog.devices import is_per_device, to_devices
 from memlog.eventlog.events import Recalled, Retired, content_hash
 from memlog.eventlog.log import EventLog
+from memlog.home import Home
 from memlog.projections.runner import catch_up
-from memlog.projections.sqlite_view import reading, store
-from memlog.retrieval import record as recording
+from memlog.projections.sqlite_view import reading
 from memlog.retrieval.inject import build
 from memlog.retrieval.record import record
 from memlog.tests.retrieval.helpers import (
@@ -71,7 +71,7 @@ def test_ac2_entry_from_another_project_is_retrieved(memlog_home: Path, tmp_path
     assert first.components["vector"] == 1.0 and first.components["keyword"] == 1.0
     assert result.vector_matches == 31 and result.fts_matches >= 1
     record(request, result)
-    written = json.loads((memlog_home / recording.LAST_INJECTION).read_text())
+    written = json.loads((memlog_home / ".last-injection.json").read_text())
     assert written["project"] == "project-b"
     assert "Pattern: Parser error handling" in written["entry_names"]
 
@@ -80,8 +80,7 @@ def test_a_log_kept_per_device_without_its_view_is_rebuilt_not_taken_for_empty(
     memlog_home: Path, tmp_path: Path
 ) -> None:
     seed(memlog_home, entry("Parser error handling", PARSER, "patterns", project="project-a"))
-    events_dir = EventLog(memlog_home).events_dir
-    assert to_devices(events_dir) and is_per_device(events_dir)
+    assert to_devices(Home(memlog_home)) and is_per_device(Home(memlog_home))
     for path in memlog_home.glob("memory.db*"):
         path.unlink()
     root = project(tmp_path, "project-b", spec="We are building a file parser with error handling.")
@@ -164,8 +163,8 @@ def test_ac6_semantic_off_is_the_markdown_pipeline_exactly(
         global_=2,
     )
     assert spy.calls == 0
-    assert not (memlog_home / store.DB_NAME).exists()
-    written = json.loads((memlog_home / recording.LAST_INJECTION).read_text())
+    assert not (memlog_home / "memory.db").exists()
+    written = json.loads((memlog_home / ".last-injection.json").read_text())
     assert written["sources"] == {"local": 4, "global": 2}
     assert written["mode"] == "legacy"
 
@@ -247,7 +246,7 @@ def test_ac7c_unreadable_database_falls_back_to_markdown(memlog_home: Path, tmp_
     root = project(tmp_path, "project-b")
     knowledge_bank(root, memlog_home)
     seed(memlog_home, filler(3, "patterns"))
-    (memlog_home / store.DB_NAME).mkdir()  # a database nobody can open
+    (memlog_home / "memory.db").mkdir()  # a database nobody can open
     result = build(make_request(memlog_home, root))
     assert result.mode == "legacy"
     assert result.text.startswith(HEADER) and "semantic: disabled" in result.text
@@ -258,7 +257,7 @@ def test_ac7c_unreadable_database_falls_back_to_markdown(memlog_home: Path, tmp_
 def test_ac7c_corrupt_database_without_catch_up(memlog_home: Path, tmp_path: Path) -> None:
     root = project(tmp_path, "project-b")
     knowledge_bank(root, memlog_home)
-    (memlog_home / store.DB_NAME).write_bytes(b"this is not a database" * 100)
+    (memlog_home / "memory.db").write_bytes(b"this is not a database" * 100)
     result = build(make_request(memlog_home, root, catch_up=False))
     assert result.mode == "legacy" and "Skipping Reviews" in result.text
     # with catch-up the view is rebuilt from the (empty) log instead
@@ -418,7 +417,7 @@ def test_ac5_last_injection_file(memlog_home: Path, tmp_path: Path) -> None:
     first = build(request)
     before = time.time()
     assert record(request, first) == []
-    path = memlog_home / recording.LAST_INJECTION
+    path = memlog_home / ".last-injection.json"
     written = json.loads(path.read_text())
     assert written["project"] == "project-b"
     assert written["entries_injected"] == 3
@@ -444,4 +443,4 @@ def test_no_injection_writes_no_tracking_file(memlog_home: Path) -> None:
     mixed_bank(memlog_home)
     request = make_request(memlog_home, None, limit=0)
     record(request, build(request))
-    assert not (memlog_home / recording.LAST_INJECTION).exists()
+    assert not (memlog_home / ".last-injection.json").exists()

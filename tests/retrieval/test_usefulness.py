@@ -13,6 +13,7 @@ from memlog.api.capturing import import_files
 from memlog.config import Config
 from memlog.eventlog.events import Influenced
 from memlog.eventlog.log import EventLog
+from memlog.home import Home
 from memlog.projections.runner import catch_up
 from memlog.retrieval import light, plain
 from memlog.retrieval.request import Injection
@@ -43,7 +44,7 @@ def frozen(monkeypatch: pytest.MonkeyPatch) -> None:
 @pytest.fixture
 def bank_home(tmp_path: Path) -> Path:
     home = tmp_path / "home"
-    import_files(Workspace(home, None, ON), sorted(BANK.glob("*.md")))
+    import_files(Workspace(Home(home), None, ON), sorted(BANK.glob("*.md")))
     catch_up(home, ON.space)
     return home
 

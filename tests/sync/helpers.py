@@ -18,6 +18,7 @@ from memlog.eventlog.codec import encode_line
 from memlog.eventlog.log import EventLog
 from memlog.eventlog.secrets import REDACTED
 from memlog.files import atomic_write
+from memlog.home import Home
 
 #: files that belong to one machine, not to the views (compared separately or not at all)
 MACHINE_LOCAL = {
@@ -127,7 +128,7 @@ def logical_views(home: Path) -> dict[str, bytes]:
         for rel, data in views_of(home).items()
         if not rel.startswith(("memory.db", *(f"{f}/" for f in POINTED))) and rel not in BOOKKEEPING
     }
-    found["memory.db (content)"] = sqlite_digest(home / "memory.db").encode()
+    found["memory.db (content)"] = sqlite_digest(Home(home)).encode()
     return found
 
 

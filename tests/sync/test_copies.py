@@ -16,6 +16,7 @@ from pathlib import Path
 from memlog.eventlog import devices
 from memlog.eventlog.events import Observed
 from memlog.eventlog.log import EventLog
+from memlog.home import Home
 from memlog.tests.sync.helpers import (
     assert_same_views,
     bare_remote,
@@ -76,7 +77,7 @@ def test_a_copy_the_stamp_cannot_tell_is_caught_at_its_sync(tmp_path: Path) -> N
     its first sync finds the remote holding lines of its device it never wrote."""
     a, c, remote = copied(tmp_path)
     old = device_of(a)
-    (c / "events" / devices.STAMP_FILE).write_text(
+    (c / "events" / ".device-stamp").write_text(
         f"{(c / 'events').stat().st_ino}\n"
     )  # the copy believes the id was made here
     observe(a, "A's new lesson.")
@@ -98,7 +99,7 @@ def test_a_copy_the_stamp_cannot_tell_is_caught_at_its_sync(tmp_path: Path) -> N
 
 def test_the_home_itself_keeps_its_device(memlog_home: Path) -> None:
     observe(memlog_home, "A lesson.")
-    events = memlog_home / "events"
-    first = devices.device_id(events)
-    assert not devices.is_copy(events)
-    assert devices.device_id(events) == first
+    events = Home(memlog_home)
+    first = devices.device_id(Home(events))
+    assert not devices.is_copy(Home(events))
+    assert devices.device_id(Home(events)) == first

@@ -14,6 +14,7 @@ import pytest
 from memlog.eventlog import segments as seg
 from memlog.eventlog.events import Superseded, content_hash
 from memlog.eventlog.log import EventLog
+from memlog.home import Home
 from memlog.tests.sync.helpers import (
     assert_same_views,
     bare_remote,
@@ -93,7 +94,7 @@ def check_converged(homes: list[Path], remote: str) -> None:
         for path in home.rglob("*"):
             if path.is_file() and "sync.git" not in path.parts:
                 assert LEAK.encode() not in path.read_bytes(), path
-        kept = b"".join(base64.b64decode(r.data) for r in seg.read_quarantine(home))
+        kept = b"".join(base64.b64decode(r.data) for r in seg.read_quarantine(Home(home)))
         assert LEAK.encode() not in kept  # a redacted copy is replaced, not quarantined
     assert git("--git-dir", remote, "fsck", "--strict").returncode == 0
     tip = git("--git-dir", remote, "archive", "memlog").stdout
@@ -289,7 +290,7 @@ def test_a_clock_years_ahead_is_taken_and_followed(
     assert "days ahead of this machine's clock" in result.output
     assert "refused" not in result.output
     assert entry(homes[0], PLAIN)["name"]
-    assert clock.read_floor(homes[0] / "events") >= future
+    assert clock.read_floor(Home(homes[0])) >= future
     observe(homes[0], "Written meanwhile.")
     assert clock.micros(entry(homes[0], "Written meanwhile.")["created_at"]) > future
     assert "days ahead" in memlog_ok(homes[0], "sync").output

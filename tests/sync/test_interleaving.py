@@ -30,6 +30,7 @@ from memlog.eventlog.events import (
     content_hash,
 )
 from memlog.eventlog.log import EventLog
+from memlog.home import Home
 from memlog.projections.runner import rebuild
 from memlog.projections.sqlite_view import store
 from memlog.tests.sync.helpers import bare_remote, init, logical_views, memlog_ok, observe
@@ -78,15 +79,15 @@ class Team:
         self.replays += 1
         fresh = self.tmp / f"replay{self.replays}"
         shutil.copytree(home / "events", fresh / "events")
-        rebuild(fresh, SPACE)
+        rebuild(Home(fresh), SPACE)
         assert logical_views(home) == logical_views(fresh)
         shutil.rmtree(fresh)
 
 
 def slots_of(home: Path) -> dict[str, int]:
-    if not (home / store.DB_NAME).exists():
+    if not (home / "memory.db").exists():
         return {}
-    with store.opened(home / store.DB_NAME, readonly=True) as db:
+    with store.opened(home / "memory.db", readonly=True) as db:
         return store.all_slots(db)
 
 

@@ -13,6 +13,7 @@ import pytest
 
 from memlog.eventlog.log import EventLog
 from memlog.eventlog.verify import verify_log
+from memlog.home import Home
 from memlog.sync.engine import sync_lock
 from memlog.tests.sync.helpers import assert_same_views, bare_remote, git, init, memlog_ok, observe
 
@@ -55,7 +56,7 @@ def test_kill_9_during_sync_leaves_everything_usable(tmp_path: Path) -> None:
         time.sleep(took * fraction)
         os.killpg(child.pid, signal.SIGKILL)  # memlog dies; the git it started runs on
         child.wait()
-        with sync_lock(home):  # held until the last git of the killed sync has ended
+        with sync_lock(Home(home)):  # held until the last git of the killed sync has ended
             usable(home, remote)
         EventLog(home).append([])  # appending still works
     for home in (a, b, a):
@@ -88,8 +89,8 @@ def test_a_second_sync_waits_for_the_first(tmp_path: Path) -> None:
     from memlog.sync.repo import SyncError
 
     home = tmp_path / "home"
-    with sync_lock(home), pytest.raises(SyncError, match="another sync"):
-        with sync_lock(home, wait=0.2):
+    with sync_lock(Home(home)), pytest.raises(SyncError, match="another sync"):
+        with sync_lock(Home(home), wait=0.2):
             pass
 
 

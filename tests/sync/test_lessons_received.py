@@ -9,6 +9,7 @@ from pathlib import Path
 from memlog.eventlog import clock
 from memlog.eventlog.events import Held, Observed, content_hash
 from memlog.eventlog.log import EventLog
+from memlog.home import Home
 from memlog.projections.sqlite_view import queries
 from memlog.tests.sync.helpers import bare_remote, device_of, init, memlog_ok, observe
 
@@ -17,7 +18,7 @@ PLAIN = "Pin tool versions in CI."
 
 
 def status(home: Path, description: str) -> str:
-    (entry,) = queries.entries(home, [content_hash(description)], vectors=False)
+    (entry,) = queries.entries(Home(home), [content_hash(description)], vectors=False)
     return entry.status
 
 
@@ -35,7 +36,7 @@ def test_a_lesson_from_a_device_without_the_scan_is_held_here(tmp_path: Path) ->
     done = memlog_ok(mine, "sync")
     assert "1 lesson from other devices held for review" in done.output
     assert status(mine, STEER) == "held" and status(mine, PLAIN) == "live"
-    (entry,) = queries.entries(mine, [content_hash(STEER)], vectors=False)
+    (entry,) = queries.entries(Home(mine), [content_hash(STEER)], vectors=False)
     assert entry.devices == [device_of(theirs)] and "override" in entry.held
     # the hold is this device's own event, stamped after what it holds
     holds = [r for r in EventLog(mine).read() if isinstance(r.event, Held)]

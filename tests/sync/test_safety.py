@@ -21,6 +21,7 @@ import pytest
 
 from memlog.eventlog import segments as seg
 from memlog.eventlog.events import content_hash
+from memlog.home import Home
 from memlog.tests import forge
 from memlog.tests.sync.helpers import (
     assert_same_views,
@@ -113,7 +114,7 @@ def test_a_forged_retire_appended_to_another_device_is_refused(tmp_path: Path) -
             ]
             == "live"
         )
-    quarantined = [r for r in seg.read_quarantine(a) if r.segment == path]
+    quarantined = [r for r in seg.read_quarantine(Home(a)) if r.segment == path]
     assert quarantined and all("from the remote" in r.reason for r in quarantined)
 
 
@@ -453,6 +454,8 @@ def test_a_damaged_copy_here_is_restored_and_kept(tmp_path: Path) -> None:
     done = sync_json(b, code=1)
     assert "checksum mismatch" in str(done["held"])  # never offered to the others
     assert path.read_bytes() == good
-    kept = [r for r in seg.read_quarantine(b) if r.segment == f"{device_of(a)}/{SEGMENT}.jsonl"]
+    kept = [
+        r for r in seg.read_quarantine(Home(b)) if r.segment == f"{device_of(a)}/{SEGMENT}.jsonl"
+    ]
     assert kept and b"Pin tocl" in base64.b64decode(kept[0].data)
     assert memlog(b, "verify").exit_code == 0

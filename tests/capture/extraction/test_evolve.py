@@ -11,6 +11,7 @@ from memlog.capture.extraction.answers import Extraction, Invalid, Op
 from memlog.capture.extraction.prompts import Scope
 from memlog.eventlog.events import Observed, Retired, Superseded, content_hash
 from memlog.eventlog.log import EventLog
+from memlog.home import Home
 from memlog.projections import branch_memory
 from memlog.projections.fold import Entry, fold
 from memlog.projections.markdown_view.writer import markdown_digest
@@ -29,7 +30,7 @@ def seeded(home: Path, *texts: str) -> list[Entry]:
     plan = evolve.created(SCOPE, items(*texts), "s0")
     EventLog(home).append(plan.events)
     catch_up(home)
-    return branch_memory.live_entries(home, *SCOPE)
+    return branch_memory.live_entries(Home(home), *SCOPE)
 
 
 def apply(home: Path, plan: evolve.Plan) -> None:
@@ -38,7 +39,7 @@ def apply(home: Path, plan: evolve.Plan) -> None:
 
 
 def live(home: Path) -> list[str]:
-    return [e.description for e in branch_memory.live_entries(home, *SCOPE)]
+    return [e.description for e in branch_memory.live_entries(Home(home), *SCOPE)]
 
 
 @pytest.mark.ac("004:evolve")
@@ -106,15 +107,15 @@ def test_the_same_extraction_applied_twice_changes_nothing(memlog_home: Path) ->
     existing = seeded(memlog_home, A, B)
     ops = [Op("add", section="conventions", content=C)]
     apply(memlog_home, evolve.evolved(SCOPE, existing, items(C), ops, "s1"))
-    views = sqlite_digest(memlog_home / "memory.db"), markdown_digest(memlog_home)
-    existing = branch_memory.live_entries(memlog_home, *SCOPE)
+    views = sqlite_digest(Home(memlog_home)), markdown_digest(Home(memlog_home))
+    existing = branch_memory.live_entries(Home(memlog_home), *SCOPE)
     again = evolve.evolved(SCOPE, existing, items(C), ops, "s1")
     assert again.events == [] and [op.op for op in again.operations] == ["keep"]
     apply(memlog_home, again)
-    entries_after = [e for e in branch_memory.live_entries(memlog_home, *SCOPE)]
+    entries_after = [e for e in branch_memory.live_entries(Home(memlog_home), *SCOPE)]
     assert [e.description for e in entries_after] == [A, B, C]
     assert [e.observation_count for e in entries_after] == [1, 1, 1]
-    assert markdown_digest(memlog_home) == views[1]
+    assert markdown_digest(Home(memlog_home)) == views[1]
 
 
 def test_an_operation_against_a_statement_just_extracted_again_is_a_keep(memlog_home: Path) -> None:
@@ -151,7 +152,9 @@ def test_a_branch_scoped_remove_leaves_the_entry_live_on_another_branch(memlog_h
     log.append([Retired(entry_id=content_hash(A), reason="x", branch="shop/feature/x")])
     catch_up(memlog_home)
     assert live(memlog_home) == []
-    assert [e.description for e in branch_memory.live_entries(memlog_home, "shop", "main")] == [A]
+    assert [
+        e.description for e in branch_memory.live_entries(Home(memlog_home), "shop", "main")
+    ] == [A]
     state = fold(r.event for r in log.read())
     assert state.entries[content_hash(A)].status == "live"
 

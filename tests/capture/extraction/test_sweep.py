@@ -15,6 +15,7 @@ from memlog.errors import RateLimited
 from memlog.eventlog import devices
 from memlog.eventlog.events import SessionPending
 from memlog.eventlog.log import EventLog
+from memlog.home import Home
 from memlog.tests.capture.extraction.helpers import (
     Scripted,
     chain,
@@ -126,13 +127,13 @@ def test_each_session_uses_its_own_projects_configuration(ws: Workspace, tmp_pat
 
 def from_another_machine(ws: Workspace, tmp_path: Path, event: SessionPending) -> None:
     """``event`` as sync brings it: in another device's folder of this home's log."""
-    events, theirs = ws.home / "events", tmp_path / "their-home"
-    if not devices.is_per_device(events):
-        devices.to_devices(events)
+    theirs = tmp_path / "their-home"
+    if not devices.is_per_device(ws.home):
+        devices.to_devices(ws.home)
     EventLog(theirs).append([event])
-    devices.to_devices(theirs / "events")
-    (device,) = devices.device_dirs(theirs / "events")
-    shutil.copytree(theirs / "events" / device, events / device)
+    devices.to_devices(Home(theirs))
+    (device,) = devices.device_dirs(Home(theirs))
+    shutil.copytree(theirs / "events" / device, ws.home.device(device))
     ws.catch_up()
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from memlog.eventlog.events import Observed, Retired
 from memlog.eventlog.log import EventLog
+from memlog.home import Home
 from memlog.projections.runner import catch_up, rebuild
 from memlog.projections.sqlite_view import index_files, lexfiles, lexicon, store
 from memlog.projections.sqlite_view.lexfiles import K1, B
@@ -29,15 +30,15 @@ def base(tmp_path: Path, docs: list[dict[str, int] | None]) -> None:
             tf.append(count)
     data = lexicon._base_bytes(len(docs), np.array(hashes, dtype=np.uint64), np.array(at),
                                np.array(tf), np.array(lengths))  # fmt: skip
-    with store.opened(tmp_path / store.DB_NAME) as db, store.transaction(db):
-        lexicon._point_base(db, tmp_path, 1, data, len(docs))
+    with store.opened(tmp_path / "memory.db") as db, store.transaction(db):
+        lexicon._point_base(db, Home(tmp_path), 1, data, len(docs))
 
 
 def scores(tmp_path: Path, query: list[Unit], size: int) -> tuple[list[float], list[float]]:
     """The numpy scores and the plain ones."""
-    with store.opened(tmp_path / store.DB_NAME, readonly=True) as db:
-        index = lexicon.load(db, tmp_path)
-        files = lexfiles.load_files(db, tmp_path)
+    with store.opened(tmp_path / "memory.db", readonly=True) as db:
+        index = lexicon.load(db, Home(tmp_path))
+        files = lexfiles.load_files(db, Home(tmp_path))
     assert index is not None and files is not None
     return index.score(query, size).tolist(), lexfiles.scores(files, query, size)
 
@@ -91,10 +92,10 @@ def test_a_delta_scores_as_the_base_a_rebuild_writes(tmp_path: Path, seed: int) 
         docs += [None] * (size - len(docs))
         for slot, doc in changed.items():
             docs[slot] = doc
-        with store.opened(tmp_path / store.DB_NAME) as db, store.transaction(db):
+        with store.opened(tmp_path / "memory.db") as db, store.transaction(db):
             patched = [(slot, as_doc(doc)) for slot, doc in sorted(changed.items())]
-            assert lexicon.patch(db, tmp_path, 10 + step, size, patched)
-            kept = lexicon.canonical(db, tmp_path)
+            assert lexicon.patch(db, Home(tmp_path), 10 + step, size, patched)
+            kept = lexicon.canonical(db, Home(tmp_path))
         words = rng.sample(WORDS, 4)  # two words, and two held together as an identifier's
         query = [Unit((words[0],), 1.0), Unit((words[1],), 1.5), Unit(tuple(words[2:]), 1.0)]
         incremental = scores(tmp_path, query, size)
@@ -103,14 +104,14 @@ def test_a_delta_scores_as_the_base_a_rebuild_writes(tmp_path: Path, seed: int) 
         fresh.mkdir()
         base(fresh, docs)
         assert scores(fresh, query, size) == incremental  # the same numbers as a rebuild
-        with store.opened(tmp_path / store.DB_NAME, readonly=True) as db:
-            files = lexfiles.load_files(db, tmp_path)
+        with store.opened(tmp_path / "memory.db", readonly=True) as db:
+            files = lexfiles.load_files(db, Home(tmp_path))
         assert files is not None
         for word in WORDS:  # the relevance floor's idf counts the same documents
             holding = sum(1 for doc in docs if doc is not None and word in doc)
             assert lexfiles.document_frequency(files, word) == holding
-        with store.opened(fresh / store.DB_NAME, readonly=True) as db:
-            assert lexicon.canonical(db, fresh) == kept  # and the same base once compacted
+        with store.opened(fresh / "memory.db", readonly=True) as db:
+            assert lexicon.canonical(db, Home(fresh)) == kept  # and the same base once compacted
 
 
 def test_a_full_delta_is_folded_into_a_new_base(
@@ -118,18 +119,18 @@ def test_a_full_delta_is_folded_into_a_new_base(
 ) -> None:
     monkeypatch.setattr(lexicon, "DELTA_LIMIT", 3)
     base(tmp_path, [{"lock": 1}, {"cach": 1}])
-    with store.opened(tmp_path / store.DB_NAME) as db, store.transaction(db):
-        assert lexicon.patch(db, tmp_path, 5, 3, [(2, as_doc({"pars": 1, "lock": 2}))])
+    with store.opened(tmp_path / "memory.db") as db, store.transaction(db):
+        assert lexicon.patch(db, Home(tmp_path), 5, 3, [(2, as_doc({"pars": 1, "lock": 2}))])
         assert index_files.pointer(db, "lxd") is not None  # two postings: a delta
-        assert lexicon.patch(db, tmp_path, 6, 3, [(0, as_doc({"fsync": 1, "queu": 1}))])
+        assert lexicon.patch(db, Home(tmp_path), 6, 3, [(0, as_doc({"fsync": 1, "queu": 1}))])
         assert index_files.pointer(db, "lxd") is None  # four: folded into a new base
         assert index_files.pointer(db, "lex") == ("000000000006.lex", 3)
     fresh = tmp_path / "fresh"
     fresh.mkdir()
     base(fresh, [{"fsync": 1, "queu": 1}, {"cach": 1}, {"pars": 1, "lock": 2}])
-    with store.opened(fresh / store.DB_NAME, readonly=True) as db:
-        rebuilt = lexicon.canonical(db, fresh)
-    written = (tmp_path / index_files.INDEX_DIR / "000000000006.lex").read_bytes()
+    with store.opened(fresh / "memory.db", readonly=True) as db:
+        rebuilt = lexicon.canonical(db, Home(fresh))
+    written = (tmp_path / "index" / "000000000006.lex").read_bytes()
     assert rebuilt == written
 
 
@@ -141,16 +142,16 @@ def test_index_follows_the_entries_and_equals_a_rebuild(memlog_home: Path) -> No
     catch_up(memlog_home, DEFAULT_SPACE)
     log.append([Retired(entry_id=first.entry_id, reason="wrong")])
     catch_up(memlog_home, DEFAULT_SPACE)
-    with store.opened(memlog_home / store.DB_NAME) as db:
+    with store.opened(memlog_home / "memory.db") as db:
         assert index_files.pointer(db, "lxd") is not None  # the retirement: in a delta
-        index = lexicon.load(db, memlog_home)
-        kept = lexicon.canonical(db, memlog_home)
+        index = lexicon.load(db, Home(memlog_home))
+        kept = lexicon.canonical(db, Home(memlog_home))
     assert index is not None and index.score([Unit(("lock",), 1.0)], 2).tolist() == [0.0, 0.0]
     assert index.score([Unit(("cach",), 1.0)], 2).tolist()[1] > 0
-    rebuild(memlog_home, DEFAULT_SPACE)
-    with store.opened(memlog_home / store.DB_NAME) as db:
+    rebuild(Home(memlog_home), DEFAULT_SPACE)
+    with store.opened(memlog_home / "memory.db") as db:
         assert index_files.pointer(db, "lxd") is None
-        assert lexicon.canonical(db, memlog_home) == kept
+        assert lexicon.canonical(db, Home(memlog_home)) == kept
 
 
 def test_a_missing_file_is_no_index(memlog_home: Path) -> None:
@@ -158,8 +159,8 @@ def test_a_missing_file_is_no_index(memlog_home: Path) -> None:
         [Observed(name="Lock retries", description="Retry the lock.", category="patterns")]
     )
     catch_up(memlog_home, DEFAULT_SPACE)
-    for path in (memlog_home / index_files.INDEX_DIR).glob("*.lex"):
+    for path in (memlog_home / "index").glob("*.lex"):
         path.unlink()
-    with store.opened(memlog_home / store.DB_NAME) as db:
-        assert lexicon.load(db, memlog_home) is None
-        assert lexfiles.load_files(db, memlog_home) is None
+    with store.opened(memlog_home / "memory.db") as db:
+        assert lexicon.load(db, Home(memlog_home)) is None
+        assert lexfiles.load_files(db, Home(memlog_home)) is None

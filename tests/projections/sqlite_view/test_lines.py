@@ -32,7 +32,7 @@ def read(home: Path, line: Line) -> bytes:
 def test_each_key_names_the_lines_of_every_event_about_it(memlog_home: Path) -> None:
     log = EventLog(memlog_home)
     log.events_dir.mkdir(parents=True)
-    devices.to_devices(log.events_dir)  # kept per device, as a synced home's log is
+    devices.to_devices(log.home)  # kept per device, as a synced home's log is
     first, other = content_hash(LESSON), content_hash(OTHER)
     log.append([Observed(name="Lock", description=LESSON, category="patterns")])
     catch_up(memlog_home, SPACE)  # built from zero: the rows of a rebuild
@@ -41,7 +41,7 @@ def test_each_key_names_the_lines_of_every_event_about_it(memlog_home: Path) -> 
                 SessionProgress(session_id="s1", status="extracted", offset=3),
                 MaintenanceRan(task="weekly")])  # fmt: skip
     catch_up(memlog_home, SPACE)  # followed: the rows of a catch-up
-    with store.opened(memlog_home / store.DB_NAME) as db:
+    with store.opened(memlog_home / "memory.db") as db:
         found = {k: sorted(lines.of(db, [k])) for k in (first, other, "session:s1", "maintenance")}
         day = sorted(lines.of(db, [k for k in _keys(db) if k.startswith("day:")]))
         firsts = lines.first_observations(db, first)
@@ -62,9 +62,9 @@ def test_a_flat_log_has_no_lines_and_one_past_four_gib_is_kept_as_unknown(
 ) -> None:
     EventLog(memlog_home).append([Observed(name="Lock", description=LESSON, category="patterns")])
     catch_up(memlog_home, SPACE)  # a log of one machine that never synced: nothing comes late
-    with store.opened(memlog_home / store.DB_NAME) as db:
+    with store.opened(memlog_home / "memory.db") as db:
         assert _keys(db) == []
-    with store.opened(memlog_home / store.DB_NAME) as db, store.transaction(db):
+    with store.opened(memlog_home / "memory.db") as db, store.transaction(db):
         lines.add(db, [("far", 7, "aa/1.jsonl", 1 << 32, (1 << 32) + 90, True)])
         assert lines.of(db, ["far"]) == {Line(7, "", 0xFFFFFFFF, 0xFFFFFFFF)}
 

@@ -11,6 +11,7 @@ import pytest
 from memlog.eventlog.events import Reembedded, Retired, content_hash
 from memlog.eventlog.log import EventLog
 from memlog.eventlog.vectors import quantise
+from memlog.home import Home
 from memlog.projections.runner import catch_up, rebuild
 from memlog.projections.sqlite_view import graph as graph_module
 from memlog.projections.sqlite_view import index_files, neighbours, ranks, store
@@ -23,10 +24,10 @@ SPACE = Space(*HASHING.space)
 
 def graph(home: Path) -> tuple[tuple[str, int] | None, dict[str, list[str]]]:
     """The packed file's pointer and each member's neighbours, by id."""
-    with store.opened(home / store.DB_NAME) as db:
+    with store.opened(home / "memory.db") as db:
         found = index_files.pointer(db, neighbours.KIND)
-        loaded = neighbours.read(db, home)
-        records = ranks.read(db, home)
+        loaded = neighbours.read(db, Home(home))
+        records = ranks.read(db, Home(home))
     assert loaded is not None and records is not None
     ids = [r[0].decode() for r in ranks.RECORD.iter_unpack(records.data)]
     lists = {
@@ -39,10 +40,10 @@ def graph(home: Path) -> tuple[tuple[str, int] | None, dict[str, list[str]]]:
 
 def brute_force(home: Path) -> dict[str, list[str]]:
     """Every member's K best others by the exact q8 key, ties to the lower slot."""
-    with store.opened(home / store.DB_NAME) as db:
-        loaded = neighbours._vectors(db, home, SPACE)
-        members = neighbours._members(db, home)
-        records = ranks.read(db, home)
+    with store.opened(home / "memory.db") as db:
+        loaded = neighbours._vectors(db, Home(home), SPACE)
+        members = neighbours._members(db, Home(home))
+        records = ranks.read(db, Home(home))
     assert loaded is not None and members is not None and records is not None
     ids = [r[0].decode() for r in ranks.RECORD.iter_unpack(records.data)]
     slots = np.flatnonzero(members)
@@ -88,7 +89,7 @@ def test_incremental_updates_equal_a_rebuild(
     pointer, lists = graph(memlog_home)
     assert victim not in lists and all(victim not in v for v in lists.values())
     assert pivot not in lists and added[0].entry_id in lists
-    rebuild(memlog_home, SPACE)
+    rebuild(Home(memlog_home), SPACE)
     rebuilt_pointer, rebuilt = graph(memlog_home)
     assert rebuilt == lists and rebuilt_pointer is not None and pointer is not None
     assert rebuilt_pointer[1] == pointer[1]
@@ -217,15 +218,15 @@ def test_a_space_change_rebuilds_the_graph_once_that_space_has_vectors(
     # in its own (else every such process would rebuild it, and the next one back)
     assert not catch_up(memlog_home, other).rebuilt
     assert len(graph(memlog_home)[1]) == 4
-    with store.opened(memlog_home / store.DB_NAME) as db:
+    with store.opened(memlog_home / "memory.db") as db:
         assert store.space_of(db) == SPACE
     log.append(entry("Other space", "A vector in the other space.", space=tuple(other)))
     assert not catch_up(memlog_home, other).rebuilt  # the vector comes in as another space's
     assert catch_up(memlog_home, other).rebuilt  # now there is something to rank with there
-    with store.opened(memlog_home / store.DB_NAME) as db:
+    with store.opened(memlog_home / "memory.db") as db:
         assert store.space_of(db) == other
-        assert load_matrix(db, memlog_home, other).ids == [
+        assert load_matrix(db, Home(memlog_home), other).ids == [
             content_hash("A vector in the other space.")
         ]
-        assert len(load_matrix(db, memlog_home, SPACE).ids) == 4  # the table of other spaces
+        assert len(load_matrix(db, Home(memlog_home), SPACE).ids) == 4  # the table of other spaces
     assert graph(memlog_home)[1] == {}  # one member: no neighbours

@@ -21,7 +21,8 @@ from memlog.commands.cli import cli
 from memlog.eventlog.events import Observed, Reembedded
 from memlog.eventlog.log import EventLog
 from memlog.eventlog.vectors import q8_size
-from memlog.projections.runner import catch_up, db_path, rebuild
+from memlog.home import Home
+from memlog.projections.runner import catch_up, rebuild
 from memlog.projections.sqlite_view import (
     index_files,
     neighbours,
@@ -55,7 +56,7 @@ def observe(i: int) -> str:
 def index_names(home: Path) -> list[str]:
     """The packed files of ``home``, once each is found beside its checksums (and no
     checksums are left without their file)."""
-    names = [n for n in os.listdir(home / index_files.INDEX_DIR) if not n.startswith(".")]
+    names = [n for n in os.listdir(home / "index") if not n.startswith(".")]
     files = sorted(n for n in names if not n.endswith(packsums.SUFFIX))
     assert sorted(n for n in names if n.endswith(packsums.SUFFIX)) == [
         n + packsums.SUFFIX for n in files
@@ -64,7 +65,7 @@ def index_names(home: Path) -> list[str]:
 
 
 def pointer(home: Path, kind: str) -> tuple[str, int]:
-    with store.opened(db_path(home), readonly=True) as db:
+    with store.opened(Home(home).db, readonly=True) as db:
         found = index_files.pointer(db, kind)
     assert found is not None
     return found
@@ -84,7 +85,7 @@ def add_entry(log: EventLog, i: int, dims: int = 4) -> str:
 
 def records(home: Path, kind: str) -> list[bytes]:
     name, count = pointer(home, kind)
-    data = (home / index_files.INDEX_DIR / name).read_bytes()[packed.HEADER.size :]
+    data = (home / "index" / name).read_bytes()[packed.HEADER.size :]
     size = len(data) // count
     return [data[n * size : (n + 1) * size] for n in range(count)]
 
@@ -98,12 +99,12 @@ def test_observes_and_replays_leave_one_file_of_each_kind(memlog_home: Path) -> 
         assert len(names) <= len(KINDS) + 2  # and the delta before the last one
     assert pointer(memlog_home, "vec")[1] == 6
     invoke("replay")
-    first = {n: (memlog_home / index_files.INDEX_DIR / n).read_bytes() for n in index_names(
+    first = {n: (memlog_home / "index" / n).read_bytes() for n in index_names(
         memlog_home)}  # fmt: skip
     assert sorted(n.rsplit(".", 1)[1] for n in first) == sorted(KINDS)  # a replay: no delta
     assert len({n.split(".")[0] for n in first}) == 1  # all named by the replay's last event
     invoke("replay")
-    again = {n: (memlog_home / index_files.INDEX_DIR / n).read_bytes() for n in index_names(
+    again = {n: (memlog_home / "index" / n).read_bytes() for n in index_names(
         memlog_home)}  # fmt: skip
     assert again == first  # the same log makes the same names and bytes
     assert len(first[pointer(memlog_home, "vec")[0]]) == packed.HEADER.size + 6 * q8_size(
@@ -119,18 +120,18 @@ def test_a_catch_up_adding_one_entry_writes_its_records_and_nothing_else(
     catch_up(memlog_home, SMALL)
     before = {kind: records(memlog_home, kind) for kind in ("vec", "rnk", "nbr")}
     names = {kind: pointer(memlog_home, kind)[0] for kind in ("vec", "rnk", "nbr")}
-    inodes = {k: (memlog_home / index_files.INDEX_DIR / n).stat().st_ino for k, n in names.items()}
+    inodes = {k: (memlog_home / "index" / n).stat().st_ino for k, n in names.items()}
     ids.append(add_entry(log, 3))
     assert not catch_up(memlog_home, SMALL).rebuilt
     for kind, name in names.items():
-        path = memlog_home / index_files.INDEX_DIR / name
+        path = memlog_home / "index" / name
         assert pointer(memlog_home, kind) == (name, 4)  # the same file, one more record
         assert path.stat().st_ino == inodes[kind]
         after = records(memlog_home, kind)
         if kind != "nbr":  # (the lists the newcomer enters change too)
             assert after[:3] == before[kind]
-    with store.opened(db_path(memlog_home), readonly=True) as db:
-        matrix = load_matrix(db, memlog_home, SMALL)
+    with store.opened(Home(memlog_home).db, readonly=True) as db:
+        matrix = load_matrix(db, Home(memlog_home), SMALL)
     assert matrix.ids == ids  # slot order: the order the log created them
     for entry_id, row in zip(matrix.ids, matrix.vectors, strict=True):
         exact = np.frombuffer(vector(ids.index(entry_id)), "<f4")
@@ -149,7 +150,7 @@ def test_a_replaced_vector_is_rewritten_where_it_is(memlog_home: Path) -> None:
     catch_up(memlog_home, SMALL)
     assert pointer(memlog_home, "vec") == (name, 2)
     assert records(memlog_home, "vec")[1] == second_record
-    with store.opened(db_path(memlog_home), readonly=True) as db:
+    with store.opened(Home(memlog_home).db, readonly=True) as db:
         assert vectors.vector_count(db) == 2
 
 
@@ -157,13 +158,13 @@ def test_a_reader_keeps_its_records_while_records_are_appended(memlog_home: Path
     log = EventLog(memlog_home)
     add_entry(log, 0)
     catch_up(memlog_home, SMALL)
-    reader = store.connect(db_path(memlog_home), readonly=True)
+    reader = store.connect(Home(memlog_home).db, readonly=True)
     reader.execute("BEGIN")
-    seen = load_matrix(reader, memlog_home, SMALL)
+    seen = load_matrix(reader, Home(memlog_home), SMALL)
     for i in range(1, 4):
         add_entry(log, i)
         catch_up(memlog_home, SMALL)
-    again = load_matrix(reader, memlog_home, SMALL)  # the same snapshot, the same records
+    again = load_matrix(reader, Home(memlog_home), SMALL)  # the same snapshot, the same records
     assert again.ids == seen.ids and again.vectors.tobytes() == seen.vectors.tobytes()
     reader.close()
 
@@ -174,10 +175,10 @@ def test_records_nobody_committed_are_cut_before_anything_is_written(memlog_home
     add_entry(log, 0)
     catch_up(memlog_home, SMALL)
     name, _ = pointer(memlog_home, "vec")
-    path = memlog_home / index_files.INDEX_DIR / name
+    path = memlog_home / "index" / name
     with open(path, "ab") as handle:
         handle.write(b"x" * 3 * q8_size(SMALL.dimensions))  # records of a rolled-back catch-up
-    (memlog_home / index_files.INDEX_DIR / f".{name}.123.tmp").write_bytes(b"torn")
+    (memlog_home / "index" / f".{name}.123.tmp").write_bytes(b"torn")
     add_entry(log, 1)
     assert not catch_up(memlog_home, SMALL).rebuilt
     assert pointer(memlog_home, "vec") == (name, 2)
@@ -185,8 +186,8 @@ def test_records_nobody_committed_are_cut_before_anything_is_written(memlog_home
     assert b"x" not in path.read_bytes()[packed.HEADER.size :]
     assert not any(n.endswith(".tmp") for n in os.listdir(path.parent))
     assert packsums.full(path) is None  # its checksums follow the cut and the new record
-    with store.opened(db_path(memlog_home), readonly=True) as db:
-        assert len(load_matrix(db, memlog_home, SMALL).ids) == 2
+    with store.opened(Home(memlog_home).db, readonly=True) as db:
+        assert len(load_matrix(db, Home(memlog_home), SMALL).ids) == 2
 
 
 def test_a_file_shorter_than_its_count_is_written_again_by_a_rebuild(memlog_home: Path) -> None:
@@ -195,10 +196,10 @@ def test_a_file_shorter_than_its_count_is_written_again_by_a_rebuild(memlog_home
     add_entry(log, 1)
     catch_up(memlog_home, SMALL)
     name, _ = pointer(memlog_home, "rnk")
-    path = memlog_home / index_files.INDEX_DIR / name
+    path = memlog_home / "index" / name
     path.write_bytes(path.read_bytes()[: packed.HEADER.size + ranks.RECORD.size])  # damaged
-    with store.opened(db_path(memlog_home), readonly=True) as db:
-        assert ranks.read(db, memlog_home) is None  # refused: readers rank without it
+    with store.opened(Home(memlog_home).db, readonly=True) as db:
+        assert ranks.read(db, Home(memlog_home)) is None  # refused: readers rank without it
     add_entry(log, 2)
     assert catch_up(memlog_home, SMALL).rebuilt
     assert pointer(memlog_home, "rnk")[1] == 3
@@ -215,7 +216,7 @@ def test_patch_joins_neighbouring_records_and_refuses_a_gap(tmp_path: Path) -> N
 
 
 def test_no_sweep_while_a_file_is_being_prepared(memlog_home: Path) -> None:
-    folder = memlog_home / index_files.INDEX_DIR
+    folder = memlog_home / "index"
     kept = packed.write(folder, "000000000001.vec", b"a" * 20)
     extra = packed.write(folder, "000000000002.vec", b"b" * 20)  # not yet named by any view
     with packed.preparing(folder):
@@ -226,7 +227,7 @@ def test_no_sweep_while_a_file_is_being_prepared(memlog_home: Path) -> None:
 
 
 def test_the_sweep_lock_is_shared_by_writers(memlog_home: Path) -> None:
-    folder = memlog_home / index_files.INDEX_DIR
+    folder = memlog_home / "index"
     with packed.preparing(folder), packed.preparing(folder):  # two writers at once
         fd = os.open(folder / packed.LOCK_NAME, os.O_RDWR)
         with pytest.raises(BlockingIOError):
@@ -241,13 +242,13 @@ def test_a_view_of_an_earlier_layout_is_rebuilt_and_its_files_removed(memlog_hom
     legacy = memlog_home / "vectors"
     legacy.mkdir()
     (legacy / "0123abcd.vec").write_bytes(b"\0" * 200)  # where vectors were kept before
-    with store.opened(db_path(memlog_home)) as db:
+    with store.opened(Home(memlog_home).db) as db:
         db.execute("DELETE FROM _metadata WHERE key = 'view_format'")  # as a migrated view
     add_entry(log, 2)
     assert catch_up(memlog_home, SMALL).rebuilt
     assert not legacy.exists()
-    with store.opened(db_path(memlog_home), readonly=True) as db:
-        assert load_matrix(db, memlog_home, SMALL).ids[:2] == ids
+    with store.opened(Home(memlog_home).db, readonly=True) as db:
+        assert load_matrix(db, Home(memlog_home), SMALL).ids[:2] == ids
 
 
 # -- disk use stays bounded by the live data --------------------------------------------------
@@ -259,7 +260,7 @@ def home_bytes(home: Path) -> dict[str, int]:
         if not path.is_file():
             continue
         rel = path.relative_to(home).parts
-        kind = {"events": "log", index_files.INDEX_DIR: "index"}.get(rel[0])
+        kind = {"events": "log", "index": "index"}.get(rel[0])
         kind = kind or ("db" if rel[0].startswith("memory.db") else "other")
         if path.name.endswith(".sums"):
             kind = "other"  # a packed file's checksums: 4 bytes per 64 KiB
@@ -272,7 +273,7 @@ def test_disk_growth_is_bounded_by_the_new_records(memlog_home: Path) -> None:
     space = Space(SMALL.provider, SMALL.model, 64)
     for i in range(200):
         add_entry(log, i, dims=64)
-    rebuild(memlog_home, space)
+    rebuild(Home(memlog_home), space)
     before = home_bytes(memlog_home)
     for i in range(200, 260):  # 60 catch-ups, each adding one vector
         add_entry(log, i, dims=64)

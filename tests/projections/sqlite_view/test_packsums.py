@@ -25,6 +25,7 @@ import pytest
 from click.testing import CliRunner
 
 from memlog.commands.cli import cli
+from memlog.home import Home
 from memlog.projections.sqlite_view import packsums
 from memlog.tests.test_links import invoke, ok
 
@@ -77,17 +78,21 @@ def test_an_append_sums_only_what_it_adds(tmp_path: Path) -> None:
     packsums.noticed()  # what other tests noticed, forgotten
     with open(path, "ab") as handle:
         handle.write(os.urandom(packsums.BLOCK))
-    assert packsums.quick(path) is None  # grown since: what the sums cover is unchanged
+    assert (
+        packsums.quick(Home(path.parent.parent), path) is None
+    )  # grown since: what the sums cover is unchanged
     packsums.record(path, changed_from=3 * packsums.BLOCK + 100)
     assert packsums.full(path) is None
     flip(path, packsums.BLOCK + 7)  # a block in the middle
-    assert packsums.quick(path) is None  # a start reads only the ends: cheap at any size
+    assert (
+        packsums.quick(Home(path.parent.parent), path) is None
+    )  # a start reads only the ends: cheap at any size
     assert packsums.full(path) == "block 2 of 5 fails its checksum"
     flip(path, 0)
-    assert packsums.quick(path) == "block 1 of 5 fails its checksum"
+    assert packsums.quick(Home(path.parent.parent), path) == "block 1 of 5 fails its checksum"
     assert packsums.noticed() == ["index/f.lxd: block 1 of 5 fails its checksum"]
     path.write_bytes(path.read_bytes()[:100])
-    assert "shorter than" in (packsums.quick(path) or "")
+    assert "shorter than" in (packsums.quick(Home(path.parent.parent), path) or "")
 
 
 def test_a_patch_under_way_is_not_damage(tmp_path: Path) -> None:
@@ -101,7 +106,7 @@ def test_a_patch_under_way_is_not_damage(tmp_path: Path) -> None:
     packsums.record(path)
     packsums.noticed()  # what other tests noticed, forgotten
     flip(path, 5)  # a record's bytes ahead of its sums
-    assert packsums.quick(path) is None
+    assert packsums.quick(Home(path.parent.parent), path) is None
     assert packsums.full(path) == "block 1 of 3 fails its checksum"
     packsums.record(path, changed=[(5, 6)])
     cut = threading.Event()
@@ -118,11 +123,11 @@ def test_a_patch_under_way_is_not_damage(tmp_path: Path) -> None:
     writer = threading.Thread(target=patch)
     writer.start()
     cut.wait()
-    assert packsums.quick(path) is None  # waited for the sums
+    assert packsums.quick(Home(path.parent.parent), path) is None  # waited for the sums
     writer.join()
     assert packsums.noticed() == [] and packsums.full(path) is None
     os.truncate(path, packsums.BLOCK)  # cut with no patch under way: damage
-    assert "shorter than" in (packsums.quick(path) or "")
+    assert "shorter than" in (packsums.quick(Home(path.parent.parent), path) or "")
 
 
 @pytest.mark.parametrize("suffix", [".lex", ".nbr", ".rnk"])

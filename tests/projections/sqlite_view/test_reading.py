@@ -13,6 +13,7 @@ from hypothesis import assume, example, given, settings
 from hypothesis import strategies as st
 
 from memlog.eventlog.events import content_hash
+from memlog.home import Home
 from memlog.projections.runner import catch_up
 from memlog.projections.sqlite_view import reading
 from memlog.tests.retrieval.helpers import (
@@ -90,7 +91,7 @@ def test_bm25_over_the_real_view_with_hostile_queries(memlog_home: Path) -> None
         entry("Deploys", "Deploy on Tuesdays with a canary.", "patterns"),
     )
     catch_up(memlog_home, HASHING.space)
-    with reading.Snapshot(memlog_home) as view:
+    with reading.Snapshot(Home(memlog_home)) as view:
         found = view.candidates(("anti-patterns", "heuristics", "patterns"), datetime.now(UTC))
         where = view.rowid_positions(found.ids)
         parser = found.positions()[content_hash("Never hand-roll a parser: use the grammar.")]
