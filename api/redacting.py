@@ -72,8 +72,8 @@ def _after(ws: Workspace, done: Expunged) -> Redaction:
     if ws.home.sync_repo.is_dir():
         notes.append(
             f"the old text stays in the history of {ws.home.sync_repo.name} and of its remote, "
-            "sealed (only the sync key opens it): memlog sync signs this device's rewritten lines again and "
-            "sends them, and asks the device that wrote any other line to take the text out "
+            "sealed (only the sync key opens it): memlog sync signs this device's rewritten "
+            "lines again and sends them, and asks the device that wrote any other line to take the text out "
             "of it (its owner confirms: memlog sync --requests there); rewriting git history "
             "is yours to do"
         )

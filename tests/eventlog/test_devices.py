@@ -76,7 +76,7 @@ def test_a_move_cut_short_is_finished_or_undone(memlog_home: Path) -> None:
     assert not staging.exists() and len(list(log.read())) == 12
     # killed after the rename, before the flat names went: the next move drops them
     first = log.segments()[0]
-    os.link(first, events / first.name)
+    os.link(first, events.segment(first.name))
     assert len(list(log.read())) == 12  # the flat copy is not read twice
     with log._locked():
         assert devices.to_devices(Home(events)) == [first.name]
