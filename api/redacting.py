@@ -73,9 +73,9 @@ def _after(ws: Workspace, done: Expunged) -> Redaction:
         notes.append(
             f"the old text stays in the history of {ws.home.sync_repo.name} and of its remote, "
             "sealed (only the sync key opens it): memlog sync signs this device's rewritten "
-            "lines again and sends them, and asks the device that wrote any other line to take the text out "
-            "of it (its owner confirms: memlog sync --requests there); rewriting git history "
-            "is yours to do"
+            "lines again and sends them, and asks the device that wrote any other line to take "
+            "the text out of it (its owner confirms: memlog sync --requests there); rewriting "
+            "git history is yours to do"
         )
     return Redaction(done.event, done.events, done.scrubbed, files, notes)
 
