@@ -11,7 +11,7 @@ from __future__ import annotations
 from memlog.errors import MemlogError
 from memlog.home import Home
 from memlog.projections.runner import catch_up
-from memlog.projections.sqlite_view import damage
+from memlog.projections.sqlite_view import damage, soundness
 from memlog.vocabulary import DEFAULT_SPACE, Space
 
 
@@ -26,4 +26,4 @@ def heal(home: Home, reason: str, space: Space = DEFAULT_SPACE) -> bool:
             return True
     except (MemlogError, OSError):
         pass
-    return damage.marked(home) is None and damage.check(home) is None
+    return damage.marked(home) is None and soundness.check(home) is None

@@ -17,7 +17,7 @@ from memlog.projections.fold import Entry
 from memlog.projections.markdown_view.writer import markdown_digest
 from memlog.projections.runner import CatchUp, Rebuilt, rebuild
 from memlog.projections.scrub import truncate_wal
-from memlog.projections.sqlite_view import damage, queries
+from memlog.projections.sqlite_view import damage, queries, soundness
 from memlog.projections.sqlite_view.digest import sqlite_digest
 from memlog.workspace import Workspace
 
@@ -44,7 +44,7 @@ class Verification(NamedTuple):
 def catch_up(ws: Workspace, on_damage: DamageHandler | None = None) -> CatchUp:
     """Bring the views up to the end of the log, once every page of ``memory.db`` and every
     block of its packed files is checked (damage found: the views are rebuilt)."""
-    found = damage.check(ws.home) if not snapshot.is_snapshot(ws.home) else None
+    found = soundness.check(ws.home) if not snapshot.is_snapshot(ws.home) else None
     if found is not None:
         damage.mark(ws.home, found)
     return ws.catch_up(on_damage)

@@ -95,7 +95,7 @@ def _background(seconds: float) -> None:
     """The worker the hooks start: quiet, bounded, never failing loudly.  Past its
     deadline (and a grace period) the kernel ends it, whatever it is doing."""
     from memlog.home import resolve_home
-    from memlog.hooks.session_start import log_error
+    from memlog.hooks.common import log_error
     from memlog.hooks.sessions import guarded
 
     if guarded():

@@ -215,7 +215,7 @@ class EventLog:
                 stack.enter_context(lock)
             except OSError as exc:
                 raise HomeError(f"cannot write to {self.events_dir}: {exc.strerror}") from None
-            from memlog.eventlog import rewrite  # (it imports this module)
+            from memlog.eventlog import rewrite  # (its redaction loads the secret patterns)
 
             rewrite.finish(self.home)
             self.append_dir = self._own_dir()
@@ -363,7 +363,7 @@ class EventLog:
         if not position.offset:
             return True
         if devices.is_per_device(self.home):
-            from memlog.eventlog.merged import marks_hold  # it imports this module
+            from memlog.eventlog.merged import marks_hold  # (only a log kept per device)
 
             return marks_hold(self.home, position)
         return seg.seq_ending_at(self.home.segment(position.segment), position.offset) == ordinal
@@ -378,7 +378,7 @@ class EventLog:
         order, see ``merged``); bad lines go to ``on_damage``."""
         files.no_links(self.events_dir, self.home.root)  # read as written: never through a link
         if devices.is_per_device(self.home):
-            from memlog.eventlog.merged import read_merged  # it imports this module
+            from memlog.eventlog.merged import read_merged  # (only a log kept per device)
 
             yield from read_merged(self.home, start, on_damage)
             return

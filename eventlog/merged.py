@@ -1,7 +1,7 @@
 """Reading a log kept per device as one log, in one order every machine agrees on.
 
 Each device's events are read in its own sequence order (batches whole,
-bad lines reported, as ``log.read_segment`` does) and the devices are
+bad lines reported, as ``reader.read_segment`` does) and the devices are
 merged by ``(stamp, id)``: ``stamp`` is the event's clock reading
 (``clock.advance``), strictly increasing within a device, so the merge is a
 sort of the whole set of events, whatever order they arrived in.
@@ -30,7 +30,7 @@ import msgspec
 from memlog.eventlog import clock, devices
 from memlog.eventlog import segments as seg
 from memlog.eventlog.codec import BadLine, decode_line
-from memlog.eventlog.log import (
+from memlog.eventlog.reader import (
     START,
     DamageHandler,
     Position,

@@ -27,9 +27,10 @@ from __future__ import annotations
 import contextlib
 import os
 from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeVar
+from typing import Protocol, TypeVar
 
 import msgspec
 
@@ -40,14 +41,32 @@ from memlog.eventlog.secrets import redact_batch
 from memlog.files import atomic_write, fsync_dir, write_synced
 from memlog.home import Home
 
-if TYPE_CHECKING:
-    from memlog.eventlog.log import EventLog
-
 STAGED_SUFFIX = ".rewrite"
 E = TypeVar("E", bound=EventBase)
 Edit = Callable[[Event], Event | None]
 Scrub = Callable[[bytes], bytes]
 Closing = Callable[["Rewritten"], Sequence[EventBase]]
+
+
+class Log(Protocol):
+    """What a rewrite needs of the log (``log.EventLog``, which takes its lock before it
+    appends and so finishes a rewrite here: this module sits below it): its folders, its
+    segments, its lock, its tail, its stamps and its high-water mark."""
+
+    home: Home
+    redact: bool
+
+    def segments(self) -> list[Path]: ...
+
+    def _locked(self, wait: float | None = None) -> AbstractContextManager[None]: ...
+
+    def _tail_segment(self) -> tuple[Path, int]: ...
+
+    def _stamp(
+        self, events: Sequence[E], first: int, last_stamp: int | None = None, spooled: bool = False
+    ) -> list[E]: ...
+
+    def raise_mark(self, seq: int) -> None: ...
 
 
 class Journal(msgspec.Struct):
@@ -81,7 +100,7 @@ def stage(
     return staged
 
 
-def rewrite(log: EventLog, edit: Edit, scrub: Scrub, closing: Closing) -> Rewritten:
+def rewrite(log: Log, edit: Edit, scrub: Scrub, closing: Closing) -> Rewritten:
     """Edit lines of ``log`` in place and append ``closing``'s events, all or nothing.
 
     Nothing is written when ``closing`` returns no events.
@@ -99,7 +118,7 @@ def rewrite(log: EventLog, edit: Edit, scrub: Scrub, closing: Closing) -> Rewrit
     return done
 
 
-def recover(log: EventLog) -> bool:
+def recover(log: Log) -> bool:
     """Finish a rewrite a crash cut short after its commit point; True when there was one."""
     if not log.home.rewrite_journal.exists() or snapshot.is_snapshot(log.home):
         return False

@@ -21,6 +21,7 @@ from memlog import digests
 from memlog.errors import MemlogError
 from memlog.files import private_dir
 from memlog.home import Home
+from memlog.hooks.common import log_error
 
 #: a second run within this time of the first is a duplicate registration
 CLAIM_SECONDS = 60.0
@@ -50,8 +51,6 @@ def claim(home: Home, payload: dict[str, Any], now: float | None = None) -> bool
     except OSError:  # a home that cannot be written: nothing can be recorded twice either
         return True
     except MemlogError as exc:  # a link where the claims go: said, never followed
-        from memlog.hooks.session_start import log_error
-
         log_error(home, f"SessionStart: {exc}")
         return True
 

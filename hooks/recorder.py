@@ -25,6 +25,7 @@ from typing import Any
 import msgspec
 
 from memlog.home import Home
+from memlog.hooks.common import log_error, workspace
 from memlog.retrieval.record import Recall
 
 #: the recorder's command line after ``python -m memlog``
@@ -79,8 +80,6 @@ def settled(home: Home, timeout: float = 30.0) -> bool:
 
 def record(home: Home, handover: Handover) -> None:
     """Everything the handover asks for; each failure is logged and the rest still done."""
-    from memlog.hooks.session_start import log_error
-
     try:
         if handover.recall is not None:
             from memlog.retrieval.record import write
@@ -99,7 +98,6 @@ def record(home: Home, handover: Handover) -> None:
 def _after_start(home: Home, payload: dict[str, Any]) -> None:
     """The session's start, then Claude Code's auto memory of its project (what changed
     since the last start), each failure logged."""
-    from memlog.hooks.session_start import log_error
     from memlog.hooks.sessions import record_start
 
     try:
@@ -118,7 +116,6 @@ def _after_start(home: Home, payload: dict[str, Any]) -> None:
 def _auto_memory(home: Home, payload: dict[str, Any]) -> None:
     """Record what changed in the auto memory of the start's project (``claude_memory``)."""
     from memlog.capture.claude_memory import at_start
-    from memlog.hooks.session_start import log_error, workspace
 
     cwd = str(payload.get("cwd") or "")
     if not cwd or not os.path.isdir(cwd) or not native_changed(home, cwd):
@@ -137,7 +134,6 @@ def native_changed(home: Home, cwd: str) -> bool:
 
 def _catch_up(home: Home, space: tuple[str, str, int]) -> None:
     from memlog.errors import MemlogError
-    from memlog.hooks.session_start import log_error
     from memlog.projections.runner import catch_up
     from memlog.vocabulary import Space
 
@@ -150,7 +146,6 @@ def _catch_up(home: Home, space: tuple[str, str, int]) -> None:
 def main() -> None:
     """Entry point of ``memlog hook record`` (started by the hook, never by hand)."""
     from memlog.home import resolve_home
-    from memlog.hooks.session_start import log_error
 
     home = resolve_home()
     try:

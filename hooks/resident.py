@@ -35,7 +35,7 @@ from typing import Any
 import memlog
 from memlog import digests
 from memlog.home import Home
-from memlog.hooks.session_start import MARGIN
+from memlog.hooks.common import MARGIN
 from memlog.vocabulary import MAX_EVENT_BYTES
 
 PROTOCOL = 1

@@ -42,8 +42,9 @@ from typing import Any, NamedTuple
 from memlog.config import Config
 from memlog.home import Home
 from memlog.hooks import resident, user_prompt
+from memlog.hooks.common import log_error, workspace
 from memlog.hooks.recorder import Handover, mark, record
-from memlog.hooks.session_start import log_error, pin_blas, run, to_record, workspace
+from memlog.hooks.session_start import pin_blas, run, to_record
 
 #: how often an idle resident checks that its home and socket are still there
 TICK = 30.0

@@ -19,38 +19,33 @@ from __future__ import annotations
 
 import json
 import os
-import select
 import sys
 import threading
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from memlog.errors import MemlogError
 from memlog.eventlog.snapshot import is_snapshot
-from memlog.files import append_private
 from memlog.home import Home, resolve_home
 from memlog.hooks import notice
+from memlog.hooks.common import MARGIN, log_error, read_payload, workspace
 from memlog.spawn import BLAS_PINNED
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from memlog.workspace import Workspace
-
     #: what fills a hook's box: its context, the recall to record, the budget …
     Work = Callable[[dict[str, Any], Home, float, dict[str, Any]], None]
+    #: what a hook hands to the recorder after its output (``leave``)
+    Leave = Callable[[dict[str, Any], Home, dict[str, Any]], None]
 
 DEFAULT_BUDGET = 2.5
 #: the prompt hook's budget until its configuration is read (``memory_prompt_budget_ms``)
 PROMPT_BUDGET = 1.0
-#: time kept back from the budget for printing and leaving
-MARGIN = 0.15
 #: time kept after the query embedding's deadline for ranking and recording, so a
 #: late embedding drops the vector signal rather than the whole injection
 RANK_RESERVE = 0.35
-STDIN_WAIT = 0.2
 SOURCES = ("startup", "resume", "clear", "compact")
 
 
@@ -59,52 +54,6 @@ def envelope(context: str, message: str = "") -> str:
     output: dict[str, Any] = {"hookEventName": "SessionStart", "additionalContext": context}
     shown = {"systemMessage": message} if message else {}
     return json.dumps({**shown, "hookSpecificOutput": output}, ensure_ascii=False)
-
-
-def read_payload(stream: Any = None) -> dict[str, Any]:
-    """The hook's JSON input; an empty dict when it is missing, late or invalid."""
-    stream = sys.stdin if stream is None else stream
-    try:
-        if stream is None or stream.isatty():
-            return {}
-        ready, _, _ = select.select([stream], [], [], STDIN_WAIT)
-        text = stream.read() if ready else ""
-        data = json.loads(text) if text.strip() else {}
-    except (OSError, ValueError):
-        return {}
-    return data if isinstance(data, dict) else {}
-
-
-def log_error(home: Home, message: str, exc: BaseException | None = None) -> None:
-    """Append to the hook's error log (stderr when the home cannot be written)."""
-    stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
-    import traceback  # (only when something failed)
-
-    detail = "".join(traceback.format_exception(exc)) if exc is not None else ""
-    text = f"{stamp} {message}\n{detail}"
-    try:
-        if is_snapshot(home):  # a snapshot is read, never written
-            raise OSError("a snapshot")
-        home.root.mkdir(mode=0o700, parents=True, exist_ok=True)
-        _roll(home.hook_errors)
-        append_private(home.hook_errors, text.encode("utf-8", "replace"))
-    except OSError:
-        sys.stderr.write(f"memlog hook: {message}\n")
-    except MemlogError as exc:  # a link where the log goes: said, never followed
-        sys.stderr.write(f"memlog hook: {exc}; {message}\n")
-
-
-#: past this size the error log becomes ``hook-errors.log.1`` (one older generation kept):
-#: whatever keeps failing, the two never hold more than twice this
-HOOK_LOG_MAX = 256 << 10
-
-
-def _roll(path: Path) -> None:
-    try:
-        if os.lstat(path).st_size >= HOOK_LOG_MAX:
-            os.replace(path, path.with_name(path.name + ".1"))
-    except FileNotFoundError:
-        pass
 
 
 def _work(payload: dict[str, Any], home: Home, started: float, box: dict[str, Any]) -> None:
@@ -145,14 +94,6 @@ def tell(home: Home, note: str, prefix: str = "") -> None:
     log_error(home, prefix + note)
     if "is damaged (" in note:
         sys.stderr.write(f"memlog hook: {note}\n")
-
-
-def workspace(cwd: str, home: Home) -> Workspace:
-    """The workspace of the start's folder (none when the folder is gone)."""
-    from memlog.workspace import Workspace
-
-    folder = Path(cwd)
-    return Workspace.open(folder, home=home) if folder.is_dir() else Workspace.at(None, home=home)
 
 
 def source_of(payload: dict[str, Any]) -> str:
@@ -235,23 +176,20 @@ def main() -> None:
     try:
         if not guarded():  # not inside memlog's own extraction
             payload = read_payload()
-            answer = from_resident(payload, home, started)
-            served = answer is not None
-            context = answer if answer is not None else run(payload, home, started, box)
+            context, served = answered(payload, home, started, box)
             told = notice.first_time(payload, home)
     except BaseException as exc:  # noqa: BLE001 - the hook must never fail
         log_error(home, f"failed: {type(exc).__name__}: {exc}", exc)
     said = "\n".join(part for part in (adoption_said(box), told) if part)
     sys.stdout.write(envelope(context, said) + "\n")
     sys.stdout.flush()
-    try:
+
+    def afterwards() -> None:
         if told:
             notice.remember(told)
-        if not served:  # the resident records what it served
-            leave(payload, home, box)
-            start_resident(home, box, payload)
-    except BaseException as exc:  # noqa: BLE001 - the hook must never fail
-        log_error(home, f"failed after the output: {type(exc).__name__}: {exc}", exc)
+        hand_on(payload, home, box, served, leave)
+
+    after_output(home, afterwards)
     os._exit(0)  # a late worker thread must not hold the exit
 
 
@@ -262,6 +200,42 @@ def adoption_said(box: dict[str, Any]) -> str:
     if adopted is None:
         return ""
     return "\n".join(f"memlog: {line}" for line in (adopted.line, *adopted.notes))
+
+
+def answered(
+    payload: dict[str, Any],
+    home: Home,
+    started: float,
+    box: dict[str, Any],
+    op: str = "start",
+    work: Work | None = None,
+) -> tuple[str, bool]:
+    """The context the home's resident ranked for ``op`` (``from_resident``), else the
+    one ranked here (``run`` with ``work``: a start's by default); and whether the
+    resident served it."""
+    answer = from_resident(payload, home, started, op)
+    if answer is not None:
+        return answer, True
+    return run(payload, home, started, box, None, work), False
+
+
+def after_output(home: Home, step: Callable[[], None], what: str = "") -> None:
+    """Run what a hook does once its output is out; a failure goes to the error log (with
+    ``what`` before it), never to Claude Code."""
+    try:
+        step()
+    except BaseException as exc:  # noqa: BLE001 - the hook must never fail
+        log_error(home, f"{what}failed after the output: {type(exc).__name__}: {exc}", exc)
+
+
+def hand_on(
+    payload: dict[str, Any], home: Home, box: dict[str, Any], served: bool, leave: Leave
+) -> None:
+    """Unless the resident served the output (it records what it served): hand what is
+    to be recorded over (``leave``, the hook's own), then start a resident for the next."""
+    if not served:
+        leave(payload, home, box)
+        start_resident(home, box, payload)
 
 
 def from_resident(

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from memlog.home import Home
+from memlog.hooks.common import log_error, read_payload
 
 GUARD = "MEMLOG_EXTRACTING"
 #: how much of a transcript's end is read for its git branch
@@ -160,8 +161,6 @@ def after_start(payload: dict[str, Any], home: Home) -> None:
     for ``AFTER_START_SECONDS`` at most (the thread dies with the hook).  Never raises."""
     import threading
 
-    from memlog.hooks.session_start import log_error
-
     def work() -> None:
         try:
             record_start(payload, home)
@@ -176,7 +175,6 @@ def after_start(payload: dict[str, Any], home: Home) -> None:
 def main(name: str) -> None:
     """Entry point of ``memlog hook session-end`` / ``pre-compact``: prints ``{}``, exits 0."""
     from memlog.home import resolve_home
-    from memlog.hooks.session_start import log_error, read_payload
 
     hook = EVENTS.get(name, name)
     if not guarded():

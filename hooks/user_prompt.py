@@ -25,18 +25,8 @@ from typing import Any
 
 from memlog import digests
 from memlog.home import Home, resolve_home
-from memlog.hooks.session_start import (
-    MARGIN,
-    RANK_RESERVE,
-    from_resident,
-    log_error,
-    pin_blas,
-    read_payload,
-    run,
-    start_resident,
-    tell,
-    workspace,
-)
+from memlog.hooks.common import MARGIN, log_error, read_payload, workspace
+from memlog.hooks.session_start import RANK_RESERVE, after_output, answered, hand_on, pin_blas, tell
 from memlog.retrieval.prompt import prompt_text
 
 
@@ -89,20 +79,13 @@ def main() -> None:
     try:
         payload = read_payload() if not guarded() else {}  # not within memlog's extraction
         if prompt_text(str(payload.get("prompt") or "")) is not None:  # it names a topic
-            answer = from_resident(payload, home, started, "prompt")
-            served = answer is not None
-            context = answer if answer is not None else run(payload, home, started, box, None, work)
+            context, served = answered(payload, home, started, box, "prompt", work)
     except BaseException as exc:  # noqa: BLE001 - the hook must never fail
         log_error(home, f"prompt failed: {type(exc).__name__}: {exc}", exc)
     if context:
         sys.stdout.write(envelope(context) + "\n")
     sys.stdout.flush()
-    try:
-        if not served:  # the resident records what it served
-            leave(payload, home, box)
-            start_resident(home, box, payload)
-    except BaseException as exc:  # noqa: BLE001 - the hook must never fail
-        log_error(home, f"prompt failed after the output: {type(exc).__name__}: {exc}", exc)
+    after_output(home, lambda: hand_on(payload, home, box, served, leave), "prompt ")
     os._exit(0)  # a late worker thread must not hold the exit
 
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from memlog.eventlog.events import Held, Reviewed
 
 if TYPE_CHECKING:
-    from memlog.projections.fold import Entry
+    from memlog.projections.model import Entry
 
 
 def hold(entry: Entry, event: Held) -> None:

@@ -33,7 +33,7 @@ from typing import NamedTuple
 
 from memlog.config import Config
 from memlog.projections.fold import Entry
-from memlog.projections.sqlite_view.indexes import indexed_text
+from memlog.projections.sqlite_view.indexed import indexed_text
 from memlog.projections.sqlite_view.plain import View
 from memlog.projections.terms import term_counts
 from memlog.retrieval.request import Chosen

@@ -2,8 +2,10 @@
 
 Data flows log → fold → views → capture / retrieval → interfaces, and the
 imports follow it: each layer imports only itself and the layers before it
-(function-level imports included).  The commands that only read stay light:
-their import sets leave numpy, httpx, yaml and the MCP SDK out.
+(function-level imports included).  Nor does any module import, through any
+chain, one that imports it back: an import circle ties modules that should
+stand one below the other.  The commands that only read stay light: their
+import sets leave numpy, httpx, yaml and the MCP SDK out.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import pytest
@@ -124,6 +126,111 @@ def test_the_layer_check_catches_a_wrong_import(tmp_path: Path) -> None:
     found = [(line, target) for line, target in imported(bad)]
     assert found == [(2, "memlog.api.recall")]
     assert RANK[layer_of("memlog.api.recall") or ""] > RANK["projections"]
+
+
+# -- no import circle ------------------------------------------------------------------------------
+
+Graph = dict[str, dict[str, int]]
+
+
+def import_graph(modules: Iterable[tuple[str, Path]]) -> Graph:
+    """Each module's imports among ``modules``, each with its first line.
+
+    Every import counts: at the top, inside a function, under ``if TYPE_CHECKING:`` (a
+    name a module needs only for its types still says which way the two depend).  An
+    import of ``memlog.p.m`` also runs the package ``memlog.p`` first, so it is an edge
+    to that package too, unless the importer sits inside it (the package is loaded
+    before any module in it, whatever that package's ``__init__`` imports).
+    """
+    paths = dict(modules)
+    graph: Graph = {}
+    for name, path in paths.items():
+        edges = graph.setdefault(name, {})
+        for line, target in imported(path):
+            for reached in (target, *_packages_run(target, name)):
+                if reached in paths and reached != name:
+                    edges.setdefault(reached, line)
+    return graph
+
+
+def _packages_run(target: str, importer: str) -> list[str]:
+    """The packages enclosing ``target`` that importing it runs, the importer's own aside."""
+    parts = target.split(".")
+    enclosing = [".".join(parts[:n]) for n in range(1, len(parts))]
+    return [p for p in enclosing if not importer.startswith(p + ".")]
+
+
+def reached_from(graph: Graph, start: str) -> set[str]:
+    """Every module an import of ``start`` loads, through any chain of imports."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        for found in graph.get(todo.pop(), {}):
+            if found not in seen:
+                seen.add(found)
+                todo.append(found)
+    return seen
+
+
+def circles(graph: Graph) -> list[list[str]]:
+    """The import circles of ``graph``: each set of modules that all reach one another
+    (a strongly connected component of more than one module), sorted."""
+    reach = {name: reached_from(graph, name) for name in graph}
+    found = {
+        frozenset(other for other in reach[name] if name in reach[other])
+        for name in graph
+        if name in reach[name]
+    }
+    return sorted(sorted(circle) for circle in found)
+
+
+def circle_said(graph: Graph, circle: list[str]) -> str:
+    """A circle as a failure names it: each of its modules and the imports that close it."""
+    edges = [
+        f"  {name}:{line} imports {target}"
+        for name in circle
+        for target, line in sorted(graph[name].items())
+        if target in circle
+    ]
+    return "\n".join([" <-> ".join(circle), *edges])
+
+
+def test_no_import_circle() -> None:
+    graph = import_graph(package_modules())
+    found = circles(graph)
+    assert not found, "import circles:\n" + "\n".join(circle_said(graph, c) for c in found)
+
+
+def test_the_circle_check_finds_a_planted_circle(tmp_path: Path) -> None:
+    """Two modules that import each other (in a function, for types only) are a circle;
+    one that only imports them is not in it."""
+    planted = {
+        "memlog.planted_a": "def f():\n    import memlog.planted_b\n",
+        "memlog.planted_b": "if TYPE_CHECKING:\n    import memlog.planted_a\n",
+        "memlog.planted_c": "import memlog.planted_a\n",
+    }
+    graph = import_graph(_written(tmp_path, planted))
+    assert circles(graph) == [["memlog.planted_a", "memlog.planted_b"]]
+    assert "memlog.planted_a:2 imports memlog.planted_b" in circle_said(graph, circles(graph)[0])
+
+
+def test_a_package_is_run_by_an_import_of_its_modules(tmp_path: Path) -> None:
+    """Importing ``memlog.p.m`` runs ``memlog.p`` first: a circle when that package imports
+    the importer back; none for a module inside the package, which is loaded already."""
+    planted = {
+        "memlog.p": "import memlog.p.m\nimport memlog.q\n",
+        "memlog.p.m": "import memlog.p.n\n",
+        "memlog.p.n": "",
+        "memlog.q": "def f():\n    import memlog.p.n\n",
+    }
+    assert circles(import_graph(_written(tmp_path, planted))) == [["memlog.p", "memlog.q"]]
+
+
+def _written(folder: Path, sources: dict[str, str]) -> list[tuple[str, Path]]:
+    paths = [(name, folder / f"{name}.py") for name in sources]
+    for name, path in paths:
+        path.write_text(sources[name])
+    return paths
 
 
 def test_no_module_is_over_400_lines() -> None:

@@ -184,7 +184,7 @@ def test_a_linked_database_of_another_application_is_never_overwritten(
 def test_the_hook_error_log_is_never_written_through_a_link(
     memlog_home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from memlog.hooks.session_start import log_error
+    from memlog.hooks.common import log_error
 
     memlog_home.mkdir()
     for target in (tmp_path / "exists.log", tmp_path / "not-yet.log"):

@@ -18,7 +18,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from memlog.projections.fold import Entry
-from memlog.projections.sqlite_view.indexes import indexed_text
+from memlog.projections.sqlite_view.indexed import indexed_text
 from memlog.projections.terms import _IDENTIFIER, QUERY_K3, STOPWORDS, _stemmer
 
 _WORD = re.compile(r"[A-Za-z0-9]+")

@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from memlog.home import Home
-from memlog.projections.sqlite_view.indexes import indexed_text
+from memlog.projections.sqlite_view.indexed import indexed_text
 from memlog.projections.sqlite_view.plain import View
 from memlog.projections.terms import term_counts
 from memlog.retrieval import relevance

@@ -5,7 +5,7 @@ query reaches it), a packed file whose sums fail, or ``memlog verify`` finding
 the views drifted from a rebuild, cannot always rebuild them there (a hook in
 a hurry, a read-only moment).  It notes the damage (``mark``: one small file,
 ``.views-damaged``, with why); every catch-up looks for it first and rebuilds
-the views aside from the log and swaps them in, then clears it.  ``check``
+the views aside from the log and swaps them in, then clears it.  ``soundness.check``
 looks for such damage on purpose, page by page and block by block, for the
 commands that take the time (``memlog catch-up``, ``memlog verify``).
 """
@@ -18,7 +18,6 @@ import sqlite3
 from memlog.errors import MemlogError
 from memlog.files import atomic_write
 from memlog.home import Home
-from memlog.projections.sqlite_view import index_files, packsums, store
 
 _CORRUPT_CODES = {11, 26}  # SQLITE_CORRUPT, SQLITE_NOTADB
 
@@ -59,26 +58,4 @@ def marked(home: Home) -> str | None:
 
 def clear(home: Home) -> None:
     with contextlib.suppress(FileNotFoundError):
-        (home.views_damaged).unlink()
-
-
-def check(home: Home) -> str | None:
-    """Why the views of ``home`` cannot be read as they were written: SQLite's check of
-    every page of ``memory.db``, then every block of each packed file the view names
-    (None when all is sound, or there is no view)."""
-    path = home.db
-    if not path.exists():
-        return None
-    try:
-        with store.opened(path, readonly=True) as db:
-            found = db.execute("PRAGMA quick_check").fetchone()[0]
-            names = sorted(index_files.named(db))
-    except sqlite3.DatabaseError as exc:
-        return f"{path.name}: {exc}"
-    if found != "ok":
-        return f"{path.name}: {found}"
-    for name in names:
-        reason = packsums.full(home.index / name)
-        if reason is not None:
-            return f"{home.index.name}/{name}: {reason}"
-    return None
+        home.views_damaged.unlink()

@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from memlog.home import Home
 from memlog.projections.fold import Entry
 from memlog.projections.sqlite_view import index_files, ranks, vectors
+from memlog.projections.sqlite_view.indexed import indexed_text
 from memlog.vocabulary import Space
 
 Signature = dict[str, tuple[bool, bytes | None, tuple[str, ...]]]
@@ -25,12 +26,6 @@ Signature = dict[str, tuple[bool, bytes | None, tuple[str, ...]]]
 
 class Unpatchable(Exception):
     """A packed file the view names is missing or damaged: only a rebuild writes it again."""
-
-
-def indexed_text(entry: Entry) -> tuple[str, ...]:
-    """The fields of an entry the lexical index holds."""
-    keywords = " ".join(entry.keywords)
-    return (entry.name, entry.description, keywords, entry.reasoning, *entry.details)
 
 
 def signature(entries: Iterable[Entry], space: Space) -> Signature:

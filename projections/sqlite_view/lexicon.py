@@ -39,7 +39,7 @@ import numpy.typing as npt
 from memlog.home import Home
 from memlog.projections.fold import Entry
 from memlog.projections.sqlite_view import index_files, packed
-from memlog.projections.sqlite_view.indexes import indexed_text
+from memlog.projections.sqlite_view.indexed import indexed_text
 from memlog.projections.sqlite_view.lexfiles import (
     BASE,
     BASE_HEAD,

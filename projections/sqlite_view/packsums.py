@@ -46,6 +46,7 @@ from pathlib import Path
 from memlog.files import atomic_write, open_private, private_dir
 from memlog.home import Home
 from memlog.locking import locked
+from memlog.projections.sqlite_view import damage
 
 SUFFIX = ".sums"
 BLOCK = 1 << 16
@@ -230,8 +231,6 @@ def _check(fd: int, size: int, sums: tuple[int, ...], blocks: Iterable[int]) -> 
 def note(home: Home, path: Path, reason: str) -> str:
     """Note damage a reader found in ``path`` (``noticed``), and in the home, for the next
     catch-up to rebuild the views (``damage``); the reason."""
-    from memlog.projections.sqlite_view import damage  # (it imports this module)
-
     said = f"{path.parent.name}/{path.name}: {reason}"
     _noticed.append(said)
     if not _REFUSED.get():

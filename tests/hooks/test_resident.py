@@ -496,7 +496,7 @@ def test_bad_connections_add_a_few_lines_to_the_error_log(
 
 
 def test_the_error_log_rolls_over_instead_of_growing(home: Path) -> None:
-    from memlog.hooks.session_start import HOOK_LOG_MAX, log_error
+    from memlog.hooks.common import HOOK_LOG_MAX, log_error
 
     for number in range(HOOK_LOG_MAX // 100 * 3):
         log_error(Home(home), f"failure number {number:05d} " + "x" * 70)
