@@ -1,8 +1,9 @@
 """Remote embedding providers: Gemini, OpenAI, Voyage and Ollama over httpx.
 
-Each provider implements only ``_embed_batch``: build one typed request,
-``_call`` it (key, deadline and retries live in ``embeddings.transport``),
-decode the answer into msgspec Structs.  ``make_provider`` builds one by
+Each provider says only what is its own: the typed request for a batch
+(``_request``), how its answer holds the vectors (``_vectors``) and what its
+error body says (``_said``); ``embeddings.transport`` posts the request (key,
+deadline and retries) and checks the vectors.  ``make_provider`` builds one by
 name with its own client.  Vectors come back raw; the base class checks
 their shape and normalises them (Gemini's below 3072 dimensions are not
 unit length).
@@ -147,7 +148,7 @@ class GeminiProvider(HttpEmbeddingProvider):
     default_model = "gemini-embedding-001"
     default_dimensions = 768
 
-    def _embed_batch(self, texts: Sequence[str], task: TaskType) -> Sequence[Sequence[float]]:
+    def _request(self, texts: Sequence[str], task: TaskType) -> tuple[str, msgspec.Struct]:
         model = self.model.removeprefix("models/")
         requests = [
             _GeminiRequest(
@@ -158,16 +159,17 @@ class GeminiProvider(HttpEmbeddingProvider):
             )
             for text in texts
         ]
-        path = f"/v1beta/models/{model}:batchEmbedContents"
-        answer = self._decode(self._call(path, _GeminiBatch(requests), task), _GeminiAnswer)
-        return self._rows(texts, [e.values for e in answer.embeddings])
+        return f"/v1beta/models/{model}:batchEmbedContents", _GeminiBatch(requests)
+
+    def _vectors(self, content: bytes) -> list[list[float]]:
+        return [e.values for e in self._decode(content, _GeminiAnswer).embeddings]
 
     def _auth_headers(self) -> dict[str, str]:
         return {"x-goog-api-key": self._key}
 
-    def _read_error(self, content: bytes) -> ErrorInfo:
+    def _said(self, content: bytes) -> ErrorInfo | None:
         body = decode_or_none(content, _GoogleErrorBody)
-        return super()._read_error(content) if body is None else _google_error_info(body.error)
+        return None if body is None else _google_error_info(body.error)
 
 
 # -- OpenAI and Voyage (the same answer shape) ---------------------------------
@@ -217,11 +219,11 @@ _VOYAGE_FLEXIBLE = ("voyage-4", "voyage-3.5", "voyage-3-large", "voyage-code-3")
 class _ListProvider(HttpEmbeddingProvider):
     """An API answering ``{"data": [{"index", "embedding"}]}``."""
 
-    def _listed(self, texts: Sequence[str], content: bytes) -> list[list[float]]:
+    def _vectors(self, content: bytes) -> list[list[float]]:
         data = sorted(self._decode(content, _EmbeddingList).data, key=lambda e: e.index)
         if [e.index for e in data] != list(range(len(data))):
             raise ProviderError(f"{self.name}: answer indexes are not 0..{len(data) - 1}")
-        return self._rows(texts, [e.embedding for e in data])
+        return [e.embedding for e in data]
 
 
 class OpenAIProvider(_ListProvider):
@@ -234,7 +236,7 @@ class OpenAIProvider(_ListProvider):
     default_model = "text-embedding-3-small"
     default_dimensions = 1536
 
-    def _embed_batch(self, texts: Sequence[str], task: TaskType) -> Sequence[Sequence[float]]:
+    def _request(self, texts: Sequence[str], task: TaskType) -> tuple[str, msgspec.Struct]:
         sized = self.model.startswith("text-embedding-3")
         request = _OpenAIRequest(
             model=self.model,
@@ -242,12 +244,12 @@ class OpenAIProvider(_ListProvider):
             encoding_format="float",
             dimensions=self.dimensions if sized else None,
         )
-        return self._listed(texts, self._call("/v1/embeddings", request, task))
+        return "/v1/embeddings", request
 
-    def _read_error(self, content: bytes) -> ErrorInfo:
+    def _said(self, content: bytes) -> ErrorInfo | None:
         body = decode_or_none(content, _OpenAIErrorBody)
         if body is None:
-            return super()._read_error(content)
+            return None
         spent = "insufficient_quota" in (body.error.code, body.error.type)
         return ErrorInfo(one_line(body.error.message), quota=spent)
 
@@ -262,7 +264,7 @@ class VoyageProvider(_ListProvider):
     default_model = "voyage-code-3"
     default_dimensions = 1024
 
-    def _embed_batch(self, texts: Sequence[str], task: TaskType) -> Sequence[Sequence[float]]:
+    def _request(self, texts: Sequence[str], task: TaskType) -> tuple[str, msgspec.Struct]:
         sized = self.model.startswith(_VOYAGE_FLEXIBLE)
         request = _VoyageRequest(
             model=self.model,
@@ -270,11 +272,11 @@ class VoyageProvider(_ListProvider):
             input_type=task,
             output_dimension=self.dimensions if sized else None,
         )
-        return self._listed(texts, self._call("/v1/embeddings", request, task))
+        return "/v1/embeddings", request
 
-    def _read_error(self, content: bytes) -> ErrorInfo:
+    def _said(self, content: bytes) -> ErrorInfo | None:
         body = decode_or_none(content, _DetailBody)
-        return super()._read_error(content) if body is None else ErrorInfo(one_line(body.detail))
+        return None if body is None else ErrorInfo(one_line(body.detail))
 
 
 # -- Ollama ----------------------------------------------------------------------
@@ -309,23 +311,25 @@ class OllamaProvider(HttpEmbeddingProvider):
     default_model = "nomic-embed-text"
     default_dimensions = 768
 
-    def _embed_batch(self, texts: Sequence[str], task: TaskType) -> Sequence[Sequence[float]]:
+    def _request(self, texts: Sequence[str], task: TaskType) -> tuple[str, msgspec.Struct]:
         request = _OllamaRequest(
             model=self.model,
             input=self._prefixed(texts, task),
             dimensions=self.dimensions if self.dimensions_chosen else None,
         )
-        answer = self._decode(self._call("/api/embed", request, task), _OllamaAnswer)
-        return self._rows(texts, answer.embeddings)
+        return "/api/embed", request
+
+    def _vectors(self, content: bytes) -> list[list[float]]:
+        return self._decode(content, _OllamaAnswer).embeddings
 
     def _prefixed(self, texts: Sequence[str], task: TaskType) -> list[str]:
         if not self.model.rsplit("/", 1)[-1].startswith("nomic-embed-text"):
             return list(texts)
         return [_NOMIC_PREFIXES[task] + text for text in texts]
 
-    def _read_error(self, content: bytes) -> ErrorInfo:
+    def _said(self, content: bytes) -> ErrorInfo | None:
         body = decode_or_none(content, _OllamaErrorBody)
-        return super()._read_error(content) if body is None else ErrorInfo(one_line(body.error))
+        return None if body is None else ErrorInfo(one_line(body.error))
 
 
 # -- by name ---------------------------------------------------------------------

@@ -2,8 +2,9 @@
 
 ``HttpEmbeddingProvider`` holds an injected ``httpx.Client``, a base URL, the
 key read from the environment (``ProviderUnavailable`` when it is missing)
-and a ``CallPolicy``.  Subclasses in ``embeddings.http`` build one request
-per batch and call ``_call``; this module decides what an answer means.
+and a ``CallPolicy``.  Its ``_embed_batch`` posts the request a subclass in
+``embeddings.http`` builds (``_request``) and checks the vectors the subclass
+reads from the answer (``_vectors``); this module decides what an answer means.
 
 Deadline.  ``deadline`` is an absolute ``time.monotonic()`` value or
 ``None``.  ``with_deadline(d)`` returns a shallow copy bound to ``d``, so a
@@ -34,6 +35,7 @@ does a refused connection; any other 4xx is a ``ProviderError``.
 
 from __future__ import annotations
 
+import abc
 import copy
 import email.utils
 import os
@@ -204,14 +206,33 @@ class HttpEmbeddingProvider(EmbeddingProvider):
         if self._owns_client:
             self.client.close()
 
+    def _embed_batch(self, texts: Sequence[str], task: TaskType) -> Sequence[Sequence[float]]:
+        path, request = self._request(texts, task)
+        return self._rows(texts, self._vectors(self._call(path, request, task)))
+
+    # -- what subclasses say ---------------------------------------------------
+
+    @abc.abstractmethod
+    def _request(self, texts: Sequence[str], task: TaskType) -> tuple[str, msgspec.Struct]:
+        """The path to post to and the body asking for the vectors of ``texts``."""
+
+    @abc.abstractmethod
+    def _vectors(self, content: bytes) -> list[list[float]]:
+        """The vectors in the body of an answer, in the order of the texts asked about."""
+
+    def _said(self, content: bytes) -> ErrorInfo | None:
+        """What an error body in the provider's own shape says (None: not that shape)."""
+        return None
+
     # -- what subclasses use -------------------------------------------------
 
     def _auth_headers(self) -> dict[str, str]:
         return {"Authorization": f"Bearer {self._key}"} if self._key else {}
 
     def _read_error(self, content: bytes) -> ErrorInfo:
-        """The message (and quota flag) in an error body; subclasses know its shape."""
-        return ErrorInfo(one_line(content.decode("utf-8", "replace")))
+        """The message (and quota flag) in an error body: what the provider's shape of it
+        says, else the body itself."""
+        return self._said(content) or ErrorInfo(one_line(content.decode("utf-8", "replace")))
 
     def _decode(self, content: bytes, kind: type[T]) -> T:
         try:

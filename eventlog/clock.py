@@ -83,11 +83,10 @@ def last_stamp(paths: list[Path]) -> int:
                 size = os.fstat(handle.fileno()).st_size
                 if size == 0:
                     continue
-                start, data = seg.tail_window(handle.fileno(), size, _TAIL)
+                _, lines = seg.tail_lines(handle.fileno(), size, _TAIL)
         except FileNotFoundError:
             continue
-        lines = data.split(b"\n")[:-1]
-        for line in reversed(lines[1:] if start > 0 else lines):
+        for line in reversed(lines):
             try:
                 return micros(decode_line(line).ts)
             except BadLine:

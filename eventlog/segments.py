@@ -42,6 +42,14 @@ def tail_window(fd: int, size: int, window: int) -> tuple[int, bytes]:
     return start, os.pread(fd, size - start, start)
 
 
+def tail_lines(fd: int, size: int, window: int) -> tuple[int, list[bytes]]:
+    """The complete lines in the last ``window`` bytes of the file (without the first
+    when the window starts inside the file: it may be cut) and the window's offset."""
+    start, data = tail_window(fd, size, window)
+    lines = data.split(b"\n")[:-1]
+    return start, lines[1:] if start > 0 else lines
+
+
 def last_newline_end(fd: int, size: int) -> int:
     """Offset just past the last newline in the first ``size`` bytes (0 when none)."""
     window = _WINDOW
@@ -87,10 +95,7 @@ def unfinished_batch_start(fd: int, end: int, written: int | None) -> int:
     """
     window = _WINDOW
     while end > 0:
-        start, data = tail_window(fd, end, window)
-        lines = data.split(b"\n")[:-1]
-        if start > 0:
-            lines = lines[1:]  # the first may be cut by the window
+        start, lines = tail_lines(fd, end, window)
         found = _batch_start_in(lines, end, written, whole=start == 0)
         if found is not None:
             return found
@@ -251,10 +256,7 @@ def last_seq(fd: int, size: int) -> int | None:
     """
     window = _WINDOW
     while size > 0:
-        start, data = tail_window(fd, size, window)
-        lines = data.split(b"\n")[:-1]
-        if start > 0:
-            lines = lines[1:]  # the first may be cut by the window
+        start, lines = tail_lines(fd, size, window)
         found = _last_seq_in(lines)
         if found is not None or start == 0:
             return found

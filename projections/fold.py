@@ -280,11 +280,9 @@ def _spent(state: State, ts: str, usage: Usage, session: Session | None) -> None
     day = ts[:10]
     spend = state.spend.setdefault(day, Spend(day=day))
     state.touched_ledger.add(f"spend:{day}")
-    for total in (spend, session) if session is not None else (spend,):
-        total.calls += usage.calls
-        total.tokens_in += usage.tokens_in
-        total.tokens_out += usage.tokens_out
-        total.cost_micros += usage.cost_micros
+    spend.add(usage)
+    if session is not None:
+        session.add(usage)
 
 
 def _ledger(

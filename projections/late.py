@@ -28,17 +28,7 @@ import sqlite3
 from collections.abc import Iterable
 from typing import NamedTuple
 
-from memlog.eventlog.events import (
-    Event,
-    Influenced,
-    MaintenanceRan,
-    MemoryEvolved,
-    Observed,
-    Recalled,
-    Redacted,
-    SessionPending,
-    SessionProgress,
-)
+from memlog.eventlog.events import Event, Observed, Redacted
 from memlog.eventlog.log import DamageHandler, EventLog, Position
 from memlog.eventlog.merged import Unfolded, Unfollowable, advanced, decode, encode, unfolded
 from memlog.home import Home
@@ -172,11 +162,12 @@ def refold(db: sqlite3.Connection, home: Home, late: list[Unfolded], touched: To
     arrived = (_Timed(i.key, i.record.event, True, device_of(i.record.segment)) for i in late)
     timed = sorted([*held, *arrived], key=lambda t: t.key)
     state, firsts, before = State(), dict[str, lines.First](), State()
+    keys = touched.keys()
     for key, event, arrived_late, device in timed:
         ids = event.entry_ids  # (an observation's id is a hash: once)
         if isinstance(event, Observed) and ids[0] in touched.ids and ids[0] not in firsts:
             firsts[ids[0]] = lines.First(key, arrived_late)
-        if _about(event, ids, touched):
+        if not keys.isdisjoint(lines.keys(event, ids)):  # (maintenance times: kept whole)
             apply(state, event, device)
             if not arrived_late:
                 apply(before, event, device)
@@ -227,15 +218,3 @@ def check_held(
             raise Unplaceable(f"the lines of {day} do not fold to its spend")
     if held.maintenance != ledger.stored_maintenance(db):
         raise Unplaceable("the maintenance lines do not fold to the times the views hold")
-
-
-def _about(event: Event, ids: tuple[str, ...], touched: Touched) -> bool:
-    """Whether ``event`` (about the entries ``ids``) is part of the fold of an entry,
-    session or day of spend ``touched`` names (or of the maintenance times, kept whole)."""
-    if isinstance(event, MaintenanceRan):
-        return True
-    if isinstance(event, SessionPending | SessionProgress | MemoryEvolved):
-        return event.session_id in touched.sessions or event.ts[:10] in touched.days
-    if isinstance(event, Recalled | Influenced) and event.session_id in touched.sessions:
-        return True  # what the session received, and what was judged of it
-    return not touched.ids.isdisjoint(ids)

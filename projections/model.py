@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import msgspec
 
+from memlog.eventlog.events import Usage
+
 
 class Vector(msgspec.Struct, frozen=True, array_like=True):
     """One embedding of an entry in a provider+model space, ``q8`` (``eventlog.vectors``)."""
@@ -81,7 +83,26 @@ class Entry(msgspec.Struct, kw_only=True):
         return self.status == "live"
 
 
-class Session(msgspec.Struct, kw_only=True):
+class Tally(msgspec.Struct, kw_only=True):
+    """What model calls cost in all, as a session's and a day's spend count it: the sums of
+    the ``Usage`` of their events.  Its fields come after those of the record built on it
+    (the key first: the ledger's tables are keyed by their first column)."""
+
+    calls: int = 0
+    tokens_in: int = 0
+    tokens_out: int = 0
+    #: estimated cost in millionths of a US dollar
+    cost_micros: int = 0
+
+    def add(self, usage: Usage) -> None:
+        """Count in the model calls of one event."""
+        self.calls += usage.calls
+        self.tokens_in += usage.tokens_in
+        self.tokens_out += usage.tokens_out
+        self.cost_micros += usage.cost_micros
+
+
+class Session(Tally):
     """A Claude Code session as the log knows it: where its transcript is, how far read."""
 
     id: str
@@ -101,10 +122,6 @@ class Session(msgspec.Struct, kw_only=True):
     #: extraction attempts that failed for a passing reason since the last success
     attempts: int = 0
     turns: int = 0
-    calls: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost_micros: int = 0
     first_seen: str = ""
     updated_at: str = ""
     #: ``entry_id trigger time`` of each lesson received; those judged; how many are not
@@ -113,14 +130,10 @@ class Session(msgspec.Struct, kw_only=True):
     unjudged: int = 0
 
 
-class Spend(msgspec.Struct, kw_only=True):
+class Spend(Tally):
     """Model calls of one UTC day, for the daily budget."""
 
     day: str
-    calls: int = 0
-    tokens_in: int = 0
-    tokens_out: int = 0
-    cost_micros: int = 0
 
 
 class State(msgspec.Struct):
