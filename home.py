@@ -25,10 +25,51 @@ _ASIDE = ".memory.db.rebuild-"
 class Home:
     """A memlog home: its root and where each thing it holds lives."""
 
-    __slots__ = ("root",)
-
     def __init__(self, root: Path | str) -> None:
-        self.root = Path(root)
+        self.root = root = Path(root)
+        # -- the log: one folder a device (``device``) of JSONL segments, and beside them
+        self.events = events = root / "events"
+        self.events_lock = events / ".lock"  # held by every append
+        #: the highest stamp this home received: no later event is stamped below it
+        self.clock_floor = events / ".clock"
+        self.device_file = events / ".device"  # this home's device id
+        #: what this folder was when the device id was made (a copied home differs)
+        self.device_stamp = events / ".device-stamp"
+        #: the key the keyed digests of this home are made with (never synced)
+        self.local_key = events / ".local-key"
+        self.spool = events / ".spool"  # events written while the log was busy
+        #: a rewrite under way: the journal commits it, the staging names what it wrote
+        self.rewrite_journal = events / ".rewrite.journal"
+        self.rewrite_staging = events / ".rewrite.staging"
+        self.quarantine = root / "quarantine.jsonl"  # lines a read could not trust, and why
+        self.redaction_journal = root / ".redaction.journal"  # a redaction under way
+        self.snapshot_marker = root / ".memlog-snapshot.json"  # a home as of one moment
+        # -- the views
+        self.db = root / "memory.db"
+        self.index = root / "index"  # the packed files the database points at
+        self.legacy_vectors = root / "vectors"  # the vectors of views before ``index/``
+        self.views_damaged = root / ".views-damaged"  # damage found, its reason inside
+        self.projects = root / "projects"  # the markdown view, one folder a project
+        self.markdown_state = root / ".markdown-state.json"
+        self.markdown_lock = root / ".markdown.lock"
+        # -- sync
+        self.sync_repo = root / "sync.git"
+        self.sync_state = self.sync_repo / "memlog-sync.json"
+        self.sync_lock = root / ".sync.lock"
+        self.sync_key = root / "sync.key"  # seals what sync sends
+        self.signing_key = root / "sync.device.key"  # signs what this device pushes
+        # -- the hooks, extraction, the page
+        self.hook_errors = root / HOOK_ERROR_LOG
+        self.errors_log = root / "errors.log"  # crashes' tracebacks (``errors.describe``)
+        self.hook_claims = root / ".hook-claims"  # which hook call took a session's start
+        self.recording = root / ".recording"  # one marker a recorder at work
+        self.sweep_started = root / ".sweep-started"
+        self.extraction_lock = root / "extraction.lock"
+        self.adopt_lock = root / ".adopt.lock"
+        self.native_seen = root / ".claude-memory.json"  # Claude Code's files read, as what
+        self.received = root / ".received"  # what each session was given
+        self.last_injection = root / ".last-injection.json"  # read by ``memlog explain``
+        self.pages = root / ".pages"  # the page's servers and their snapshots
 
     @classmethod
     def of(cls, where: Home | Path | str) -> Home:
@@ -50,12 +91,9 @@ class Home:
     def __hash__(self) -> int:
         return hash(("memlog-home", self.root))
 
-    # -- the log: events/ and what it keeps beside its segments ---------------------------------
-
-    @property
-    def events(self) -> Path:
-        """The log: one folder a device (``device``) of JSONL segments."""
-        return self.root / "events"
+    def exists(self) -> bool:
+        """Whether the home's folder is there (nothing is made before the first write)."""
+        return self.root.is_dir()
 
     def device(self, device_id: str) -> Path:
         """The folder of one device's segments."""
@@ -73,124 +111,18 @@ class Home:
         """What a move of the flat log left half done."""
         return sorted(self.events.glob(f"{_MOVING}*"))
 
-    @property
-    def events_lock(self) -> Path:
-        """Held by every append."""
-        return self.events / ".lock"
-
-    @property
-    def clock_floor(self) -> Path:
-        """The highest stamp this home has written: no later event is stamped below it."""
-        return self.events / ".clock"
-
-    @property
-    def device_file(self) -> Path:
-        """This home's device id."""
-        return self.events / ".device"
-
-    @property
-    def device_stamp(self) -> Path:
-        """What this machine was when the device id was made (a copied home differs)."""
-        return self.events / ".device-stamp"
-
-    @property
-    def local_key(self) -> Path:
-        """The key the checksums of this home's own segments are made with."""
-        return self.events / ".local-key"
-
-    @property
-    def spool(self) -> Path:
-        """Events written while the log was busy, appended by the next writer."""
-        return self.events / ".spool"
-
-    @property
-    def rewrite_journal(self) -> Path:
-        """A rewrite of the log under way (its segments, ready to be swapped in)."""
-        return self.events / ".rewrite.journal"
-
-    @property
-    def rewrite_staging(self) -> Path:
-        """A rewrite's segments being written, before the journal commits them."""
-        return self.events / ".rewrite.staging"
-
-    @property
-    def quarantine(self) -> Path:
-        """Lines a read could not trust, kept aside with why."""
-        return self.root / "quarantine.jsonl"
-
-    @property
-    def redaction_journal(self) -> Path:
-        """A redaction under way: what it takes out, until the rewrite finished."""
-        return self.root / ".redaction.journal"
-
-    @property
-    def snapshot_marker(self) -> Path:
-        """Present in a copy of a home made at one moment (``memlog replay --at``)."""
-        return self.root / ".memlog-snapshot.json"
-
-    # -- the views ----------------------------------------------------------------------------
-
-    @property
-    def db(self) -> Path:
-        """The SQLite view."""
-        return self.root / "memory.db"
-
     def db_aside(self, tag: str) -> Path:
-        """Where a rebuilt view is made before it replaces ``db`` (``tag``: the builder's
-        pid, a dash, and random letters)."""
+        """Where a view is rebuilt before it replaces ``db`` (``tag``: the builder's pid, a
+        dash, random letters)."""
         return self.root / f"{_ASIDE}{tag}"
 
     def db_asides(self) -> dict[str, Path]:
-        """The asides found, by their tags."""
+        """The rebuilds aside found, by their tags."""
         return {p.name[len(_ASIDE) :]: p for p in sorted(self.root.glob(f"{_ASIDE}*"))}
-
-    @property
-    def index(self) -> Path:
-        """The packed vector and neighbour files the view points at."""
-        return self.root / "index"
-
-    @property
-    def legacy_vectors(self) -> Path:
-        """The vector folder of views from before ``index/``."""
-        return self.root / "vectors"
-
-    @property
-    def views_damaged(self) -> Path:
-        """Present while a view is known damaged (its reason inside)."""
-        return self.root / ".views-damaged"
-
-    @property
-    def projects(self) -> Path:
-        """The markdown view: one folder a project."""
-        return self.root / "projects"
 
     def markdown(self, rel: str) -> Path:
         """A file of the markdown view, by its path from the home (``projects/…``)."""
         return self.root / rel
-
-    @property
-    def markdown_state(self) -> Path:
-        """What the markdown view was written up to."""
-        return self.root / ".markdown-state.json"
-
-    @property
-    def markdown_lock(self) -> Path:
-        return self.root / ".markdown.lock"
-
-    def folders(self) -> list[Path]:
-        """Every folder of the home memlog writes files in but the markdown view's."""
-        found = [self.root, self.events, self.spool, self.legacy_vectors, self.index]
-        found.append(self.sync_repo)
-        with contextlib.suppress(OSError):
-            found += [p for p in self.events.iterdir() if p.is_dir() and not p.is_symlink()]
-        return found
-
-    # -- sync ---------------------------------------------------------------------------------
-
-    @property
-    def sync_repo(self) -> Path:
-        """The git repository sync keeps sealed lines in."""
-        return self.root / "sync.git"
 
     def sync_repo_aside(self, tag: str) -> Path:
         """Where a repository is made, or an old one put, before it takes its place."""
@@ -200,82 +132,13 @@ class Home:
         """What a killed init or reset left aside."""
         return sorted(self.root.glob(f".{self.sync_repo.name}.*"))
 
-    @property
-    def sync_lock(self) -> Path:
-        return self.root / ".sync.lock"
-
-    @property
-    def sync_key(self) -> Path:
-        """The key that seals what sync sends."""
-        return self.root / "sync.key"
-
-    @property
-    def sync_state(self) -> Path:
-        """What sync last did, kept inside its repository."""
-        return self.sync_repo / "memlog-sync.json"
-
-    @property
-    def signing_key(self) -> Path:
-        """This device's key, which signs what it pushes."""
-        return self.root / "sync.device.key"
-
-    # -- the hooks, extraction and the page ---------------------------------------------------
-
-    @property
-    def extraction_lock(self) -> Path:
-        return self.root / "extraction.lock"
-
-    @property
-    def adopt_lock(self) -> Path:
-        return self.root / ".adopt.lock"
-
-    @property
-    def hook_errors(self) -> Path:
-        return self.root / HOOK_ERROR_LOG
-
-    @property
-    def errors_log(self) -> Path:
-        """The tracebacks of crashes (``errors.describe``)."""
-        return self.root / "errors.log"
-
-    def exists(self) -> bool:
-        """Whether the home's folder is there (nothing is made before the first write)."""
-        return self.root.is_dir()
-
-    @property
-    def hook_claims(self) -> Path:
-        """Which hook call took which session's start (one file a claim)."""
-        return self.root / ".hook-claims"
-
-    @property
-    def recording(self) -> Path:
-        """One marker a recorder that is writing."""
-        return self.root / ".recording"
-
-    @property
-    def sweep_started(self) -> Path:
-        """When the last sweep for finished sessions began."""
-        return self.root / ".sweep-started"
-
-    @property
-    def native_seen(self) -> Path:
-        """Which of Claude Code's own memory files were read, and as what."""
-        return self.root / ".claude-memory.json"
-
-    @property
-    def received(self) -> Path:
-        """What each session was given, one file a session (read by the prompt hook)."""
-        return self.root / ".received"
-
-    @property
-    def last_injection(self) -> Path:
-        """What the last start injected (``memlog explain`` reads it)."""
-        return self.root / ".last-injection.json"
-
-    @property
-    def pages(self) -> Path:
-        """The page's servers, one file each, and the generation they show."""
-        return self.root / ".pages"
+    def folders(self) -> list[Path]:
+        """Every folder of the home memlog writes files in but the markdown view's."""
+        found = [self.root, self.events, self.spool, self.legacy_vectors, self.index]
+        found.append(self.sync_repo)
+        with contextlib.suppress(OSError):
+            found += [p for p in self.events.iterdir() if p.is_dir() and not p.is_symlink()]
+        return found
 
 
 def resolve_home(env: Mapping[str, str] | None = None) -> Home:

@@ -290,6 +290,16 @@ def interleaved(
     return wall, cpu
 
 
+def against(work: Path, checkout: Path, env: dict[str, str]) -> dict[str, str]:
+    """The environment that runs ``checkout``'s memlog (its root is the package)."""
+    shadow = work / "against"
+    shadow.mkdir(exist_ok=True)
+    link = shadow / "memlog"
+    if not link.exists():
+        link.symlink_to(checkout.resolve(), target_is_directory=True)
+    return {**env, "PYTHONPATH": str(shadow)}
+
+
 def p90_of(values: list[float]) -> float:
     return sorted(values)[int(0.9 * (len(values) - 1))]
 
@@ -368,6 +378,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=21, help="runs per measurement")
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--work", type=Path, help="working directory (default: a temporary one)")
+    parser.add_argument(
+        "--against",
+        type=Path,
+        help="a checkout of another commit whose hook runs in the same rounds",
+    )
     args = parser.parse_args()
 
     with tempfile.TemporaryDirectory(
@@ -393,6 +408,9 @@ def main() -> None:
             "numpy": (NUMPY, b"", work, env),
             **{name: (HOOK, payload(root, 1), root, env) for name, root in projects.items()},
         }
+        if args.against is not None:
+            other = against(work, args.against, env)
+            runs |= {f"{n}@": (HOOK, payload(r, 1), r, other) for n, r in projects.items()}
         times, cpu = interleaved(runs, args.repeats)
         floor = statistics.median(times["numpy"])
         cpu_floor = statistics.median(cpu["numpy"])
@@ -404,6 +422,8 @@ def main() -> None:
             "a": "hook (a) FTS + prominence",
             "b": "hook (b) + hashing query vector",
         }
+        if args.against is not None:
+            rows |= {f"{n}@": f"{rows[n][:8]} of {args.against.name}" for n in ("a", "b")}
         for name, label in rows.items():
             median = statistics.median(times[name])
             used = statistics.median(cpu[name])
@@ -413,6 +433,8 @@ def main() -> None:
             )
             if name != "numpy":
                 line += f"  ×{median / floor:4.2f} numpy (cpu ×{used / cpu_floor:4.2f})"
+            if name.endswith("@"):
+                line += f"  (this tree ×{statistics.median(times[name[:-1]]) / median:4.2f})"
             if name == "a":
                 verdict = "ok" if median <= GOAL_RATIO * floor else "MISSES"
                 line += f"  goal ≤{GOAL_RATIO}× numpy: {verdict}"

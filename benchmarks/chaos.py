@@ -321,7 +321,8 @@ def settle(run: Run, op: Op) -> None:
         if op.name == "redact":
             run.redacted.add(op.args[2])
     elif op.name == "sync" and code == 1 and not benign_sync(text):
-        raise Found(f"home {home}: sync refused or held something: {text[-1500:]}")
+        said = [ln for ln in text.splitlines() if "refus" in ln or "held" in ln or "hold" in ln]
+        raise Found(f"home {home}: sync refused or held something: {said or text[-1500:]}")
     elif op.name.startswith("observe") and code != 0 and "waiting for the log" not in text:
         raise Found(f"home {home}: {op.name} exited {code}: {text[-1000:]}")
 

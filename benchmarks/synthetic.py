@@ -459,7 +459,7 @@ def generate(
     """Write the log into ``home``; return the number of events appended."""
     log = SyntheticLog(home, seed, events)
     if log.segments():
-        raise SystemExit(f"{log.events_dir} already holds a log")
+        raise SystemExit(f"{log.home.events} already holds a log")
     plan = Plan.of(entries, events)
     rng = random.Random(seed)
     vectors = unit_vectors(seed, entries + plan.revectors, space.dimensions)

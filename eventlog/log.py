@@ -65,8 +65,7 @@ class EventLog:
         screen: bool = True,
     ) -> None:
         self.home = Home.of(home)
-        self.events_dir = self.home.events
-        self.append_dir = self.events_dir  # or this device's directory (``_own_dir``)
+        self.append_dir = self.home.events  # or this device's directory (``_own_dir``)
         self.segment_bytes = segment_bytes
         self.redact = redact
         self.screen = screen
@@ -188,7 +187,7 @@ class EventLog:
     def _own_dir(self) -> Path:
         """``events/``, or this device's directory once the log is kept per device."""
         if not devices.is_per_device(self.home):
-            return self.events_dir
+            return self.home.events
         own = self.home.device(devices.device_id(self.home, waiting.tell))
         return ensure_dir(files.no_links(own, self.home.root))
 
@@ -199,22 +198,22 @@ class EventLog:
         folded in; once it is let go, what was spooled meanwhile is folded too."""
         snapshot.refuse_writes(self.home, "append to the log of")
         ensure_dir(self.home.root)
-        created = not self.events_dir.exists()
-        ensure_dir(files.no_links(self.events_dir, self.home.root))
+        created = not self.home.events.exists()
+        ensure_dir(files.no_links(self.home.events, self.home.root))
         if created:
             seg.fsync_dir(self.home.root)
         patience = self.lock_wait if wait is None else wait
         lock = locking.held(
             self.home.events_lock,
             patience,
-            waiting.busy(self.events_dir, patience),
+            waiting.busy(self.home.events, patience),
             waiting.notice,
         )
         with contextlib.ExitStack() as stack:
             try:
                 stack.enter_context(lock)
             except OSError as exc:
-                raise HomeError(f"cannot write to {self.events_dir}: {exc.strerror}") from None
+                raise HomeError(f"cannot write to {self.home.events}: {exc.strerror}") from None
             from memlog.eventlog import rewrite  # (its redaction loads the secret patterns)
 
             rewrite.finish(self.home)
@@ -241,7 +240,7 @@ class EventLog:
                 self._acknowledge_lost_tail(last, written)
                 self._lost = (last, written)
             last = written
-        limit = self.segment_bytes if self.append_dir == self.events_dir else devices.ROLL_BYTES
+        limit = self.segment_bytes if self.append_dir == self.home.events else devices.ROLL_BYTES
         if not paths or paths[-1].stat().st_size >= min(limit, self.segment_bytes):
             return self._new_segment(last + 1), last + 1
         return paths[-1], last + 1
@@ -265,7 +264,7 @@ class EventLog:
         """Sequences handed out and acknowledged, gone from the end of the log since (the
         file was cut or restored): recorded, so they are never handed out again and
         ``verify`` names them."""
-        device = "" if self.append_dir == self.events_dir else f"{self.append_dir.name}/"
+        device = "" if self.append_dir == self.home.events else f"{self.append_dir.name}/"
         reason = "sequence numbers missing from the end of the log"
         seqs = tuple(range(last + 1, written + 1))
         try:
@@ -348,10 +347,10 @@ class EventLog:
 
     def segments(self) -> list[Path]:
         """Every segment: in log order when flat, by device then sequence when per device."""
-        files.no_links(self.events_dir, self.home.root)  # read as written: never through a link
+        files.no_links(self.home.events, self.home.root)  # read as written: never through a link
         names = devices.device_dirs(self.home)
         if not names:
-            return seg.list_segments(self.events_dir)
+            return seg.list_segments(self.home.events)
         return [p for name in names for p in seg.list_segments(self.home.device(name))]
 
     def name_of(self, path: Path) -> str:
@@ -376,7 +375,7 @@ class EventLog:
     ) -> Iterator[Record]:
         """Every good event from ``start`` on, in log order (kept per device: the merged
         order, see ``merged``); bad lines go to ``on_damage``."""
-        files.no_links(self.events_dir, self.home.root)  # read as written: never through a link
+        files.no_links(self.home.events, self.home.root)  # read as written: never through a link
         if devices.is_per_device(self.home):
             from memlog.eventlog.merged import read_merged  # (only a log kept per device)
 

@@ -124,7 +124,7 @@ def sequences(log: EventLog) -> list[tuple[str, list[Path]]]:
     """The log's segments by sequence: one group when flat, one per device otherwise."""
     names = devices.device_dirs(log.home)
     if not names:
-        return [("", seg.list_segments(log.events_dir))]
+        return [("", seg.list_segments(log.home.events))]
     return [(name, seg.list_segments(log.home.device(name))) for name in names]
 
 

@@ -42,11 +42,9 @@ _TAG = "\N{BULLET}"
 def layout_names() -> set[str]:
     """Every name a home holds at its top or in ``events/``, as ``Home`` says."""
     home = Home(Path("/h"))
-    paths: list[Path] = []
-    for name, member in inspect.getmembers(Home):
-        if isinstance(member, property):
-            paths.append(getattr(home, name))
-        elif name in ("device", "segment", "moving", "sync_repo_aside", "db_aside", "markdown"):
+    paths = [p for n, p in vars(home).items() if n != "root"]
+    for name, _ in inspect.getmembers(Home):
+        if name in ("device", "segment", "moving", "sync_repo_aside", "db_aside", "markdown"):
             paths.append(getattr(home, name)(_TAG))
     names = set()
     for path in paths:

@@ -257,7 +257,7 @@ def test_a_repair_of_a_log_without_a_mark_keeps_its_sequences(memlog_home: Path)
     forget_mark(log)
     flip(segment_of(memlog_home), 3, b"wrap the flaky")
     assert len(repair_log(log)) == 1
-    assert seg.read_high_water(log.events_dir) == 3  # repair keeps it in .seq, synced
+    assert seg.read_high_water(log.home.events) == 3  # repair keeps it in .seq, synced
     assert log.append([Promoted(entry_id="0" * 16)])[0].seq == 4
 
 
@@ -285,8 +285,8 @@ def test_the_mark_is_raised_with_every_append_and_redaction(memlog_home: Path) -
     log.append([Observed(category="facts", **_texts(i)) for i in range(5, 8)])
     assert log.written() == 6 and seg.segment_mark(segment_of(memlog_home)) == 6
     expunge(log, Target(None, "entry 5"), "test")
-    assert log.written() == 7 and seg.read_high_water(log.events_dir) == 7
-    mark = log.events_dir / seg.HIGH_WATER_NAME
+    assert log.written() == 7 and seg.read_high_water(log.home.events) == 7
+    mark = log.home.events / seg.HIGH_WATER_NAME
     assert mark.stat().st_mode & 0o777 == 0o600 and mark.read_bytes() == b"%020d\n" % 7
 
 
@@ -295,12 +295,12 @@ def test_without_extended_attributes_the_mark_is_kept_in_its_file(
 ) -> None:
     monkeypatch.setattr(seg, "mark_segment", lambda fd, seq: False)
     log = three(memlog_home)
-    assert seg.read_high_water(log.events_dir) == 3 and log.written() == 3
+    assert seg.read_high_water(log.home.events) == 3 and log.written() == 3
 
 
 def forget_mark(log: EventLog) -> None:
     """The log as an earlier version left it: no high-water mark anywhere."""
-    (log.events_dir / seg.HIGH_WATER_NAME).unlink(missing_ok=True)
+    (log.home.events / seg.HIGH_WATER_NAME).unlink(missing_ok=True)
     for path in log.segments():
         with contextlib.suppress(OSError):
             os.removexattr(path, seg.HIGH_WATER_ATTR)

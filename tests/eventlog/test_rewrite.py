@@ -184,11 +184,11 @@ def test_a_committed_journal_is_finished_by_the_next_writer(memlog_home: Path) -
     for path, data in staged.items():  # as if killed right after the journal was written
         rewrite.staged_path(path).write_bytes(data)
     names = ",".join(f'"{p.name}"' for p in staged)
-    (log.events_dir / ".rewrite.journal").write_text(f'{{"segments":[{names}]}}')
+    (log.home.events / ".rewrite.journal").write_text(f'{{"segments":[{names}]}}')
     EventLog(memlog_home).append([clean(50)])
-    assert not (log.events_dir / ".rewrite.journal").exists()
+    assert not (log.home.events / ".rewrite.journal").exists()
     assert all(p.read_bytes() == d for p, d in staged.items())
-    assert not list(log.events_dir.glob(f".*{rewrite.STAGED_SUFFIX}"))
+    assert not list(log.home.events.glob(f".*{rewrite.STAGED_SUFFIX}"))
 
 
 # -- kill -9 in the middle of a rewrite ------------------------------------------------------

@@ -148,7 +148,7 @@ def redact_line(home: Path, device: str, needle: str) -> None:
     log = EventLog(home)
     found = False
     with log._locked():
-        for path in sorted((log.events_dir / device).glob("*.jsonl")):
+        for path in sorted((log.home.events / device).glob("*.jsonl")):
             lines = path.read_bytes().split(b"\n")[:-1]
             rewritten = [_redacted(line, needle) for line in lines]
             if rewritten != [line + b"\n" for line in lines]:

@@ -31,7 +31,7 @@ def read(home: Path, line: Line) -> bytes:
 
 def test_each_key_names_the_lines_of_every_event_about_it(memlog_home: Path) -> None:
     log = EventLog(memlog_home)
-    log.events_dir.mkdir(parents=True)
+    log.home.events.mkdir(parents=True)
     devices.to_devices(log.home)  # kept per device, as a synced home's log is
     first, other = content_hash(LESSON), content_hash(OTHER)
     log.append([Observed(name="Lock", description=LESSON, category="patterns")])
