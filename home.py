@@ -71,6 +71,9 @@ class Home:
         self.last_injection = root / ".last-injection.json"  # read by ``memlog explain``
         self.pages = root / ".pages"  # the page's servers and their snapshots
 
+    #: a home is never joined onto (not even a ``Path`` on the right): ask it where things are
+    __truediv__ = None
+
     @classmethod
     def of(cls, where: Home | Path | str) -> Home:
         """``where`` as a home (a ``Home`` is returned as it is)."""

@@ -10,18 +10,13 @@ set up for sync, and starts nothing otherwise.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from memlog.home import Home
-
-#: what ``memlog sync --init`` leaves in the home (``sync/repo.py``)
-SYNC_REPOSITORY = Path("sync.git") / "HEAD"  # ``sync.repo.set_up``, without loading subprocess
 
 
 def start_sync(home: Home, cwd: str) -> bool:
     """Start ``memlog sync --at-session-end`` detached, for the project at ``cwd``, if
     sync is set up; whether it was started."""
-    if not (home / SYNC_REPOSITORY).is_file():
+    if not (home.sync_repo / "HEAD").is_file():  # ``sync.repo.set_up``, without subprocess
         return False
     from memlog.spawn import spawn_memlog
 
