@@ -87,8 +87,11 @@ def write(
             foreign.append((rel, data, not joined_in))
         held = _screen_received(log, files, foreign)
         for rel, data, keep_old in foreign:
-            outcome.received += _replace_foreign(log, files, rel, data, keep_old)
+            gained, replaced = _replace_foreign(log, files, rel, data, keep_old)
+            outcome.received += gained
             seen[rel] = files.blob_id(rel)  # written here: not a change made meanwhile
+            if replaced:
+                outcome.held = [_restored(h, rel) for h in outcome.held]
     if held:
         outcome.notes.append(
             f"{held} {'lesson' if held == 1 else 'lessons'} from other devices held for "
@@ -176,12 +179,13 @@ def _plain_id(job: Exchange, path: str, oid: str) -> str:
 
 def _replace_foreign(
     log: EventLog, files: local.Files, path: str, data: bytes, keep_old: bool
-) -> int:
+) -> tuple[int, bool]:
     """Write another device's segment; with ``keep_old``, a local copy that took no part
     in the join (a damaged one) goes to the quarantine file, unless the new one extends
-    it.  Returns how many events the file gained."""
+    it.  Returns how many events the file gained, and whether a copy was put aside."""
     old = files.read(path) or b""
-    if keep_old and old and not data.startswith(old):
+    aside = keep_old and bool(old) and not data.startswith(old)
+    if aside:
         seg.quarantine(log.home, path, 0, old, "this home's copy, replaced by the synced one")
     target = log.home.segment(path)
     if not target.parent.is_dir():
@@ -189,7 +193,21 @@ def _replace_foreign(
         seg.fsync_dir(log.home.events)
     atomic_write(target, data, log.home)
     clock.raise_floor(log.home, clock.last_stamp([target]))  # before anything appends
-    return max(0, data.count(b"\n") - old.count(b"\n"))
+    return max(0, data.count(b"\n") - old.count(b"\n")), aside
+
+
+def _restored(problem: str, rel: str) -> str:
+    """What was held back of ``rel``, once this sync put the synced version in its place."""
+    named = problem.startswith(rel) and problem[len(rel) : len(rel) + 1] in (" ", ":")
+    if not named or problem.endswith(RESTORED):
+        return problem
+    return f"{problem.removesuffix(KEPT).removesuffix('; ')}; {RESTORED}"
+
+
+#: what the offer says of a damaged copy of another device's segment, before the write
+KEPT = "the synced version is kept"
+#: how a held copy of another device's segment ends when the sync restores it
+RESTORED = "replaced by the synced version (this home's copy is in the quarantine file)"
 
 
 def raise_floor(home: Home, own: str) -> list[str]:

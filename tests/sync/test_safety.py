@@ -452,10 +452,40 @@ def test_a_damaged_copy_here_is_restored_and_kept(tmp_path: Path) -> None:
     good = path.read_bytes()
     path.write_bytes(good.replace(b"Pin tool", b"Pin tocl"))  # bit rot on this machine
     done = sync_json(b, code=1)
-    assert "checksum mismatch" in str(done["held"])  # never offered to the others
+    (held,) = done["held"]  # type: ignore[misc]
+    assert "checksum mismatch" in held  # never offered to the others
+    assert held.endswith(
+        "replaced by the synced version (this home's copy is in the quarantine file)"
+    )
     assert path.read_bytes() == good
     kept = [
         r for r in seg.read_quarantine(Home(b)) if r.segment == f"{device_of(a)}/{SEGMENT}.jsonl"
     ]
     assert kept and b"Pin tocl" in base64.b64decode(kept[0].data)
+    assert memlog(b, "verify").exit_code == 0
+
+
+def test_a_copy_here_that_changed_otherwise_is_restored_and_said_so(tmp_path: Path) -> None:
+    """Another device's segment as this home holds it, a line changed (its checksum made
+    good again: a copy of a home whose device rewrote that line since): held back from the
+    offer, then put aside for the synced version in the same sync, which says both."""
+    a, b, remote = two_homes(tmp_path)
+    path = b / "events" / device_of(a) / f"{SEGMENT}.jsonl"
+    good = path.read_bytes()
+    first, rest = good.split(b"\n", 1)
+    fields = json.loads(first)
+    del fields["sum"]
+    fields["description"] = fields["description"] + " Changed on this machine."
+    path.write_bytes(forge.plain_line(fields) + rest)
+    done = sync_json(b, code=1)
+    (held,) = done["held"]  # type: ignore[misc]
+    assert "changed here otherwise than by taking text out" in held
+    assert held.endswith("(this home's copy is in the quarantine file)")
+    assert path.read_bytes() == good
+    kept = [
+        r for r in seg.read_quarantine(Home(b)) if r.segment == f"{device_of(a)}/{SEGMENT}.jsonl"
+    ]
+    assert kept and b"Changed on this machine." in base64.b64decode(kept[0].data)
+    again = sync_json(b)  # nothing is held any more
+    assert again["held"] == []
     assert memlog(b, "verify").exit_code == 0
