@@ -30,6 +30,7 @@ import itertools
 import json
 import os
 import random
+import re
 import resource
 import statistics
 import subprocess
@@ -291,7 +292,13 @@ def interleaved(
 
 
 def against(work: Path, checkout: Path, env: dict[str, str]) -> dict[str, str]:
-    """The environment that runs ``checkout``'s memlog (its root is the package)."""
+    """The environment that runs ``checkout``'s memlog (its root is the package).  Both
+    trees are compiled first, as an install compiles them: a tree left to compile its
+    modules at each start (``PYTHONDONTWRITEBYTECODE``) would be measured compiling."""
+    import compileall
+
+    for tree in (checkout, Path(__file__).resolve().parents[1]):
+        compileall.compile_dir(tree, quiet=1, rx=re.compile(r"/(tests|benchmarks|\.venv)/"))
     shadow = work / "against"
     shadow.mkdir(exist_ok=True)
     link = shadow / "memlog"
