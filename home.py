@@ -110,30 +110,24 @@ class Home:
         """Where a flat log's segments gather before they become ``device(device_id)``."""
         return self.events / f"{_MOVING}{device_id}"
 
-    def movings(self) -> list[Path]:
-        """What a move of the flat log left half done."""
-        return sorted(self.events.glob(f"{_MOVING}*"))
-
     def db_aside(self, tag: str) -> Path:
         """Where a view is rebuilt before it replaces ``db`` (``tag``: the builder's pid, a
         dash, random letters)."""
         return self.root / f"{_ASIDE}{tag}"
 
-    def db_asides(self) -> dict[str, Path]:
-        """The rebuilds aside found, by their tags."""
-        return {p.name[len(_ASIDE) :]: p for p in sorted(self.root.glob(f"{_ASIDE}*"))}
-
-    def markdown(self, rel: str) -> Path:
-        """A file of the markdown view, by its path from the home (``projects/…``)."""
-        return self.root / rel
-
     def sync_repo_aside(self, tag: str) -> Path:
         """Where a repository is made, or an old one put, before it takes its place."""
         return self.root / f".{self.sync_repo.name}.{tag}"
 
-    def sync_repo_asides(self) -> list[Path]:
-        """What a killed init or reset left aside."""
-        return sorted(self.root.glob(f".{self.sync_repo.name}.*"))
+    @staticmethod
+    def found(named: Path) -> list[Path]:
+        """What is there of the names ``named`` stands for: one of the asides above with
+        ``*`` for its tag (what a killed move, rebuild, init or reset left)."""
+        return sorted(named.parent.glob(named.name))
+
+    def markdown(self, rel: str) -> Path:
+        """A file of the markdown view, by its path from the home (``projects/…``)."""
+        return self.root / rel
 
     def folders(self) -> list[Path]:
         """Every folder of the home memlog writes files in but the markdown view's."""

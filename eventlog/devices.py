@@ -182,7 +182,7 @@ def to_devices(home: Home) -> list[str]:
     target = home.device(device)
     if target.is_dir():
         return _drop_flat_copies(home, target)
-    for stale in home.movings():
+    for stale in home.found(home.moving("*")):
         _remove_tree(stale)
     staging = home.moving(device)
     staging.mkdir(mode=0o700)

@@ -41,8 +41,9 @@ def sweep(home: Home) -> list[Path]:
 def remove_stale_asides(folder: Home) -> list[Path]:
     """Aside databases (and their ``-wal``, ``-shm``) of rebuilds whose process is gone."""
     removed = []
-    for tag, path in folder.db_asides().items():
-        pid = tag.split("-", 1)[0]
+    prefix = folder.db_aside("").name
+    for path in folder.found(folder.db_aside("*")):
+        pid = path.name.removeprefix(prefix).split("-", 1)[0]
         if pid.isdigit() and not alive(int(pid)):
             with contextlib.suppress(OSError):  # gone already, or a home only read
                 path.unlink()

@@ -134,7 +134,7 @@ class Git:
 
     def init(self) -> None:
         """Make the repository aside and rename it into place: a killed init leaves none."""
-        for stale in self.home.sync_repo_asides():
+        for stale in self.home.found(self.home.sync_repo_aside("*")):
             shutil.rmtree(stale, ignore_errors=True)
         aside = self.home.sync_repo_aside(str(os.getpid()))
         env = {**self.env, "GIT_DIR": str(aside)}
