@@ -205,22 +205,21 @@ def errors(ws: Workspace) -> Check:
 def disk_use(home: Home) -> dict[str, int]:
     """Bytes the home uses: the log, memory.db (with its WAL), vectors, markdown, the rest."""
     use = {"log": 0, "memory.db": 0, "vectors": 0, "markdown": 0, "other": 0}
-    kinds = {home.events: "log", home.legacy_vectors: "vectors", home.index: "vectors"}
     for folder, _, names in os.walk(home):
-        here = Path(folder)
-        top = home.root / here.relative_to(home.root).parts[0] if here != home.root else None
         for name in names:
+            path = Path(folder) / name
             try:
-                size = (here / name).stat().st_size
+                use[_kind(home, path)] += path.stat().st_size
             except OSError:
                 continue
-            use[_kind(home, kinds.get(top) if top else None, here / name)] += size
     return use
 
 
-def _kind(home: Home, kind: str | None, path: Path) -> str:
-    if kind is not None:
-        return kind
+def _kind(home: Home, path: Path) -> str:
+    if path.is_relative_to(home.events):
+        return "log"
+    if path.is_relative_to(home.legacy_vectors):
+        return "vectors"
     if path.parent == home.root and path.name.startswith(home.db.name):
         return "memory.db"
     return "markdown" if path.name.endswith(".md") else "other"

@@ -91,3 +91,26 @@ def test_an_iflow_store_is_reported_not_adopted(tmp_path: Path, cache: Path) -> 
 def test_the_hint_names_the_plugin_as_claude_code_knows_it(tmp_path: Path, cache: Path) -> None:
     said = memlog(tmp_path / "memory", cache, tmp_path, "doctor").stdout
     assert "install the plugin (/plugin install memlog@memlog) or run memlog setup" in said
+
+
+def test_the_disk_line_sorts_the_home_s_files_by_what_the_home_says_they_are(
+    tmp_path: Path,
+) -> None:
+    from memlog.api.health import disk_use
+    from memlog.home import Home
+
+    home = Home(tmp_path / "home")
+    sizes = {
+        home.device("d1") / "00000000000000000001.jsonl": 100,
+        home.db: 40,
+        home.db.with_name("memory.db-wal"): 2,
+        home.legacy_vectors / "x.f32": 8,
+        home.markdown("projects/p/facts.md"): 5,
+        home.markdown("facts.md"): 3,
+        home.index / "a.vec": 7,
+        home.hook_errors: 1,
+    }
+    for path, size in sizes.items():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"x" * size)
+    assert disk_use(home) == {"log": 100, "memory.db": 42, "vectors": 8, "markdown": 8, "other": 8}
