@@ -50,7 +50,7 @@ def is_per_device(home: Home) -> bool:
 def known_device_id(home: Home) -> str:
     """This home's device id when one was made ("" before that); never makes one."""
     try:
-        found = (home.device_file).read_text(encoding="ascii").strip()
+        found = home.device_file.read_text(encoding="ascii").strip()
     except (OSError, UnicodeDecodeError):
         return ""
     return found if DEVICE_RE.match(found) else ""
@@ -108,7 +108,7 @@ def is_copy(home: Home) -> bool:
     was made before the stamp was kept is stamped now, as the home of its id."""
     try:
         here = str(os.stat(home.events).st_ino)
-        kept = (home.device_stamp).read_text(encoding="ascii").strip()
+        kept = home.device_stamp.read_text(encoding="ascii").strip()
     except FileNotFoundError:
         with contextlib.suppress(OSError):
             _stamp(home)

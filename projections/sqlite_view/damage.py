@@ -37,7 +37,7 @@ def mark(home: Home, reason: str) -> bool:
     be written (a snapshot, a read-only folder: the damage is then only said)."""
     from memlog.eventlog.snapshot import is_snapshot
 
-    if is_snapshot(home) or not (home.db).exists():
+    if is_snapshot(home) or not home.db.exists():
         return False
     try:
         atomic_write(home.views_damaged, f"{reason}\n".encode("utf-8", "replace"), home)
@@ -49,9 +49,7 @@ def mark(home: Home, reason: str) -> bool:
 def marked(home: Home) -> str | None:
     """Why the views were noted damaged (None when they were not)."""
     try:
-        return (home.views_damaged).read_text(
-            encoding="utf-8", errors="replace"
-        ).strip() or "damaged"
+        return home.views_damaged.read_text(encoding="utf-8", errors="replace").strip() or "damaged"
     except OSError:
         return None
 

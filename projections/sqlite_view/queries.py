@@ -51,7 +51,7 @@ def find_entry(folder: Home, prefix: str) -> Entry:
 def named(folder: Home, name: str) -> list[Entry]:
     """The live entries called ``name`` (case and spacing aside), without vectors."""
     wanted = " ".join(name.split()).lower()
-    if not wanted or not (folder.db).exists():
+    if not wanted or not folder.db.exists():
         return []
     with store.opened(folder.db, readonly=True) as db:
         found = store.load_where(db, "status = 'live' AND lower(name) = ?", [wanted], False)
