@@ -59,8 +59,8 @@ def refresh(
         raise Unpatchable("vectors")
     if touched and not ranks.patch(db, folder, [e.id for e in touched], count, _vectored(after)):
         raise Unpatchable("ranks")
-    if vector_rows or grown:
-        vectors.recount(db, folder)
+    if touched or grown:  # counted from the records whenever they are written: a count
+        vectors.recount(db, folder)  # that missed a writer is made right by the next one
     worded = [e for e in touched if _differs(old[e.id], after[e.id], 0, 2)]
     documents = [(slots[e.id], lexicon.document(e)) for e in worded]
     if (documents or grown) and not lexicon.patch(db, folder, ordinal, count, documents):

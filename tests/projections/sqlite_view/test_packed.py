@@ -154,6 +154,23 @@ def test_a_replaced_vector_is_rewritten_where_it_is(memlog_home: Path) -> None:
         assert vectors.vector_count(db) == 2
 
 
+def test_a_count_a_writer_missed_is_made_right_by_the_next_catch_up(memlog_home: Path) -> None:
+    """``vector_count`` is counted from the ranking records each time a catch-up writes
+    them: a count left behind (a writer whose transaction was lost while its records
+    stood) is right again after the next catch-up, though it adds no vector."""
+    log = EventLog(memlog_home)
+    add_entry(log, 0)
+    add_entry(log, 1)
+    catch_up(memlog_home, SMALL)
+    home = Home(memlog_home)
+    with store.opened(home.db) as db, store.transaction(db):
+        store.set_meta(db, {"vector_count": "1"})
+    log.append([Observed(name="n0", description="entry number 0", category="facts")])
+    catch_up(memlog_home, SMALL)
+    with store.opened(home.db, readonly=True) as db:
+        assert vectors.vector_count(db) == ranks.vectored(db, home) == 2
+
+
 def test_a_reader_keeps_its_records_while_records_are_appended(memlog_home: Path) -> None:
     log = EventLog(memlog_home)
     add_entry(log, 0)
