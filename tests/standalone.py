@@ -9,8 +9,8 @@ it, and either fails loudly:
 * while the suite runs, an audit hook notes every file or folder this process reads
   beside the repository (under its parent folder but outside it; hidden folders such
   as ``~/.cache``, where the test caches live, and git's metadata, which a worktree
-  keeps elsewhere, left aside) and any path through that folder's fixtures, and the test that read
-  it fails (``conftest.py``).
+  keeps elsewhere, left aside) and any path through a ``fixtures`` folder outside it,
+  and the test that read it fails (``conftest.py``).
 """
 
 from __future__ import annotations
@@ -28,18 +28,16 @@ _READS = {"open": 0, "os.listdir": 0, "os.scandir": 0, "glob.glob": 0, "os.walk"
 #: every read outside the repository this run made, in order
 outside: list[str] = []
 _state: dict[str, Any] = {"on": False, "repo": REPO}
-#: the folder beside the repository the fixtures were first copied from (a clone has none)
-ORIGIN = "shared"
 
 
 def beside(path: str, repo: Path) -> bool:
     """Whether the absolute ``path`` is a fixture read outside ``repo``: under the folder
     that holds it but not in it (a hidden folder there, a cache, is no fixture), or any
-    path through the fixtures of the folder they were first copied from (``ORIGIN``)."""
+    path through a ``fixtures`` folder anywhere else."""
     inside = str(repo)
     if path == inside or path.startswith(inside + os.sep) or f"{os.sep}.git{os.sep}" in path:
         return False  # the repository, or git's metadata (a worktree's lives elsewhere)
-    if os.sep + os.path.join(ORIGIN, "fixtures") in path:
+    if "fixtures" in path.split(os.sep):
         return True
     parent = str(repo.parent)
     if parent == os.sep or not path.startswith(parent + os.sep):
