@@ -46,10 +46,9 @@ def first_time(payload: dict[str, Any], home: Home, env: Mapping[str, str] = os.
     if told is None or told.exists() or not watched(env):
         return ""
     from memlog.api.health import extraction_notice
-    from memlog.workspace import Workspace
+    from memlog.hooks.common import workspace
 
-    folder = Path(str(payload.get("cwd") or os.getcwd()))
-    ws = Workspace.open(folder, home=home) if folder.is_dir() else Workspace.at(None, home=home)
+    ws = workspace(str(payload.get("cwd") or os.getcwd()), home)
     return extraction_notice(ws, env, reach=False)  # the hook connects to nothing
 
 
