@@ -66,7 +66,7 @@ def assert_ac5(keywords: list[str], description: str, reasoning: str) -> None:
     assert len(literal(keywords, description, reasoning)) >= 3, keywords
 
 
-# -- the local extractor on every entry of every knowledge bank of the fixtures ----------------------
+# -- the local extractor on every entry of every knowledge bank of the fixtures -------------
 
 
 def fixture_entries() -> list[ParsedEntry]:
